@@ -1,0 +1,62 @@
+//! Folded stacks: one line per stack, frames root first separated by `;`, then whitespace and a
+//! count (`main;parse;read 42`), as written by inferno's and FlameGraph's collapsers, perf
+//! scripts and py-spy.
+//!
+//! * Parse: streaming, one pass, no allocation per line; repeated stacks are summed; counts may
+//!   be decimal (kept exactly as fixed point); CRLF and blank lines are fine; names that are not
+//!   UTF-8 are replaced lossily with a warning. A line without a count is an error naming the
+//!   line, unless `-O skip-bad-lines` (inferno's behaviour: warn and skip).
+//! * Emit: one line per call node with a self value, siblings sorted by name, so the output is
+//!   deterministic and folded → IR → folded gives the input's aggregation.
+
+mod emit;
+mod parse;
+
+use profconv_plugin::ir::{Profile, ProfileRef};
+use profconv_plugin::{Context, Format, Input, OptionDesc, Options, Output, PluginError};
+
+pub use parse::parse_folded;
+
+/// The folded-stacks format.
+pub struct Folded;
+
+impl Format for Folded {
+    const ID: &'static str = "folded";
+    const DESCRIPTION: &'static str = "folded stacks, one `frame;frame;frame count` per line";
+    const EXTENSIONS: &'static str = "folded,collapsed";
+    const OPTIONS: &'static [OptionDesc] = &[
+        OptionDesc::flag(
+            "skip-bad-lines",
+            "parse: skip lines without a valid count, with a warning, instead of failing",
+        ),
+        OptionDesc::string(
+            "value",
+            "",
+            "emit: the value type to write as the count (default: the first weight)",
+        ),
+    ];
+    const CAN_PARSE: bool = true;
+    const CAN_EMIT: bool = true;
+    const CAN_SNIFF: bool = true;
+
+    fn sniff(head: &[u8]) -> u32 {
+        parse::sniff(head)
+    }
+
+    fn parse(
+        input: &mut Input<'_>,
+        options: &Options,
+        cx: &mut Context<'_>,
+    ) -> Result<Profile, PluginError> {
+        parse::parse_folded(input, options.flag("skip-bad-lines"), cx)
+    }
+
+    fn emit(
+        profile: &ProfileRef<'_>,
+        output: &mut Output<'_>,
+        options: &Options,
+        _cx: &mut Context<'_>,
+    ) -> Result<(), PluginError> {
+        emit::emit_folded(profile, output, options.get("value").filter(|v| !v.is_empty()))
+    }
+}

@@ -1,0 +1,649 @@
+//! The host side: loading plugin libraries, the handshake, and safe calls into formats.
+//!
+//! Libraries are never unloaded (thread-local destructors and `dlclose` do not mix; see
+//! `docs/plugin-abi.md`). Every call lends the plugin host callbacks whose bodies catch panics,
+//! and every profile a plugin returns is validated before anyone reads it.
+
+use crate::abi::{
+    self, ABI_MAJOR, ABI_MINOR, ENTRY_SYMBOL, EntryFn, FormatDesc, HostCallbacks, HostInfo,
+    InputStream, MAGIC, OptionDesc, OptionValue, OutputStream, PluginDescriptor, PluginHeader,
+    ProfileExport, Status, StrRef, caps,
+};
+use crate::view::{ViewStorage, profile_ref_from_view};
+use profconv_ir::ProfileRef;
+use std::ffi::c_void;
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::mem::size_of;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Where a plugin came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PluginOrigin {
+    /// A shared library file.
+    File(PathBuf),
+    /// Linked into the host (tests).
+    Static(String),
+}
+
+impl fmt::Display for PluginOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PluginOrigin::File(p) => write!(f, "{}", p.display()),
+            PluginOrigin::Static(s) => write!(f, "<static {s}>"),
+        }
+    }
+}
+
+/// A plugin's identity, from its header.
+#[derive(Clone, Debug)]
+pub struct PluginInfo {
+    /// Plugin name.
+    pub name: String,
+    /// Plugin version.
+    pub version: String,
+    /// SDK version it was built with.
+    pub sdk_version: String,
+    /// ABI major.
+    pub abi_major: u32,
+    /// ABI minor.
+    pub abi_minor: u32,
+    /// Built with `panic = "unwind"`.
+    pub panic_unwind: bool,
+    /// Where it was loaded from.
+    pub origin: PluginOrigin,
+}
+
+/// Why a library could not be used as a plugin.
+#[derive(Debug)]
+pub enum LoadError {
+    /// The library could not be opened.
+    Open(PathBuf, String),
+    /// No `profconv_plugin_entry` symbol: not a profconv plugin.
+    NoEntry(PathBuf),
+    /// The entry returned something without the profconv magic.
+    BadMagic(PluginOrigin),
+    /// Built for another ABI major (or a newer minor's required layout).
+    AbiMismatch(Box<PluginInfo>),
+    /// The descriptor is inconsistent.
+    Malformed(PluginOrigin, String),
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::Open(p, e) => write!(f, "cannot load {}: {e}", p.display()),
+            LoadError::NoEntry(p) => write!(
+                f,
+                "{} is not a profconv plugin (no `{ENTRY_SYMBOL}` symbol)",
+                p.display()
+            ),
+            LoadError::BadMagic(o) => write!(f, "{o} is not a profconv plugin (bad magic)"),
+            LoadError::AbiMismatch(i) => write!(
+                f,
+                "plugin '{}' {} at {} was built with profconv-plugin SDK {} (plugin ABI {}.{}); \
+                 this profconv supports plugin ABI {ABI_MAJOR}.x (up to {ABI_MAJOR}.{ABI_MINOR}) \
+                 — rebuild the plugin against a compatible SDK",
+                i.name, i.version, i.origin, i.sdk_version, i.abi_major, i.abi_minor
+            ),
+            LoadError::Malformed(o, m) => write!(f, "plugin at {o} is malformed: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// An option a format declares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OptionInfo {
+    /// Key.
+    pub key: String,
+    /// One of [`abi::option_kind`].
+    pub kind: u32,
+    /// Default, as text.
+    pub default: String,
+    /// Help.
+    pub help: String,
+}
+
+impl OptionInfo {
+    /// The kind as a word (`flag`, `string`, `integer`, `number`).
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            abi::option_kind::FLAG => "flag",
+            abi::option_kind::STRING => "string",
+            abi::option_kind::INTEGER => "integer",
+            abi::option_kind::NUMBER => "number",
+            _ => "unknown",
+        }
+    }
+}
+
+/// One format of a loaded plugin, callable safely.
+#[derive(Clone)]
+pub struct FormatHandle {
+    desc: &'static FormatDesc,
+    /// The plugin that provides it.
+    pub plugin: Arc<PluginInfo>,
+    /// Format id.
+    pub id: String,
+    /// Description.
+    pub description: String,
+    /// File-name suffixes.
+    pub extensions: Vec<String>,
+    /// Capability bits ([`abi::caps`]).
+    pub caps: u32,
+    /// Declared options.
+    pub options: Vec<OptionInfo>,
+}
+
+impl fmt::Debug for FormatHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FormatHandle")
+            .field("id", &self.id)
+            .field("plugin", &self.plugin.name)
+            .field("caps", &self.caps)
+            .finish()
+    }
+}
+
+/// A loaded plugin.
+#[derive(Clone, Debug)]
+pub struct LoadedPlugin {
+    /// Identity.
+    pub info: Arc<PluginInfo>,
+    /// Its formats.
+    pub formats: Vec<FormatHandle>,
+}
+
+/// Opens a plugin library and runs the handshake. The library is never unloaded.
+pub fn load_library(path: &Path) -> Result<LoadedPlugin, LoadError> {
+    // SAFETY: loading runs the library's initialisers. Only files the host chose (matching the
+    // plugin naming pattern in plugin directories, or named explicitly by the user) get here.
+    let lib = unsafe { libloading::Library::new(path) }
+        .map_err(|e| LoadError::Open(path.to_path_buf(), e.to_string()))?;
+    // SAFETY: the symbol, if present, is a profconv entry point of type `EntryFn` (checked
+    // afterwards by the header's magic and ABI version before anything else is read).
+    let entry: EntryFn = match unsafe { lib.get::<EntryFn>(ENTRY_SYMBOL.as_bytes()) } {
+        Ok(sym) => *sym,
+        Err(_) => return Err(LoadError::NoEntry(path.to_path_buf())),
+    };
+    // Never unload: the function pointers we keep must stay valid for the process's life.
+    std::mem::forget(lib);
+    load_entry(entry, PluginOrigin::File(path.to_path_buf()))
+}
+
+/// Runs the handshake on an entry point linked into this binary (see `static_plugin!`).
+pub fn load_static(entry: EntryFn, name: &str) -> Result<LoadedPlugin, LoadError> {
+    load_entry(entry, PluginOrigin::Static(name.to_string()))
+}
+
+fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, LoadError> {
+    let host_version = env!("CARGO_PKG_VERSION");
+    let info = HostInfo {
+        abi_major: ABI_MAJOR,
+        abi_minor: ABI_MINOR,
+        host_version: StrRef::new(host_version),
+    };
+    // SAFETY: `entry` is a plugin entry point; `info` lives across the call.
+    let header_ptr = catch_unwind(|| unsafe { entry(&info) })
+        .map_err(|_| LoadError::Malformed(origin.clone(), "entry point panicked".into()))?;
+    if header_ptr.is_null() {
+        return Err(LoadError::Malformed(origin, "entry returned null".into()));
+    }
+    // SAFETY: the entry returns a pointer to a static header; its first 72 bytes are frozen
+    // across every ABI version, so reading them is valid whatever the plugin's ABI.
+    let header: &'static PluginHeader = unsafe { &*header_ptr };
+    if header.magic != MAGIC {
+        return Err(LoadError::BadMagic(origin));
+    }
+    // SAFETY: the header's strings point at the plugin's static data.
+    let (name, version, sdk_version) = unsafe {
+        (
+            header.plugin_name.to_string_lossy(),
+            header.plugin_version.to_string_lossy(),
+            header.sdk_version.to_string_lossy(),
+        )
+    };
+    let info = Arc::new(PluginInfo {
+        name,
+        version,
+        sdk_version,
+        abi_major: header.abi_major,
+        abi_minor: header.abi_minor,
+        panic_unwind: header.panic_unwind != 0,
+        origin: origin.clone(),
+    });
+    if header.abi_major != ABI_MAJOR {
+        return Err(LoadError::AbiMismatch(Box::new((*info).clone())));
+    }
+    if (header.descriptor_size as usize) < size_of::<PluginDescriptor>() {
+        return Err(LoadError::Malformed(
+            origin,
+            format!("descriptor of {} bytes is too small", header.descriptor_size),
+        ));
+    }
+    // SAFETY: magic, major and size say the header starts an ABI-1 `PluginDescriptor`.
+    let desc: &'static PluginDescriptor =
+        unsafe { &*(header_ptr as *const PluginDescriptor) };
+    if desc.n_formats > 4096 || (desc.n_formats > 0 && desc.formats.is_null()) {
+        return Err(LoadError::Malformed(origin, "bad format table".into()));
+    }
+    let descs: &'static [FormatDesc] = if desc.n_formats == 0 {
+        &[]
+    } else {
+        // SAFETY: the descriptor points at `n_formats` static format descriptors.
+        unsafe { std::slice::from_raw_parts(desc.formats, desc.n_formats) }
+    };
+    let mut formats = Vec::with_capacity(descs.len());
+    for d in descs {
+        if (d.struct_size as usize) < size_of::<FormatDesc>() {
+            return Err(LoadError::Malformed(origin, "format descriptor too small".into()));
+        }
+        if d.n_options > 4096 || (d.n_options > 0 && d.options.is_null()) {
+            return Err(LoadError::Malformed(origin, "bad option table".into()));
+        }
+        let opts: &[OptionDesc] = if d.n_options == 0 {
+            &[]
+        } else {
+            // SAFETY: `n_options` static option descriptors.
+            unsafe { std::slice::from_raw_parts(d.options, d.n_options) }
+        };
+        // SAFETY: all strings of a descriptor point at the plugin's static data.
+        let handle = unsafe {
+            FormatHandle {
+                desc: d,
+                plugin: info.clone(),
+                id: d.id.to_string_lossy(),
+                description: d.description.to_string_lossy(),
+                extensions: d
+                    .extensions
+                    .to_string_lossy()
+                    .split(',')
+                    .map(|e| e.trim().trim_start_matches('.').to_string())
+                    .filter(|e| !e.is_empty())
+                    .collect(),
+                caps: d.caps,
+                options: opts
+                    .iter()
+                    .map(|o| OptionInfo {
+                        key: o.key.to_string_lossy(),
+                        kind: o.kind,
+                        default: o.default.to_string_lossy(),
+                        help: o.help.to_string_lossy(),
+                    })
+                    .collect(),
+            }
+        };
+        if handle.id.is_empty() {
+            return Err(LoadError::Malformed(origin, "a format has an empty id".into()));
+        }
+        formats.push(handle);
+    }
+    Ok(LoadedPlugin { info, formats })
+}
+
+/// A failed call into a plugin.
+#[derive(Debug)]
+pub struct CallError {
+    /// Error class.
+    pub status: Status,
+    /// Message.
+    pub message: String,
+    /// Byte offset in the input.
+    pub byte_offset: Option<u64>,
+    /// 1-based line.
+    pub line: Option<u64>,
+    /// 1-based column.
+    pub column: Option<u64>,
+    /// The host's own I/O error, when reading or writing failed on the host side.
+    pub io: Option<io::Error>,
+}
+
+impl CallError {
+    fn new(status: Status, message: impl Into<String>) -> Self {
+        CallError {
+            status,
+            message: message.into(),
+            byte_offset: None,
+            line: None,
+            column: None,
+            io: None,
+        }
+    }
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.line, self.column, self.byte_offset) {
+            (Some(l), Some(c), _) => write!(f, "{l}:{c}: ")?,
+            (Some(l), None, _) => write!(f, "{l}: ")?,
+            (None, _, Some(o)) => write!(f, "byte {o}: ")?,
+            _ => {}
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// State behind [`HostCallbacks::ctx`] during one call.
+struct CallCtx<'a> {
+    first_error: Option<CallError>,
+    log: &'a mut dyn FnMut(u32, &str),
+}
+
+unsafe extern "C" fn host_report_error(
+    ctx: *mut c_void,
+    code: Status,
+    message: StrRef,
+    byte_offset: u64,
+    line: u64,
+    column: u64,
+) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: `ctx` is the `CallCtx` this host lent for the ongoing call; the message is
+        // readable for the duration of this callback and copied here.
+        let (cx, message) = unsafe { (&mut *(ctx as *mut CallCtx<'_>), message.to_string_lossy()) };
+        if cx.first_error.is_none() {
+            let opt = |v: u64| (v != u64::MAX).then_some(v);
+            cx.first_error = Some(CallError {
+                status: code,
+                message,
+                byte_offset: opt(byte_offset),
+                line: opt(line),
+                column: opt(column),
+                io: None,
+            });
+        }
+    }));
+}
+
+unsafe extern "C" fn host_log(ctx: *mut c_void, level: u32, message: StrRef) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: as in `host_report_error`.
+        let (cx, message) = unsafe { (&mut *(ctx as *mut CallCtx<'_>), message.to_string_lossy()) };
+        (cx.log)(level, &message);
+    }));
+}
+
+struct ReadCtx<'a> {
+    reader: &'a mut dyn Read,
+    error: Option<io::Error>,
+}
+
+unsafe extern "C" fn host_read(
+    ctx: *mut c_void,
+    buf: *mut u8,
+    cap: usize,
+    n_read: *mut usize,
+) -> Status {
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: `ctx` is the `ReadCtx` lent for this call; `buf` has `cap` writable bytes and
+        // `n_read` is writable (the plugin's contract).
+        let (cx, buf) = unsafe {
+            (
+                &mut *(ctx as *mut ReadCtx<'_>),
+                if cap == 0 || buf.is_null() {
+                    &mut [][..]
+                } else {
+                    std::slice::from_raw_parts_mut(buf, cap)
+                },
+            )
+        };
+        loop {
+            match cx.reader.read(buf) {
+                Ok(n) => {
+                    // SAFETY: see above.
+                    unsafe { n_read.write(n) };
+                    return Status::OK;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    cx.error = Some(e);
+                    return Status::IO;
+                }
+            }
+        }
+    }));
+    r.unwrap_or(Status::INTERNAL)
+}
+
+struct WriteCtx<'a> {
+    writer: &'a mut dyn Write,
+    error: Option<io::Error>,
+}
+
+unsafe extern "C" fn host_write(ctx: *mut c_void, buf: *const u8, len: usize) -> Status {
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: `ctx` is the `WriteCtx` lent for this call; `buf` has `len` readable bytes.
+        let (cx, data) = unsafe {
+            (
+                &mut *(ctx as *mut WriteCtx<'_>),
+                if len == 0 || buf.is_null() {
+                    &[][..]
+                } else {
+                    std::slice::from_raw_parts(buf, len)
+                },
+            )
+        };
+        if cx.error.is_some() {
+            return Status::IO;
+        }
+        match cx.writer.write_all(data) {
+            Ok(()) => Status::OK,
+            Err(e) => {
+                cx.error = Some(e);
+                Status::IO
+            }
+        }
+    }));
+    r.unwrap_or(Status::INTERNAL)
+}
+
+fn abi_options(options: &[(String, Option<String>)]) -> Vec<OptionValue> {
+    options
+        .iter()
+        .map(|(k, v)| OptionValue {
+            key: StrRef::new(k),
+            value: v.as_deref().map_or(StrRef::null(), StrRef::new),
+        })
+        .collect()
+}
+
+/// What a parse reads.
+pub struct ParseInput<'a> {
+    /// The stream.
+    pub reader: &'a mut dyn Read,
+    /// The whole input if it is in memory (then `reader` is not used).
+    pub whole: Option<&'a [u8]>,
+    /// Size if known.
+    pub size_hint: Option<u64>,
+    /// Name for messages.
+    pub name: &'a str,
+}
+
+/// A profile owned by a plugin, validated, released on drop.
+pub struct ForeignProfile {
+    export: Box<ProfileExport>,
+}
+
+impl ForeignProfile {
+    /// The profile's columns (validated when the plugin returned them).
+    pub fn view(&self) -> ProfileRef<'_> {
+        // SAFETY: the export stays alive and unreleased while `self` lives; its columns were
+        // validated in `FormatHandle::parse`, so this succeeds.
+        unsafe { profile_ref_from_view(&self.export.view) }
+            .expect("validated when the plugin returned it")
+    }
+}
+
+impl Drop for ForeignProfile {
+    fn drop(&mut self) {
+        if let Some(release) = self.export.release.take() {
+            // SAFETY: the producer's release callback, called exactly once on its own export.
+            unsafe { release(&mut *self.export) };
+        }
+    }
+}
+
+impl FormatHandle {
+    /// True if the format can parse.
+    pub fn can_parse(&self) -> bool {
+        self.caps & caps::PARSE != 0 && self.desc.parse.is_some()
+    }
+    /// True if the format can emit.
+    pub fn can_emit(&self) -> bool {
+        self.caps & caps::EMIT != 0 && self.desc.emit.is_some()
+    }
+    /// True if the parser streams its input.
+    pub fn streams_input(&self) -> bool {
+        self.caps & caps::STREAMING_INPUT != 0
+    }
+
+    /// Confidence 0..=100 that `head` is this format; 0 when the format has no sniffer.
+    pub fn sniff(&self, head: &[u8]) -> u32 {
+        match self.desc.sniff {
+            // SAFETY: `head` is readable for the call; the trampoline catches panics.
+            Some(f) if self.caps & caps::SNIFF != 0 => unsafe { f(head.as_ptr(), head.len()) }.min(100),
+            _ => 0,
+        }
+    }
+
+    /// Parses `input` with `options`; warnings go to `log(level, message)`.
+    pub fn parse(
+        &self,
+        input: ParseInput<'_>,
+        options: &[(String, Option<String>)],
+        log: &mut dyn FnMut(u32, &str),
+    ) -> Result<ForeignProfile, CallError> {
+        let Some(parse) = self.desc.parse.filter(|_| self.can_parse()) else {
+            return Err(CallError::new(
+                Status::UNSUPPORTED,
+                format!("format '{}' cannot be read", self.id),
+            ));
+        };
+        let opts = abi_options(options);
+        let mut read_ctx = ReadCtx {
+            reader: input.reader,
+            error: None,
+        };
+        let stream = InputStream {
+            ctx: &mut read_ctx as *mut ReadCtx<'_> as *mut c_void,
+            read: host_read,
+            whole: input.whole.map_or(StrRef::null(), |w| StrRef {
+                ptr: w.as_ptr(),
+                len: w.len(),
+            }),
+            size_hint: input.size_hint.unwrap_or(u64::MAX),
+            name: StrRef::new(input.name),
+        };
+        let mut call = CallCtx {
+            first_error: None,
+            log,
+        };
+        let callbacks = HostCallbacks {
+            struct_size: size_of::<HostCallbacks>() as u32,
+            reserved: 0,
+            ctx: &mut call as *mut CallCtx<'_> as *mut c_void,
+            report_error: host_report_error,
+            log: host_log,
+        };
+        let mut out = std::mem::MaybeUninit::<ProfileExport>::uninit();
+        // SAFETY: every pointer passed lives across the call; the plugin writes `out` only when
+        // it returns OK.
+        let status = unsafe {
+            parse(
+                opts.as_ptr(),
+                opts.len(),
+                &stream,
+                &callbacks,
+                out.as_mut_ptr(),
+            )
+        };
+        let io_error = read_ctx.error.take();
+        if status != Status::OK {
+            let mut e = call
+                .first_error
+                .take()
+                .unwrap_or_else(|| CallError::new(status, "failed without a message"));
+            e.status = status;
+            e.io = io_error;
+            return Err(e);
+        }
+        // SAFETY: OK means the plugin initialized the export.
+        let export = Box::new(unsafe { out.assume_init() });
+        let foreign = ForeignProfile { export };
+        // SAFETY: the export's columns live until release (on drop of `foreign`).
+        if let Err(e) = unsafe { profile_ref_from_view(&foreign.export.view) } {
+            return Err(CallError::new(
+                Status::INTERNAL,
+                format!(
+                    "plugin '{}' returned an invalid profile for format '{}': {e}",
+                    self.plugin.name, self.id
+                ),
+            ));
+        }
+        Ok(foreign)
+    }
+
+    /// Writes `profile` to `writer` with `options`.
+    pub fn emit(
+        &self,
+        profile: &ProfileRef<'_>,
+        writer: &mut dyn Write,
+        options: &[(String, Option<String>)],
+        log: &mut dyn FnMut(u32, &str),
+    ) -> Result<(), CallError> {
+        let Some(emit) = self.desc.emit.filter(|_| self.can_emit()) else {
+            return Err(CallError::new(
+                Status::UNSUPPORTED,
+                format!("format '{}' cannot be written", self.id),
+            ));
+        };
+        let opts = abi_options(options);
+        let storage = ViewStorage::new(profile);
+        let view = storage.view(profile);
+        let mut write_ctx = WriteCtx {
+            writer,
+            error: None,
+        };
+        let stream = OutputStream {
+            ctx: &mut write_ctx as *mut WriteCtx<'_> as *mut c_void,
+            write: host_write,
+        };
+        let mut call = CallCtx {
+            first_error: None,
+            log,
+        };
+        let callbacks = HostCallbacks {
+            struct_size: size_of::<HostCallbacks>() as u32,
+            reserved: 0,
+            ctx: &mut call as *mut CallCtx<'_> as *mut c_void,
+            report_error: host_report_error,
+            log: host_log,
+        };
+        // SAFETY: the view's columns (borrowed from `profile` and `storage`), the streams and
+        // the callbacks all live across the call.
+        let status = unsafe { emit(opts.as_ptr(), opts.len(), &view, &stream, &callbacks) };
+        if status != Status::OK {
+            let mut e = call
+                .first_error
+                .take()
+                .unwrap_or_else(|| CallError::new(status, "failed without a message"));
+            e.status = status;
+            e.io = write_ctx.error.take();
+            return Err(e);
+        }
+        Ok(())
+    }
+}
+
+// SAFETY: a FormatHandle only holds a reference to an immutable static descriptor of a library
+// that is never unloaded, plus owned data; the plugin contract says formats may be called from
+// any thread.
+unsafe impl Send for FormatHandle {}
+// SAFETY: as above.
+unsafe impl Sync for FormatHandle {}

@@ -1,0 +1,589 @@
+//! The plugin author's side: [`Format`], its inputs and outputs, and the trampolines the
+//! `export_plugin!` macro wires into the C ABI.
+
+use crate::abi::{
+    self, FormatDesc, HostCallbacks, InputStream, OptionDesc, OptionValue, OutputStream,
+    ProfileExport, ProfileView, Status, StrRef, caps,
+};
+use profconv_ir::{Profile, ProfileRef};
+use std::fmt;
+use std::io::{self, BufWriter, Read, Write};
+use std::mem::size_of;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// A format: what a plugin implements. All items but `ID` have defaults.
+///
+/// ```
+/// use profconv_plugin::{Context, Format, Input, Options, PluginError};
+/// use profconv_plugin::ir::{Profile, ProfileBuilder, ValueKind};
+///
+/// /// One function name per line, each line one sample.
+/// pub struct Lines;
+///
+/// impl Format for Lines {
+///     const ID: &'static str = "lines";
+///     const DESCRIPTION: &'static str = "one function name per line";
+///     const EXTENSIONS: &'static str = "lines";
+///     const CAN_PARSE: bool = true;
+///
+///     fn parse(input: &mut Input<'_>, _: &Options, _: &mut Context<'_>) -> Result<Profile, PluginError> {
+///         let mut text = String::new();
+///         input.read_to_string(&mut text)?;
+///         let mut b = ProfileBuilder::new();
+///         b.add_value_type("samples", "count", ValueKind::Weight);
+///         for line in text.lines().filter(|l| !l.is_empty()) {
+///             b.add_stack(&[line], &[1]).map_err(PluginError::from)?;
+///         }
+///         Ok(b.finish())
+///     }
+/// }
+/// use std::io::Read;
+/// # fn main() {}
+/// ```
+pub trait Format: 'static {
+    /// Format id users type (`folded`).
+    const ID: &'static str;
+    /// One-line description for `profconv formats`.
+    const DESCRIPTION: &'static str = "";
+    /// Comma-separated file-name suffixes, without dots (`folded,collapsed`).
+    const EXTENSIONS: &'static str = "";
+    /// Options the format accepts (`-O KEY[=VALUE]`).
+    const OPTIONS: &'static [OptionDesc] = &[];
+    /// Implements [`Format::parse`].
+    const CAN_PARSE: bool = false;
+    /// Implements [`Format::emit`].
+    const CAN_EMIT: bool = false;
+    /// Implements [`Format::sniff`].
+    const CAN_SNIFF: bool = false;
+    /// Reads input as a stream (otherwise the host hands over the whole input in memory).
+    const STREAMING_INPUT: bool = true;
+
+    /// Confidence 0..=100 that `head` (the input's first bytes) is this format.
+    fn sniff(head: &[u8]) -> u32 {
+        let _ = head;
+        0
+    }
+
+    /// Reads a profile.
+    fn parse(
+        input: &mut Input<'_>,
+        options: &Options,
+        cx: &mut Context<'_>,
+    ) -> Result<Profile, PluginError> {
+        let _ = (input, options, cx);
+        Err(PluginError::unsupported(format!("{} cannot parse", Self::ID)))
+    }
+
+    /// Writes a profile.
+    fn emit(
+        profile: &ProfileRef<'_>,
+        output: &mut Output<'_>,
+        options: &Options,
+        cx: &mut Context<'_>,
+    ) -> Result<(), PluginError> {
+        let _ = (profile, output, options, cx);
+        Err(PluginError::unsupported(format!("{} cannot emit", Self::ID)))
+    }
+}
+
+/// An error from a plugin, with where in the input it happened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PluginError {
+    /// Error class.
+    pub status: Status,
+    /// What is wrong and what was expected.
+    pub message: String,
+    /// Byte offset in the input.
+    pub byte_offset: Option<u64>,
+    /// 1-based line.
+    pub line: Option<u64>,
+    /// 1-based column.
+    pub column: Option<u64>,
+}
+
+impl PluginError {
+    fn new(status: Status, message: impl Into<String>) -> Self {
+        PluginError {
+            status,
+            message: message.into(),
+            byte_offset: None,
+            line: None,
+            column: None,
+        }
+    }
+    /// Malformed input.
+    pub fn invalid_input(message: impl Into<String>) -> Self {
+        Self::new(Status::INVALID_INPUT, message)
+    }
+    /// Not supported.
+    pub fn unsupported(message: impl Into<String>) -> Self {
+        Self::new(Status::UNSUPPORTED, message)
+    }
+    /// A bad option value.
+    pub fn bad_option(message: impl Into<String>) -> Self {
+        Self::new(Status::BAD_OPTIONS, message)
+    }
+    /// A plugin bug.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(Status::INTERNAL, message)
+    }
+    /// Sets the byte offset.
+    pub fn at_offset(mut self, byte_offset: u64) -> Self {
+        self.byte_offset = Some(byte_offset);
+        self
+    }
+    /// Sets the 1-based line and column.
+    pub fn at_line(mut self, line: u64, column: u64) -> Self {
+        self.line = Some(line);
+        self.column = Some(column);
+        self
+    }
+}
+
+impl fmt::Display for PluginError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(l) = self.line {
+            write!(f, "line {l}")?;
+            if let Some(c) = self.column {
+                write!(f, ", column {c}")?;
+            }
+            f.write_str(": ")?;
+        } else if let Some(o) = self.byte_offset {
+            write!(f, "byte {o}: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for PluginError {}
+
+impl From<io::Error> for PluginError {
+    fn from(e: io::Error) -> Self {
+        PluginError::new(Status::IO, e.to_string())
+    }
+}
+
+impl From<profconv_ir::IrError> for PluginError {
+    fn from(e: profconv_ir::IrError) -> Self {
+        PluginError::invalid_input(e.to_string())
+    }
+}
+
+/// Option values of one call, as the user gave them (the host checked the keys).
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    values: Vec<(String, Option<String>)>,
+}
+
+impl Options {
+    /// Options from `(key, value)` pairs.
+    pub fn new(values: Vec<(String, Option<String>)>) -> Self {
+        Options { values }
+    }
+    /// True when the flag `key` was given (and not `=false`/`=0`/`=no`).
+    pub fn flag(&self, key: &str) -> bool {
+        self.values.iter().rev().find(|(k, _)| k == key).is_some_and(|(_, v)| {
+            !matches!(v.as_deref(), Some("false" | "0" | "no" | "off"))
+        })
+    }
+    /// The last value given for `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.values
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .and_then(|(_, v)| v.as_deref())
+    }
+    /// The value of `key` parsed as `T`, or a [`Status::BAD_OPTIONS`] error naming it.
+    pub fn parse<T: std::str::FromStr>(&self, key: &str) -> Result<Option<T>, PluginError>
+    where
+        T::Err: fmt::Display,
+    {
+        self.get(key)
+            .map(|v| {
+                v.parse::<T>()
+                    .map_err(|e| PluginError::bad_option(format!("option {key}={v}: {e}")))
+            })
+            .transpose()
+    }
+    /// Every pair, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, Option<&str>)> {
+        self.values.iter().map(|(k, v)| (k.as_str(), v.as_deref()))
+    }
+
+    /// # Safety
+    /// `ptr` must point at `n` option values whose strings are readable for this call.
+    unsafe fn from_abi(ptr: *const OptionValue, n: usize) -> Options {
+        if ptr.is_null() || n == 0 {
+            return Options::default();
+        }
+        // SAFETY: the caller guarantees `n` readable values.
+        let raw = unsafe { std::slice::from_raw_parts(ptr, n) };
+        let values = raw
+            .iter()
+            .map(|o| {
+                // SAFETY: the strings are borrowed for this call (caller's contract).
+                unsafe {
+                    let key = o.key.to_string_lossy();
+                    let value = (!o.value.is_null()).then(|| o.value.to_string_lossy());
+                    (key, value)
+                }
+            })
+            .collect();
+        Options { values }
+    }
+}
+
+/// Where a plugin's warnings go (the host shows them on stderr, after the input's name).
+pub struct Context<'a> {
+    host: Option<&'a HostCallbacks>,
+    sink: Option<&'a mut dyn FnMut(u32, &str)>,
+}
+
+impl<'a> Context<'a> {
+    /// A context that collects messages through `sink(level, message)` (for tests).
+    pub fn with_sink(sink: &'a mut dyn FnMut(u32, &str)) -> Self {
+        Context {
+            host: None,
+            sink: Some(sink),
+        }
+    }
+    /// A context that drops every message.
+    pub fn silent() -> Self {
+        Context {
+            host: None,
+            sink: None,
+        }
+    }
+    /// A warning for the user (for example a skipped line).
+    pub fn warn(&mut self, message: &str) {
+        self.log(abi::log_level::WARN, message);
+    }
+    /// An informational message.
+    pub fn info(&mut self, message: &str) {
+        self.log(abi::log_level::INFO, message);
+    }
+    fn log(&mut self, level: u32, message: &str) {
+        if let Some(sink) = &mut self.sink {
+            sink(level, message);
+        }
+        if let Some(h) = self.host {
+            // SAFETY: the host lent these callbacks for the duration of this call; the message
+            // is borrowed only while the callback runs (the host copies it).
+            unsafe { (h.log)(h.ctx, level, StrRef::new(message)) };
+        }
+    }
+}
+
+/// The parser's input: a byte stream (`Read`), and the whole input when the host has it.
+pub struct Input<'a> {
+    source: InputSource<'a>,
+    whole: Option<&'a [u8]>,
+    size_hint: Option<u64>,
+    name: String,
+}
+
+enum InputSource<'a> {
+    Slice(&'a [u8]),
+    Host(&'a InputStream),
+    Reader(&'a mut dyn Read),
+}
+
+impl<'a> Input<'a> {
+    /// Input from memory (tests, or a format that wants everything at once).
+    pub fn from_slice(data: &'a [u8]) -> Self {
+        Input {
+            source: InputSource::Slice(data),
+            whole: Some(data),
+            size_hint: Some(data.len() as u64),
+            name: "<memory>".into(),
+        }
+    }
+    /// Input from any reader.
+    pub fn from_reader(reader: &'a mut dyn Read) -> Self {
+        Input {
+            source: InputSource::Reader(reader),
+            whole: None,
+            size_hint: None,
+            name: "<reader>".into(),
+        }
+    }
+    /// The whole input, when the host has it in memory (parsers may use it instead of reading).
+    pub fn whole(&self) -> Option<&'a [u8]> {
+        self.whole
+    }
+    /// The input's size, when known.
+    pub fn size_hint(&self) -> Option<u64> {
+        self.size_hint
+    }
+    /// A name for the input (file path), for messages.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Read for Input<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match &mut self.source {
+            InputSource::Slice(s) => s.read(buf),
+            InputSource::Reader(r) => r.read(buf),
+            InputSource::Host(h) => {
+                let mut n = 0usize;
+                // SAFETY: the host lent the stream for this call; `buf` is writable for its
+                // length and `n` is a valid out-pointer.
+                let status = unsafe { (h.read)(h.ctx, buf.as_mut_ptr(), buf.len(), &mut n) };
+                if status != Status::OK {
+                    return Err(io::Error::other("the host could not read the input"));
+                }
+                Ok(n.min(buf.len()))
+            }
+        }
+    }
+}
+
+/// The emitter's output: a buffered `Write` (64 KiB per host call).
+pub struct Output<'a> {
+    inner: BufWriter<OutputSink<'a>>,
+}
+
+enum OutputSink<'a> {
+    Host(&'a OutputStream),
+    Writer(&'a mut dyn Write),
+}
+
+impl Write for OutputSink<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            OutputSink::Writer(w) => w.write(buf),
+            OutputSink::Host(h) => {
+                // SAFETY: the host lent the stream for this call; `buf` is readable.
+                let status = unsafe { (h.write)(h.ctx, buf.as_ptr(), buf.len()) };
+                if status != Status::OK {
+                    return Err(io::Error::other("the host could not write the output"));
+                }
+                Ok(buf.len())
+            }
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            OutputSink::Writer(w) => w.flush(),
+            OutputSink::Host(_) => Ok(()),
+        }
+    }
+}
+
+impl<'a> Output<'a> {
+    /// Output into any writer (tests).
+    pub fn from_writer(writer: &'a mut dyn Write) -> Self {
+        Output {
+            inner: BufWriter::with_capacity(1 << 16, OutputSink::Writer(writer)),
+        }
+    }
+}
+
+impl Write for Output<'_> {
+    #[inline]
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.write(buf)
+    }
+    #[inline]
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.inner.write_all(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// The message of a caught panic.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic payload".to_string()
+    }
+}
+
+fn report(host: Option<&HostCallbacks>, e: &PluginError) {
+    if let Some(h) = host {
+        let u = |v: Option<u64>| v.unwrap_or(u64::MAX);
+        // SAFETY: the host lent its callbacks for this call; the message is borrowed only
+        // while the callback runs.
+        unsafe {
+            (h.report_error)(
+                h.ctx,
+                e.status,
+                StrRef::new(&e.message),
+                u(e.byte_offset),
+                u(e.line),
+                u(e.column),
+            )
+        };
+    }
+}
+
+/// # Safety
+/// `host` is null or points at callbacks valid for this call, of at least ABI-1.0 size.
+unsafe fn host_ref<'a>(host: *const HostCallbacks) -> Option<&'a HostCallbacks> {
+    if host.is_null() {
+        return None;
+    }
+    // SAFETY: non-null and valid for the call (caller's contract).
+    let h = unsafe { &*host };
+    ((h.struct_size as usize) >= size_of::<HostCallbacks>()).then_some(h)
+}
+
+/// Runs `f`, turning an error or a panic into a status reported to the host.
+fn guarded(host: Option<&HostCallbacks>, f: impl FnOnce() -> Result<(), PluginError>) -> Status {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => Status::OK,
+        Ok(Err(e)) => {
+            report(host, &e);
+            e.status
+        }
+        Err(payload) => {
+            let e = PluginError::new(
+                Status::PANIC,
+                format!("plugin panicked: {}", panic_message(&*payload)),
+            );
+            report(host, &e);
+            Status::PANIC
+        }
+    }
+}
+
+unsafe extern "C" fn sniff_trampoline<F: Format>(head: *const u8, len: usize) -> u32 {
+    let head: &[u8] = if head.is_null() || len == 0 {
+        &[]
+    } else {
+        // SAFETY: the host passes `len` readable bytes for this call.
+        unsafe { std::slice::from_raw_parts(head, len) }
+    };
+    catch_unwind(|| F::sniff(head).min(100)).unwrap_or(0)
+}
+
+unsafe extern "C" fn parse_trampoline<F: Format>(
+    options: *const OptionValue,
+    n_options: usize,
+    input: *const InputStream,
+    host: *const HostCallbacks,
+    out: *mut ProfileExport,
+) -> Status {
+    // SAFETY: the host lends valid callbacks (or null) for this call.
+    let host = unsafe { host_ref(host) };
+    if input.is_null() || out.is_null() {
+        return Status::INTERNAL;
+    }
+    guarded(host, || {
+        // SAFETY: option values and the input stream are valid for this call (ABI contract).
+        let (options, stream) = unsafe { (Options::from_abi(options, n_options), &*input) };
+        // SAFETY: `whole` and `name`, when set, are readable for this call.
+        let (whole, name) = unsafe {
+            let w = (!stream.whole.is_null()).then(|| stream.whole.as_bytes());
+            (w, stream.name.to_string_lossy())
+        };
+        let mut input = Input {
+            source: match whole {
+                Some(w) => InputSource::Slice(w),
+                None => InputSource::Host(stream),
+            },
+            whole,
+            size_hint: (stream.size_hint != u64::MAX).then_some(stream.size_hint),
+            name,
+        };
+        let mut cx = Context { host, sink: None };
+        let profile = F::parse(&mut input, &options, &mut cx)?;
+        // SAFETY: `out` is a valid, writable export slot; the host takes ownership.
+        unsafe { out.write(crate::view::export_profile(profile)) };
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn emit_trampoline<F: Format>(
+    options: *const OptionValue,
+    n_options: usize,
+    profile: *const ProfileView,
+    output: *const OutputStream,
+    host: *const HostCallbacks,
+) -> Status {
+    // SAFETY: the host lends valid callbacks (or null) for this call.
+    let host = unsafe { host_ref(host) };
+    if profile.is_null() || output.is_null() {
+        return Status::INTERNAL;
+    }
+    guarded(host, || {
+        // SAFETY: options, view and stream are valid for this call (ABI contract); the view's
+        // columns are validated before use.
+        let (options, view, stream) =
+            unsafe { (Options::from_abi(options, n_options), &*profile, &*output) };
+        // SAFETY: the host keeps the view's columns alive for this call.
+        let p = unsafe { crate::view::profile_ref_from_view(view) }
+            .map_err(|e| PluginError::internal(format!("host passed a bad profile: {e}")))?;
+        let mut out = Output {
+            inner: BufWriter::with_capacity(1 << 16, OutputSink::Host(stream)),
+        };
+        let mut cx = Context { host, sink: None };
+        F::emit(&p, &mut out, &options, &mut cx)?;
+        out.flush()?;
+        Ok(())
+    })
+}
+
+/// The ABI descriptor of format `F` (used by [`export_plugin!`](crate::export_plugin)).
+pub const fn format_desc<F: Format>() -> FormatDesc {
+    let mut c = 0;
+    if F::CAN_PARSE {
+        c |= caps::PARSE;
+    }
+    if F::CAN_EMIT {
+        c |= caps::EMIT;
+    }
+    if F::CAN_SNIFF {
+        c |= caps::SNIFF;
+    }
+    if F::STREAMING_INPUT {
+        c |= caps::STREAMING_INPUT;
+    }
+    FormatDesc {
+        struct_size: size_of::<FormatDesc>() as u32,
+        caps: c,
+        id: StrRef::from_static(F::ID),
+        description: StrRef::from_static(F::DESCRIPTION),
+        extensions: StrRef::from_static(F::EXTENSIONS),
+        options: F::OPTIONS.as_ptr(),
+        n_options: F::OPTIONS.len(),
+        sniff: if F::CAN_SNIFF {
+            Some(sniff_trampoline::<F>)
+        } else {
+            None
+        },
+        parse: if F::CAN_PARSE {
+            Some(parse_trampoline::<F> as abi::ParseFn)
+        } else {
+            None
+        },
+        emit: if F::CAN_EMIT {
+            Some(emit_trampoline::<F> as abi::EmitFn)
+        } else {
+            None
+        },
+    }
+}
+
+/// Installs, once, a panic hook in the plugin's own std that stays quiet unless
+/// `PROFCONV_PLUGIN_DEBUG` is set: the host reports the panic as an error instead.
+#[doc(hidden)]
+pub fn install_quiet_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if std::env::var_os("PROFCONV_PLUGIN_DEBUG").is_some() {
+                default(info);
+            }
+        }));
+    });
+}

@@ -1,0 +1,480 @@
+//! Building a [`Profile`]: interning, deduplicated funcs/frames/stacks, and samples.
+//!
+//! Two ways in:
+//! * stacks of names with weights ([`ProfileBuilder::add_stack`], folded-style, aggregated per
+//!   stack so memory grows with distinct stacks, not input lines);
+//! * enter/exit events with clocks ([`TraceBuilder`], seed 000's algorithm), which keeps the time
+//!   order for flame charts or aggregates, as asked.
+
+use crate::profile::{IrError, NO_ADDRESS, NONE, Profile, ValueKind, ValueType};
+use crate::strings::StrId;
+use foldhash::fast::FixedState;
+use hashbrown::HashMap;
+
+type FastMap<K, V> = HashMap<K, V, FixedState>;
+
+fn fast_map<K, V>() -> FastMap<K, V> {
+    HashMap::with_hasher(FixedState::with_seed(0x5354_4143_4b53_0001))
+}
+
+/// Builds a [`Profile`] row by row, deduplicating funcs, frames and stacks.
+pub struct ProfileBuilder {
+    profile: Profile,
+    /// Name-only funcs by name (the common case: folded stacks, traces).
+    func_of_name: Vec<u32>,
+    /// Funcs with a file, line or resource, by their full key.
+    func_by_key: FastMap<(StrId, StrId, u32, StrId), u32>,
+    /// The address-less, line-less frame of each func.
+    plain_frame_of_func: Vec<u32>,
+    /// Frames with an address or line, by their full key.
+    frame_by_key: FastMap<(u32, u64, u32), u32>,
+    /// Child stack by (prefix, frame), packed in one u64.
+    stack_index: FastMap<u64, u32>,
+    /// Sample row of each stack when samples are aggregated.
+    sample_of_stack: Vec<u32>,
+}
+
+impl Default for ProfileBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ProfileBuilder {
+    /// An empty builder with no value types.
+    pub fn new() -> Self {
+        ProfileBuilder {
+            profile: Profile::default(),
+            func_of_name: Vec::new(),
+            func_by_key: fast_map(),
+            plain_frame_of_func: Vec::new(),
+            frame_by_key: fast_map(),
+            stack_index: fast_map(),
+            sample_of_stack: Vec::new(),
+        }
+    }
+
+    /// Adds a value column; returns its index.
+    pub fn add_value_type(&mut self, name: &str, unit: &str, kind: ValueKind) -> usize {
+        let name = self.intern(name);
+        let unit = self.intern(unit);
+        self.profile.value_types.push(ValueType {
+            name,
+            unit,
+            kind,
+            decimals: 0,
+        });
+        let n = self.profile.samples.stack.len();
+        self.profile.samples.values.push(vec![0; n]);
+        self.profile.value_types.len() - 1
+    }
+
+    /// Number of value columns.
+    pub fn n_value_types(&self) -> usize {
+        self.profile.value_types.len()
+    }
+
+    /// The fixed-point decimals of column `col`.
+    pub fn decimals(&self, col: usize) -> u32 {
+        self.profile.value_types[col].decimals
+    }
+
+    /// Raises column `col` to `decimals` fractional digits, multiplying what it holds already.
+    pub fn rescale(&mut self, col: usize, decimals: u32) -> Result<(), IrError> {
+        let old = self.profile.value_types[col].decimals;
+        if decimals <= old {
+            return Ok(());
+        }
+        let factor = 10i64
+            .checked_pow(decimals - old)
+            .ok_or_else(|| IrError::Overflow(format!("{decimals} decimals")))?;
+        for v in &mut self.profile.samples.values[col] {
+            *v = v.checked_mul(factor).ok_or_else(|| {
+                IrError::Overflow(format!("rescaling {v} to {decimals} decimals"))
+            })?;
+        }
+        self.profile.value_types[col].decimals = decimals;
+        Ok(())
+    }
+
+    /// Sets profile flags (see [`crate::flags`]).
+    pub fn set_flags(&mut self, flags: u32) {
+        self.profile.flags |= flags;
+    }
+
+    /// Adds a metadata pair.
+    pub fn add_meta(&mut self, key: &str, value: &str) {
+        let k = self.intern(key);
+        let v = self.intern(value);
+        self.profile.meta.push((k, v));
+    }
+
+    /// Interns a string.
+    #[inline]
+    pub fn intern(&mut self, s: &str) -> StrId {
+        self.profile.strings.intern(s)
+    }
+
+    /// The func named `name` with no file, line or resource.
+    #[inline]
+    pub fn func(&mut self, name: &str) -> u32 {
+        let id = self.intern(name) as usize;
+        if id >= self.func_of_name.len() {
+            self.func_of_name.resize(id + 1, NONE);
+        }
+        let f = self.func_of_name[id];
+        if f != NONE {
+            return f;
+        }
+        let f = self.push_func(id as StrId, NONE, NONE, NONE);
+        self.func_of_name[id] = f;
+        f
+    }
+
+    /// The func with this name, file, first line and resource (each optional).
+    pub fn func_with(
+        &mut self,
+        name: &str,
+        file: Option<&str>,
+        line: Option<u32>,
+        resource: Option<&str>,
+    ) -> u32 {
+        if file.is_none() && line.is_none() && resource.is_none() {
+            return self.func(name);
+        }
+        let key = (
+            self.intern(name),
+            file.map_or(NONE, |f| self.intern(f)),
+            line.unwrap_or(NONE),
+            resource.map_or(NONE, |r| self.intern(r)),
+        );
+        if let Some(&f) = self.func_by_key.get(&key) {
+            return f;
+        }
+        let f = self.push_func(key.0, key.1, key.2, key.3);
+        self.func_by_key.insert(key, f);
+        f
+    }
+
+    fn push_func(&mut self, name: StrId, file: StrId, line: u32, resource: StrId) -> u32 {
+        let t = &mut self.profile.funcs;
+        t.name.push(name);
+        t.file.push(file);
+        t.line.push(line);
+        t.resource.push(resource);
+        (t.name.len() - 1) as u32
+    }
+
+    /// The frame of `func` with no address or line.
+    #[inline]
+    pub fn frame(&mut self, func: u32) -> u32 {
+        let i = func as usize;
+        if i >= self.plain_frame_of_func.len() {
+            self.plain_frame_of_func.resize(i + 1, NONE);
+        }
+        let fr = self.plain_frame_of_func[i];
+        if fr != NONE {
+            return fr;
+        }
+        let fr = self.push_frame(func, NO_ADDRESS, NONE);
+        self.plain_frame_of_func[i] = fr;
+        fr
+    }
+
+    /// The frame of `func` at an address and/or line.
+    pub fn frame_at(&mut self, func: u32, address: Option<u64>, line: Option<u32>) -> u32 {
+        if address.is_none() && line.is_none() {
+            return self.frame(func);
+        }
+        let key = (func, address.unwrap_or(NO_ADDRESS), line.unwrap_or(NONE));
+        if let Some(&fr) = self.frame_by_key.get(&key) {
+            return fr;
+        }
+        let fr = self.push_frame(key.0, key.1, key.2);
+        self.frame_by_key.insert(key, fr);
+        fr
+    }
+
+    fn push_frame(&mut self, func: u32, address: u64, line: u32) -> u32 {
+        let t = &mut self.profile.frames;
+        t.func.push(func);
+        t.address.push(address);
+        t.line.push(line);
+        (t.func.len() - 1) as u32
+    }
+
+    /// The stack whose prefix is `prefix` ([`NONE`] for a root) and leaf is `frame`.
+    #[inline]
+    pub fn stack(&mut self, prefix: u32, frame: u32) -> u32 {
+        let key = ((prefix as u64) << 32) | frame as u64;
+        let stacks = &mut self.profile.stacks;
+        *self.stack_index.entry(key).or_insert_with(|| {
+            stacks.prefix.push(prefix);
+            stacks.frame.push(frame);
+            (stacks.prefix.len() - 1) as u32
+        })
+    }
+
+    /// The stack of `names`, root first (each a name-only func). Empty `names` gives [`NONE`].
+    pub fn stack_of_names<S: AsRef<str>>(&mut self, names: &[S]) -> u32 {
+        let mut stack = NONE;
+        for n in names {
+            let f = self.func(n.as_ref());
+            let fr = self.frame(f);
+            stack = self.stack(stack, fr);
+        }
+        stack
+    }
+
+    /// Appends one sample row (time-ordered input). `values` has one entry per value type.
+    pub fn push_sample(&mut self, stack: u32, time: Option<i64>, values: &[i64]) {
+        debug_assert_eq!(values.len(), self.profile.value_types.len());
+        let s = &mut self.profile.samples;
+        if let Some(t) = time {
+            let n = s.stack.len();
+            s.time.get_or_insert_with(|| vec![0; n]).push(t);
+        } else if let Some(col) = &mut s.time {
+            col.push(col.last().copied().unwrap_or(0));
+        }
+        s.stack.push(stack);
+        for (col, &v) in s.values.iter_mut().zip(values) {
+            col.push(v);
+        }
+    }
+
+    /// Adds `values` to the aggregated sample of `stack` (one row per distinct stack, in
+    /// first-seen order). Sums are checked: an overflow is an error, never a wrap.
+    #[inline]
+    pub fn add_to_stack(&mut self, stack: u32, values: &[i64]) -> Result<(), IrError> {
+        let i = stack as usize;
+        if i >= self.sample_of_stack.len() {
+            self.sample_of_stack.resize(i + 1, NONE);
+        }
+        let row = self.sample_of_stack[i];
+        if row == NONE {
+            self.sample_of_stack[i] = self.profile.samples.stack.len() as u32;
+            self.push_sample(stack, None, values);
+            return Ok(());
+        }
+        for (col, &v) in self.profile.samples.values.iter_mut().zip(values) {
+            let cell = &mut col[row as usize];
+            *cell = cell
+                .checked_add(v)
+                .ok_or_else(|| IrError::Overflow(format!("{cell} + {v}")))?;
+        }
+        Ok(())
+    }
+
+    /// Adds a weight to the stack of `names` (aggregated); the convenient path for tests.
+    pub fn add_stack<S: AsRef<str>>(&mut self, names: &[S], values: &[i64]) -> Result<(), IrError> {
+        let stack = self.stack_of_names(names);
+        if stack == NONE {
+            return Err(IrError::Invalid("a sample needs at least one frame".into()));
+        }
+        self.add_to_stack(stack, values)
+    }
+
+    /// Read access to what was built so far.
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// The finished profile.
+    pub fn finish(self) -> Profile {
+        self.profile
+    }
+}
+
+/// Builds samples from enter/exit events with monotonic clocks (seed 000's algorithm).
+///
+/// Each interval between two consecutive events is charged to the call open during it, as one
+/// sample on that call's stack. With `ordered`, samples are appended in time order (a flame chart
+/// can be drawn from them; a sample with `calls = 1` starts a new call of its leaf, so two
+/// back-to-back calls of one function stay apart); otherwise they are summed per stack, so memory
+/// depends on distinct stacks only. Zero-length intervals are recorded only when they start a
+/// call, so every call, however short, has its node.
+pub struct TraceBuilder {
+    /// Value columns that are clocks (ticks, nanoseconds): charged by interval length.
+    clocks: Vec<usize>,
+    /// The exact-calls column, if any.
+    calls: Option<usize>,
+    ordered: bool,
+    /// Open calls: (stack, frame, call not yet counted).
+    open: Vec<(u32, u32, bool)>,
+    last: Vec<i64>,
+    row: Vec<i64>,
+}
+
+impl TraceBuilder {
+    /// A trace builder charging `clocks` columns and counting calls in `calls`.
+    pub fn new(b: &ProfileBuilder, clocks: Vec<usize>, calls: Option<usize>, ordered: bool) -> Self {
+        let n = b.n_value_types();
+        TraceBuilder {
+            last: vec![0; clocks.len()],
+            clocks,
+            calls,
+            ordered,
+            open: Vec::new(),
+            row: vec![0; n],
+        }
+    }
+
+    /// Depth of the open call stack.
+    pub fn depth(&self) -> usize {
+        self.open.len()
+    }
+
+    /// The frame of the innermost open call.
+    pub fn current_frame(&self) -> Option<u32> {
+        self.open.last().map(|o| o.1)
+    }
+
+    /// Charges the interval up to `now` to the innermost open call.
+    fn charge(&mut self, b: &mut ProfileBuilder, now: &[i64]) -> Result<(), IrError> {
+        let Some(top) = self.open.last_mut() else {
+            self.last.copy_from_slice(now);
+            return Ok(());
+        };
+        let mut any = top.2;
+        self.row.iter_mut().for_each(|v| *v = 0);
+        for (k, &col) in self.clocks.iter().enumerate() {
+            let d = now[k]
+                .checked_sub(self.last[k])
+                .filter(|d| *d >= 0)
+                .ok_or_else(|| IrError::Invalid("clock went backwards".into()))?;
+            self.row[col] = d;
+            any |= d != 0;
+        }
+        if let Some(c) = self.calls {
+            self.row[c] = top.2 as i64;
+        }
+        top.2 = false;
+        let stack = top.0;
+        let start = self.last.first().copied();
+        self.last.copy_from_slice(now);
+        if !any {
+            return Ok(());
+        }
+        if self.ordered {
+            b.push_sample(stack, start, &self.row);
+            Ok(())
+        } else {
+            b.add_to_stack(stack, &self.row)
+        }
+    }
+
+    /// A call of `frame` starts at `now` (one value per clock).
+    pub fn enter(&mut self, b: &mut ProfileBuilder, frame: u32, now: &[i64]) -> Result<(), IrError> {
+        self.charge(b, now)?;
+        let prefix = self.open.last().map_or(NONE, |o| o.0);
+        let stack = b.stack(prefix, frame);
+        self.open.push((stack, frame, true));
+        Ok(())
+    }
+
+    /// The innermost call ends at `now`; returns its frame, or `None` if nothing was open.
+    pub fn exit(&mut self, b: &mut ProfileBuilder, now: &[i64]) -> Result<Option<u32>, IrError> {
+        if self.open.is_empty() {
+            return Ok(None);
+        }
+        self.charge(b, now)?;
+        Ok(self.open.pop().map(|o| o.1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calltree::CallTree;
+
+    #[test]
+    fn stacks_are_a_deduplicated_prefix_tree() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&["a", "b", "c"], &[1]).unwrap();
+        b.add_stack(&["a", "b", "d"], &[2]).unwrap();
+        b.add_stack(&["a", "b", "c"], &[3]).unwrap();
+        let p = b.finish();
+        assert_eq!(p.stacks.prefix, vec![NONE, 0, 1, 1]);
+        assert_eq!(p.samples.stack, vec![2, 3]);
+        assert_eq!(p.samples.values[0], vec![4, 2]);
+        assert_eq!(p.funcs.name.len(), 4);
+    }
+
+    #[test]
+    fn overflow_is_an_error_not_a_wrap() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&["a"], &[i64::MAX]).unwrap();
+        assert!(matches!(b.add_stack(&["a"], &[1]), Err(IrError::Overflow(_))));
+        assert!(matches!(b.rescale(0, 1), Err(IrError::Overflow(_))));
+    }
+
+    /// Seed 000's worked example: f 0..160, g 10..100, h 30..60.
+    fn seed_000(ordered: bool) -> Profile {
+        let mut b = ProfileBuilder::new();
+        let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);
+        let calls = b.add_value_type("calls", "count", ValueKind::Count);
+        let mut t = TraceBuilder::new(&b, vec![ticks], Some(calls), ordered);
+        let (f, g, h) = {
+            let mut fr = |n: &str| {
+                let func = b.func(n);
+                b.frame(func)
+            };
+            (fr("f"), fr("g"), fr("h"))
+        };
+        t.enter(&mut b, f, &[0]).unwrap();
+        t.enter(&mut b, g, &[10]).unwrap();
+        t.enter(&mut b, h, &[30]).unwrap();
+        assert_eq!(t.exit(&mut b, &[60]).unwrap(), Some(h));
+        assert_eq!(t.exit(&mut b, &[100]).unwrap(), Some(g));
+        assert_eq!(t.exit(&mut b, &[160]).unwrap(), Some(f));
+        assert_eq!(t.exit(&mut b, &[170]).unwrap(), None);
+        if ordered {
+            b.set_flags(crate::flags::ORDERED);
+        }
+        b.finish()
+    }
+
+    #[test]
+    fn seed_000_worked_example_f70_g60_h30() {
+        for ordered in [false, true] {
+            let p = seed_000(ordered);
+            let tree = CallTree::build(&p.view()).unwrap();
+            let by_name = |n: &str| {
+                (0..tree.len() as u32)
+                    .find(|&i| p.view().func_name_str(tree.func[i as usize]) == n)
+                    .unwrap() as usize
+            };
+            let (f, g, h) = (by_name("f"), by_name("g"), by_name("h"));
+            assert_eq!(tree.self_values[0][f], 70);
+            assert_eq!(tree.self_values[0][g], 60);
+            assert_eq!(tree.self_values[0][h], 30);
+            assert_eq!(tree.total_values[0][f], 160);
+            assert_eq!(tree.total_values[0][g], 90);
+            assert_eq!(tree.self_values[1][f], 1);
+            assert_eq!(tree.self_values[1][h], 1);
+            assert_eq!(tree.total_values[1][f], 1, "calls are never summed into parents");
+        }
+        let ordered = seed_000(true);
+        // f [0,10) g [10,30) h [30,60) g [60,100) f [100,160): five intervals in time order.
+        assert_eq!(ordered.samples.values[0], vec![10, 20, 30, 40, 60]);
+        assert_eq!(ordered.samples.time.as_deref(), Some(&[0, 10, 30, 60, 100][..]));
+        assert_eq!(ordered.samples.values[1], vec![1, 1, 1, 0, 0]);
+    }
+
+    #[test]
+    fn zero_length_calls_keep_their_node_and_backwards_clocks_fail() {
+        let mut b = ProfileBuilder::new();
+        let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);
+        let calls = b.add_value_type("calls", "count", ValueKind::Count);
+        let mut t = TraceBuilder::new(&b, vec![ticks], Some(calls), false);
+        let f = b.func("f");
+        let f = b.frame(f);
+        t.enter(&mut b, f, &[5]).unwrap();
+        t.exit(&mut b, &[5]).unwrap();
+        assert_eq!(b.profile().samples.values[1], vec![1]);
+        t.enter(&mut b, f, &[10]).unwrap();
+        assert!(t.exit(&mut b, &[9]).is_err());
+    }
+}

@@ -1,0 +1,472 @@
+//! The profile tables (seed 002's model): strings, funcs, frames, stacks, samples.
+//!
+//! A [`Profile`] owns its columns; a [`ProfileRef`] borrows them, from a `Profile` or from a
+//! plugin's memory across the ABI. Every algorithm reads a `ProfileRef`, so a profile produced by
+//! a plugin is never copied just to be read.
+
+use crate::strings::{StrId, StringTable};
+use std::fmt;
+
+/// "No value" for an index or line column.
+pub const NONE: u32 = u32::MAX;
+/// "No address" for the frame address column.
+pub const NO_ADDRESS: u64 = u64::MAX;
+
+/// Profile-wide flags (a bit set).
+pub mod flags {
+    /// Samples are in time order: emitters may draw a timeline (flame chart, stack chart).
+    pub const ORDERED: u32 = 1;
+}
+
+/// How a value column adds up along the tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum ValueKind {
+    /// A cost (samples, ticks, nanoseconds, bytes): a node's total is its self value plus its
+    /// children's totals.
+    Weight = 0,
+    /// An event count of the node itself (exact calls, unfinished calls): never summed into the
+    /// parent. A sample with `calls = 1` on stack S records one entry into S's call node.
+    Count = 1,
+}
+
+impl ValueKind {
+    /// The kind for its ABI code, if known.
+    pub fn from_code(code: u32) -> Option<ValueKind> {
+        match code {
+            0 => Some(ValueKind::Weight),
+            1 => Some(ValueKind::Count),
+            _ => None,
+        }
+    }
+}
+
+/// One value column's description.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValueType {
+    /// Short name users type (`samples`, `ticks`, `time_ns`, `calls`).
+    pub name: StrId,
+    /// Unit (`count`, `ticks`, `nanoseconds`, `bytes`).
+    pub unit: StrId,
+    /// How the column aggregates.
+    pub kind: ValueKind,
+    /// Fixed-point scale: the stored integer is the value times 10^decimals (folded stacks may
+    /// carry fractional counts; integers keep sums exact and overflow detectable).
+    pub decimals: u32,
+}
+
+/// Errors about a profile's structure or arithmetic.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IrError {
+    /// A table invariant does not hold (a plugin produced an inconsistent profile).
+    Invalid(String),
+    /// A sum or a rescale does not fit in 64 bits.
+    Overflow(String),
+}
+
+impl fmt::Display for IrError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IrError::Invalid(m) => write!(f, "invalid profile: {m}"),
+            IrError::Overflow(m) => write!(f, "value overflow: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for IrError {}
+
+/// Functions: one row per distinct function (name, file, line, resource).
+#[derive(Clone, Debug, Default)]
+pub struct FuncTable {
+    /// Function name.
+    pub name: Vec<StrId>,
+    /// Source file, or [`NONE`].
+    pub file: Vec<StrId>,
+    /// First line of the function, or [`NONE`].
+    pub line: Vec<u32>,
+    /// Module, library or category, or [`NONE`].
+    pub resource: Vec<StrId>,
+}
+
+/// Frames: one row per distinct place in a function (address or line).
+#[derive(Clone, Debug, Default)]
+pub struct FrameTable {
+    /// The function this frame belongs to.
+    pub func: Vec<u32>,
+    /// Code address, or [`NO_ADDRESS`].
+    pub address: Vec<u64>,
+    /// Line executing in this frame, or [`NONE`].
+    pub line: Vec<u32>,
+}
+
+/// Stacks as a prefix tree over frames: `prefix[i] < i` or [`NONE`] for a root.
+#[derive(Clone, Debug, Default)]
+pub struct StackTable {
+    /// Parent stack, or [`NONE`].
+    pub prefix: Vec<u32>,
+    /// Leaf frame of this stack.
+    pub frame: Vec<u32>,
+}
+
+/// Samples: a stack, an optional start time, and one value per value type.
+#[derive(Clone, Debug, Default)]
+pub struct SampleTable {
+    /// Stack of each sample.
+    pub stack: Vec<u32>,
+    /// Start time (same unit as the profile's first value type), when the input had one.
+    pub time: Option<Vec<i64>>,
+    /// One column per value type, each `stack.len()` long.
+    pub values: Vec<Vec<i64>>,
+}
+
+/// An owned profile.
+#[derive(Clone, Debug, Default)]
+pub struct Profile {
+    /// Bit set of [`flags`].
+    pub flags: u32,
+    /// Every string of the profile.
+    pub strings: StringTable,
+    /// Functions.
+    pub funcs: FuncTable,
+    /// Frames.
+    pub frames: FrameTable,
+    /// Stacks.
+    pub stacks: StackTable,
+    /// Value columns' descriptions, in column order.
+    pub value_types: Vec<ValueType>,
+    /// Samples.
+    pub samples: SampleTable,
+    /// Metadata pairs (key, value), in insertion order.
+    pub meta: Vec<(StrId, StrId)>,
+}
+
+impl Profile {
+    /// A borrowed view of every column.
+    pub fn view(&self) -> ProfileRef<'_> {
+        ProfileRef {
+            flags: self.flags,
+            strings: StringsRef {
+                blob: self.strings.blob(),
+                offsets: self.strings.offsets(),
+            },
+            func_name: &self.funcs.name,
+            func_file: &self.funcs.file,
+            func_line: &self.funcs.line,
+            func_resource: &self.funcs.resource,
+            frame_func: &self.frames.func,
+            frame_address: &self.frames.address,
+            frame_line: &self.frames.line,
+            stack_prefix: &self.stacks.prefix,
+            stack_frame: &self.stacks.frame,
+            value_types: self.value_types.clone(),
+            sample_stack: &self.samples.stack,
+            sample_time: self.samples.time.as_deref(),
+            sample_values: self.samples.values.iter().map(|c| c.as_slice()).collect(),
+            meta_key: self.meta.iter().map(|m| m.0).collect(),
+            meta_value: self.meta.iter().map(|m| m.1).collect(),
+        }
+    }
+}
+
+/// Borrowed strings: a UTF-8 blob and `n + 1` offsets.
+#[derive(Clone, Copy, Debug)]
+pub struct StringsRef<'a> {
+    /// Every string back to back.
+    pub blob: &'a str,
+    /// Offsets into `blob`, one more than the number of strings.
+    pub offsets: &'a [u64],
+}
+
+impl<'a> StringsRef<'a> {
+    /// Number of strings.
+    pub fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    /// True when there is no string.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// String `id`; the empty string if `id` is out of range or [`NONE`].
+    #[inline]
+    pub fn get(&self, id: StrId) -> &'a str {
+        let i = id as usize;
+        match (self.offsets.get(i), self.offsets.get(i + 1)) {
+            (Some(&a), Some(&b)) => self.blob.get(a as usize..b as usize).unwrap_or(""),
+            _ => "",
+        }
+    }
+}
+
+/// A borrowed profile: the same columns as [`Profile`], as slices.
+#[derive(Clone, Debug)]
+pub struct ProfileRef<'a> {
+    /// Bit set of [`flags`].
+    pub flags: u32,
+    /// Strings.
+    pub strings: StringsRef<'a>,
+    /// [`FuncTable::name`].
+    pub func_name: &'a [u32],
+    /// [`FuncTable::file`].
+    pub func_file: &'a [u32],
+    /// [`FuncTable::line`].
+    pub func_line: &'a [u32],
+    /// [`FuncTable::resource`].
+    pub func_resource: &'a [u32],
+    /// [`FrameTable::func`].
+    pub frame_func: &'a [u32],
+    /// [`FrameTable::address`].
+    pub frame_address: &'a [u64],
+    /// [`FrameTable::line`].
+    pub frame_line: &'a [u32],
+    /// [`StackTable::prefix`].
+    pub stack_prefix: &'a [u32],
+    /// [`StackTable::frame`].
+    pub stack_frame: &'a [u32],
+    /// Value columns' descriptions.
+    pub value_types: Vec<ValueType>,
+    /// [`SampleTable::stack`].
+    pub sample_stack: &'a [u32],
+    /// [`SampleTable::time`].
+    pub sample_time: Option<&'a [i64]>,
+    /// [`SampleTable::values`].
+    pub sample_values: Vec<&'a [i64]>,
+    /// Metadata keys.
+    pub meta_key: Vec<u32>,
+    /// Metadata values.
+    pub meta_value: Vec<u32>,
+}
+
+impl<'a> ProfileRef<'a> {
+    /// Number of funcs.
+    pub fn n_funcs(&self) -> usize {
+        self.func_name.len()
+    }
+    /// Number of frames.
+    pub fn n_frames(&self) -> usize {
+        self.frame_func.len()
+    }
+    /// Number of stacks.
+    pub fn n_stacks(&self) -> usize {
+        self.stack_prefix.len()
+    }
+    /// Number of samples.
+    pub fn n_samples(&self) -> usize {
+        self.sample_stack.len()
+    }
+
+    /// The name of a func.
+    #[inline]
+    pub fn func_name_str(&self, func: u32) -> &'a str {
+        self.strings.get(self.func_name[func as usize])
+    }
+
+    /// The func of a stack's leaf frame.
+    #[inline]
+    pub fn stack_func(&self, stack: u32) -> u32 {
+        self.frame_func[self.stack_frame[stack as usize] as usize]
+    }
+
+    /// True when samples are in time order.
+    pub fn is_ordered(&self) -> bool {
+        self.flags & flags::ORDERED != 0
+    }
+
+    /// Name of value type `i`.
+    pub fn value_type_name(&self, i: usize) -> &'a str {
+        self.strings.get(self.value_types[i].name)
+    }
+
+    /// Unit of value type `i`.
+    pub fn value_type_unit(&self, i: usize) -> &'a str {
+        self.strings.get(self.value_types[i].unit)
+    }
+
+    /// Index of the value type named `name`.
+    pub fn value_type_index(&self, name: &str) -> Option<usize> {
+        (0..self.value_types.len()).find(|&i| self.value_type_name(i) == name)
+    }
+
+    /// The first [`ValueKind::Weight`] column: what a viewer shows by default.
+    pub fn default_weight(&self) -> Option<usize> {
+        self.value_types
+            .iter()
+            .position(|v| v.kind == ValueKind::Weight)
+    }
+
+    /// The value of metadata `key`, if present.
+    pub fn meta(&self, key: &str) -> Option<&'a str> {
+        self.meta_key
+            .iter()
+            .zip(&self.meta_value)
+            .find(|(k, _)| self.strings.get(**k) == key)
+            .map(|(_, v)| self.strings.get(*v))
+    }
+
+    /// Copies every column into an owned [`Profile`].
+    pub fn to_owned_profile(&self) -> Profile {
+        Profile {
+            flags: self.flags,
+            strings: StringTable::from_parts(self.strings.blob, self.strings.offsets),
+            funcs: FuncTable {
+                name: self.func_name.to_vec(),
+                file: self.func_file.to_vec(),
+                line: self.func_line.to_vec(),
+                resource: self.func_resource.to_vec(),
+            },
+            frames: FrameTable {
+                func: self.frame_func.to_vec(),
+                address: self.frame_address.to_vec(),
+                line: self.frame_line.to_vec(),
+            },
+            stacks: StackTable {
+                prefix: self.stack_prefix.to_vec(),
+                frame: self.stack_frame.to_vec(),
+            },
+            value_types: self.value_types.clone(),
+            samples: SampleTable {
+                stack: self.sample_stack.to_vec(),
+                time: self.sample_time.map(|t| t.to_vec()),
+                values: self.sample_values.iter().map(|c| c.to_vec()).collect(),
+            },
+            meta: self
+                .meta_key
+                .iter()
+                .copied()
+                .zip(self.meta_value.iter().copied())
+                .collect(),
+        }
+    }
+
+    /// Checks every invariant a reader relies on: equal column lengths, indices in range,
+    /// prefixes before their children, string offsets on character boundaries.
+    ///
+    /// The host runs this on every profile a plugin returns, so a buggy plugin gives an error
+    /// instead of a panic or a wrong picture. Cost: one pass over each column.
+    pub fn validate(&self) -> Result<(), IrError> {
+        let bad = |m: String| Err(IrError::Invalid(m));
+        let offs = self.strings.offsets;
+        if offs.is_empty() || offs[0] != 0 {
+            return bad("string offsets must start with 0".into());
+        }
+        let mut prev = 0u64;
+        for (i, &o) in offs.iter().enumerate() {
+            if o < prev || o > self.strings.blob.len() as u64 {
+                return bad(format!("string offset {i} out of order or past the blob"));
+            }
+            if !self.strings.blob.is_char_boundary(o as usize) {
+                return bad(format!("string offset {i} splits a UTF-8 character"));
+            }
+            prev = o;
+        }
+        let n_str = self.strings.len() as u64;
+        let str_ok = |s: u32, opt: bool| (s as u64) < n_str || (opt && s == NONE);
+        let nf = self.n_funcs();
+        if [self.func_file.len(), self.func_line.len(), self.func_resource.len()]
+            .iter()
+            .any(|&l| l != nf)
+        {
+            return bad("func columns differ in length".into());
+        }
+        for i in 0..nf {
+            if !str_ok(self.func_name[i], false)
+                || !str_ok(self.func_file[i], true)
+                || !str_ok(self.func_resource[i], true)
+            {
+                return bad(format!("func {i} names a string that does not exist"));
+            }
+        }
+        let nfr = self.n_frames();
+        if self.frame_address.len() != nfr || self.frame_line.len() != nfr {
+            return bad("frame columns differ in length".into());
+        }
+        if let Some(i) = self.frame_func.iter().position(|&f| f as usize >= nf) {
+            return bad(format!("frame {i} names a func that does not exist"));
+        }
+        let ns = self.n_stacks();
+        if self.stack_frame.len() != ns {
+            return bad("stack columns differ in length".into());
+        }
+        for i in 0..ns {
+            let p = self.stack_prefix[i];
+            if p != NONE && p as usize >= i {
+                return bad(format!("stack {i} has prefix {p}, which does not come before it"));
+            }
+            if self.stack_frame[i] as usize >= nfr {
+                return bad(format!("stack {i} names a frame that does not exist"));
+            }
+        }
+        let n = self.n_samples();
+        if let Some(i) = self.sample_stack.iter().position(|&s| s as usize >= ns) {
+            return bad(format!("sample {i} names a stack that does not exist"));
+        }
+        if self.sample_time.is_some_and(|t| t.len() != n) {
+            return bad("sample time column has the wrong length".into());
+        }
+        if self.sample_values.len() != self.value_types.len() {
+            return bad("one value column per value type is required".into());
+        }
+        if self.sample_values.iter().any(|c| c.len() != n) {
+            return bad("a sample value column has the wrong length".into());
+        }
+        for (i, v) in self.value_types.iter().enumerate() {
+            if !str_ok(v.name, false) || !str_ok(v.unit, false) {
+                return bad(format!("value type {i} names a string that does not exist"));
+            }
+            if v.decimals > 18 {
+                return bad(format!("value type {i} has {} decimals (at most 18)", v.decimals));
+            }
+        }
+        if self.meta_key.len() != self.meta_value.len()
+            || self
+                .meta_key
+                .iter()
+                .chain(&self.meta_value)
+                .any(|&s| !str_ok(s, false))
+        {
+            return bad("metadata names strings that do not exist".into());
+        }
+        Ok(())
+    }
+}
+
+/// Formats a fixed-point value: `12345` with 2 decimals is `123.45`.
+pub fn format_fixed(value: i64, decimals: u32) -> String {
+    let mut out = String::new();
+    write_fixed(&mut out, value, decimals);
+    out
+}
+
+/// Appends a fixed-point value to `out` (see [`format_fixed`]).
+pub fn write_fixed(out: &mut String, value: i64, decimals: u32) {
+    use std::fmt::Write;
+    if decimals == 0 {
+        let _ = write!(out, "{value}");
+        return;
+    }
+    let scale = 10u128.pow(decimals);
+    let mag = value.unsigned_abs() as u128;
+    let sign = if value < 0 { "-" } else { "" };
+    let _ = write!(
+        out,
+        "{sign}{}.{:0width$}",
+        mag / scale,
+        mag % scale,
+        width = decimals as usize
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_point_formatting() {
+        assert_eq!(format_fixed(12345, 2), "123.45");
+        assert_eq!(format_fixed(5, 3), "0.005");
+        assert_eq!(format_fixed(-5, 1), "-0.5");
+        assert_eq!(format_fixed(42, 0), "42");
+        assert_eq!(format_fixed(i64::MIN, 0), i64::MIN.to_string());
+    }
+}

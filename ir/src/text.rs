@@ -1,0 +1,211 @@
+//! The call tree as text: the shape snapshots and format fixtures compare against.
+//!
+//! One line per call node, two spaces of indent per depth:
+//! `NAME self=S total=T` for the chosen value type, then ` calls=N` when the profile has exact
+//! call counts; with `all_values`, ` self_NAME=S total_NAME=T` for the other weights and
+//! ` NAME=N` for other counts where they are not zero.
+
+use crate::calltree::CallTree;
+use crate::profile::{IrError, NONE, ProfileRef, ValueKind, write_fixed};
+
+/// Sibling order in the tree text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TreeOrder {
+    /// Descending total of the chosen value, ties by name.
+    #[default]
+    Total,
+    /// The order in which the input first reached each child.
+    FirstSeen,
+    /// By name (bytewise), ties by first-seen.
+    Name,
+}
+
+/// Options of [`render_tree`].
+#[derive(Clone, Debug, Default)]
+pub struct TreeTextOptions {
+    /// Value type shown as `self=`/`total=`; `None` is the first weight column.
+    pub value: Option<usize>,
+    /// Also print the other value types.
+    pub all_values: bool,
+    /// Sibling order.
+    pub order: TreeOrder,
+}
+
+/// Renders the whole tree as text.
+pub fn render_tree(
+    p: &ProfileRef<'_>,
+    tree: &CallTree,
+    opts: &TreeTextOptions,
+) -> Result<String, IrError> {
+    let mut out = String::new();
+    write_tree(p, tree, opts, |line| {
+        out.push_str(line);
+        Ok::<(), IrError>(())
+    })?;
+    Ok(out)
+}
+
+/// Renders the tree line by line into `sink` (each line ends with `\n`), so a huge tree streams
+/// to a pipe without being held in memory. Iterative: any depth works.
+pub fn write_tree<E: From<IrError>>(
+    p: &ProfileRef<'_>,
+    tree: &CallTree,
+    opts: &TreeTextOptions,
+    mut sink: impl FnMut(&str) -> Result<(), E>,
+) -> Result<(), E> {
+    let main = match opts.value.or_else(|| p.default_weight()) {
+        Some(v) if v < p.value_types.len() => Some(v),
+        Some(v) => {
+            return Err(IrError::Invalid(format!("no value type {v}")).into());
+        }
+        None => None,
+    };
+    let calls = p
+        .value_type_index("calls")
+        .filter(|&i| p.value_types[i].kind == ValueKind::Count && Some(i) != main);
+    let sort_key_col = main;
+    let sorted = |nodes: &mut Vec<u32>| match opts.order {
+        TreeOrder::FirstSeen => {}
+        TreeOrder::Name => nodes.sort_by(|&a, &b| {
+            p.func_name_str(tree.func[a as usize])
+                .cmp(p.func_name_str(tree.func[b as usize]))
+                .then(a.cmp(&b))
+        }),
+        TreeOrder::Total => nodes.sort_by(|&a, &b| {
+            let (ta, tb) = match sort_key_col {
+                Some(c) => (
+                    tree.total_values[c][a as usize],
+                    tree.total_values[c][b as usize],
+                ),
+                None => (0, 0),
+            };
+            tb.cmp(&ta)
+                .then_with(|| {
+                    p.func_name_str(tree.func[a as usize])
+                        .cmp(p.func_name_str(tree.func[b as usize]))
+                })
+                .then(a.cmp(&b))
+        }),
+    };
+    let mut line = String::new();
+    // Explicit DFS stack of nodes still to print, last = next.
+    let mut todo: Vec<u32> = tree.roots.clone();
+    sorted(&mut todo);
+    todo.reverse();
+    let mut kids = Vec::new();
+    while let Some(node) = todo.pop() {
+        let i = node as usize;
+        line.clear();
+        for _ in 0..tree.depth[i] {
+            line.push_str("  ");
+        }
+        line.push_str(p.func_name_str(tree.func[i]));
+        if let Some(c) = main {
+            let d = p.value_types[c].decimals;
+            line.push_str(" self=");
+            write_fixed(&mut line, tree.self_values[c][i], d);
+            line.push_str(" total=");
+            write_fixed(&mut line, tree.total_values[c][i], d);
+        }
+        if let Some(c) = calls {
+            line.push_str(" calls=");
+            write_fixed(&mut line, tree.self_values[c][i], p.value_types[c].decimals);
+        }
+        if opts.all_values {
+            for (c, vt) in p.value_types.iter().enumerate() {
+                if Some(c) == main || Some(c) == calls {
+                    continue;
+                }
+                let name = p.value_type_name(c);
+                match vt.kind {
+                    ValueKind::Weight => {
+                        line.push_str(" self_");
+                        line.push_str(name);
+                        line.push('=');
+                        write_fixed(&mut line, tree.self_values[c][i], vt.decimals);
+                        line.push_str(" total_");
+                        line.push_str(name);
+                        line.push('=');
+                        write_fixed(&mut line, tree.total_values[c][i], vt.decimals);
+                    }
+                    ValueKind::Count => {
+                        if tree.self_values[c][i] != 0 {
+                            line.push(' ');
+                            line.push_str(name);
+                            line.push('=');
+                            write_fixed(&mut line, tree.self_values[c][i], vt.decimals);
+                        }
+                    }
+                }
+            }
+        }
+        line.push('\n');
+        sink(&line)?;
+        kids.clear();
+        kids.extend(tree.children(node));
+        sorted(&mut kids);
+        todo.extend(kids.iter().rev());
+    }
+    let _ = NONE;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builder::ProfileBuilder;
+
+    fn seed_001() -> crate::Profile {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&["A", "B", "C", "D", "E"], &[1]).unwrap();
+        b.add_stack(&["A", "B", "C", "F", "G"], &[1]).unwrap();
+        b.add_stack(&["A", "B", "H", "F"], &[1]).unwrap();
+        b.finish()
+    }
+
+    #[test]
+    fn seed_001_running_and_self_times() {
+        let p = seed_001();
+        let tree = CallTree::build(&p.view()).unwrap();
+        let opts = TreeTextOptions {
+            order: TreeOrder::FirstSeen,
+            ..Default::default()
+        };
+        let text = render_tree(&p.view(), &tree, &opts).unwrap();
+        assert_eq!(
+            text,
+            "A self=0 total=3\n  B self=0 total=3\n    C self=0 total=2\n      D self=0 total=1\n        E self=1 total=1\n      F self=0 total=1\n        G self=1 total=1\n    H self=0 total=1\n      F self=1 total=1\n"
+        );
+    }
+
+    #[test]
+    fn orders_total_and_name() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&["r", "small"], &[1]).unwrap();
+        b.add_stack(&["r", "big"], &[5]).unwrap();
+        b.add_stack(&["r", "a-tie"], &[1]).unwrap();
+        let p = b.finish();
+        let tree = CallTree::build(&p.view()).unwrap();
+        let by = |order| {
+            render_tree(
+                &p.view(),
+                &tree,
+                &TreeTextOptions {
+                    order,
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+        };
+        assert_eq!(
+            by(TreeOrder::Total),
+            "r self=0 total=7\n  big self=5 total=5\n  a-tie self=1 total=1\n  small self=1 total=1\n"
+        );
+        assert_eq!(
+            by(TreeOrder::Name),
+            "r self=0 total=7\n  a-tie self=1 total=1\n  big self=5 total=5\n  small self=1 total=1\n"
+        );
+    }
+}
