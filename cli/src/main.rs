@@ -1,1 +1,475 @@
-fn main() {}
+//! `profconv`: convert profiles between formats through one call-tree IR, with every format
+//! provided by a plugin loaded at run time.
+
+mod discovery;
+mod io;
+mod registry;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use io::{OpenInput, Sink, is_broken_pipe};
+use profconv_ir::{CallTree, TreeOrder, TreeTextOptions, write_tree};
+use profconv_plugin::Status;
+use profconv_plugin::abi::{log_level, option_kind};
+use profconv_plugin::host::{CallError, FormatHandle, ParseInput};
+use registry::Registry;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Convert profiles between profiler formats through one call-tree IR.
+#[derive(Parser)]
+#[command(name = "profconv", version, about, long_about = None)]
+struct Cli {
+    /// Load a plugin library, or every plugin in a directory (repeatable; searched first).
+    #[arg(long = "plugin", value_name = "PATH", global = true)]
+    plugins: Vec<PathBuf>,
+    /// Only load plugins from --plugin and PROFCONV_PLUGIN_PATH (pins discovery).
+    #[arg(long, global = true)]
+    no_default_plugins: bool,
+    /// Do not print warnings.
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Convert a profile: `profconv convert perf.folded -o perf.svg`.
+    Convert(ConvertArgs),
+    /// Print the call tree as text (one node per line, two spaces of indent per level).
+    Tree(TreeArgs),
+    /// List the loaded plugins and their formats.
+    Formats,
+}
+
+#[derive(Args)]
+struct InputArgs {
+    /// Input file (`-` for stdin); gzip-compressed input is decompressed.
+    input: PathBuf,
+    /// Input format (default: detected from the content, then the file name).
+    #[arg(long, short = 'f', value_name = "FMT")]
+    from: Option<String>,
+    /// A format option, `-O KEY[=VALUE]` (repeatable; `profconv formats` lists them).
+    #[arg(short = 'O', value_name = "KEY[=VALUE]")]
+    options: Vec<String>,
+}
+
+#[derive(Args)]
+struct ConvertArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    /// Output file (`-` or absent for stdout); written atomically.
+    #[arg(long, short = 'o', value_name = "OUT")]
+    output: Option<PathBuf>,
+    /// Output format (default: from the output file's name).
+    #[arg(long, short = 't', value_name = "FMT")]
+    to: Option<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum OrderArg {
+    /// Descending total, ties by name.
+    Total,
+    /// The order in which the input first reached each child.
+    FirstSeen,
+    /// By name.
+    Name,
+}
+
+#[derive(Args)]
+struct TreeArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    /// Value type shown as self/total (default: the first).
+    #[arg(long, value_name = "NAME")]
+    value: Option<String>,
+    /// Also print every other value type.
+    #[arg(long)]
+    all_values: bool,
+    /// Sibling order.
+    #[arg(long, value_enum, default_value = "total")]
+    order: OrderArg,
+}
+
+/// Why a run failed; each class has its exit code.
+enum Failure {
+    /// Bad command line or options (exit 2).
+    Usage(String),
+    /// The input is malformed (exit 3).
+    Input(String),
+    /// Reading or writing failed (exit 4).
+    Io(String),
+    /// A plugin failed, panicked or could not be used (exit 5).
+    Plugin(String),
+    /// Stdout was closed by its reader: stop quietly (exit 0).
+    BrokenPipe,
+}
+
+impl Failure {
+    fn exit(self) -> ExitCode {
+        let (code, msg) = match self {
+            Failure::BrokenPipe => return ExitCode::SUCCESS,
+            Failure::Usage(m) => (2, m),
+            Failure::Input(m) => (3, m),
+            Failure::Io(m) => (4, m),
+            Failure::Plugin(m) => (5, m),
+        };
+        let _ = writeln!(std::io::stderr(), "profconv: error: {msg}");
+        ExitCode::from(code)
+    }
+
+    /// A plugin call's error, located in `input_name`.
+    fn from_call(e: CallError, input_name: &str, what: &str) -> Failure {
+        if let Some(io) = &e.io {
+            if is_broken_pipe(io) {
+                return Failure::BrokenPipe;
+            }
+            return Failure::Io(format!("{input_name}: {io}"));
+        }
+        let msg = format!("{input_name}:{e}");
+        let msg = if e.line.is_some() || e.byte_offset.is_some() {
+            msg
+        } else {
+            format!("{input_name}: {}", e.message)
+        };
+        match e.status {
+            Status::INVALID_INPUT => Failure::Input(msg),
+            Status::BAD_OPTIONS => Failure::Usage(msg),
+            Status::IO => Failure::Io(msg),
+            Status::UNSUPPORTED => Failure::Usage(msg),
+            _ => Failure::Plugin(format!("{what} failed ({}): {msg}", e.status.name())),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => f.exit(),
+    }
+}
+
+fn run(cli: &Cli) -> Result<(), Failure> {
+    let registry = Registry::load(discovery::candidates(&cli.plugins, !cli.no_default_plugins));
+    let quiet = cli.quiet;
+    match &cli.command {
+        Command::Formats => list_formats(&registry),
+        Command::Convert(args) => convert(&registry, args, quiet),
+        Command::Tree(args) => tree(&registry, args, quiet),
+    }
+}
+
+fn warn(quiet: bool, msg: &str) {
+    if !quiet {
+        let _ = writeln!(std::io::stderr(), "profconv: warning: {msg}");
+    }
+}
+
+/// `-O KEY[=VALUE]` pairs, each routed to the formats that declare the key.
+fn split_options(
+    raw: &[String],
+    formats: &[&FormatHandle],
+) -> Result<Vec<Vec<(String, Option<String>)>>, Failure> {
+    let mut per_format = vec![Vec::new(); formats.len()];
+    for item in raw {
+        let (key, value) = match item.split_once('=') {
+            Some((k, v)) => (k.trim(), Some(v.to_string())),
+            None => (item.trim(), None),
+        };
+        let mut used = false;
+        for (i, f) in formats.iter().enumerate() {
+            let Some(decl) = f.options.iter().find(|o| o.key == key) else {
+                continue;
+            };
+            check_option_value(f, decl, value.as_deref())?;
+            per_format[i].push((key.to_string(), value.clone()));
+            used = true;
+        }
+        if !used {
+            let known: Vec<String> = formats
+                .iter()
+                .map(|f| {
+                    let keys: Vec<&str> = f.options.iter().map(|o| o.key.as_str()).collect();
+                    format!("{}: {}", f.id, if keys.is_empty() { "none".into() } else { keys.join(", ") })
+                })
+                .collect();
+            return Err(Failure::Usage(format!(
+                "unknown option '{key}' (known options: {})",
+                known.join("; ")
+            )));
+        }
+    }
+    Ok(per_format)
+}
+
+fn check_option_value(
+    f: &FormatHandle,
+    decl: &profconv_plugin::host::OptionInfo,
+    value: Option<&str>,
+) -> Result<(), Failure> {
+    let bad = |want: &str| {
+        Failure::Usage(format!(
+            "option '{}' of format '{}' takes {want}, got {}",
+            decl.key,
+            f.id,
+            value.map_or("no value".to_string(), |v| format!("'{v}'"))
+        ))
+    };
+    match (decl.kind, value) {
+        (option_kind::FLAG, None) => Ok(()),
+        (option_kind::FLAG, Some(v)) => {
+            if matches!(v, "true" | "false" | "1" | "0" | "yes" | "no" | "on" | "off") {
+                Ok(())
+            } else {
+                Err(bad("no value (or true/false)"))
+            }
+        }
+        (_, None) => Err(bad("a value (KEY=VALUE)")),
+        (option_kind::INTEGER, Some(v)) => v.parse::<i64>().map(|_| ()).map_err(|_| bad("an integer")),
+        (option_kind::NUMBER, Some(v)) => v.parse::<f64>().map(|_| ()).map_err(|_| bad("a number")),
+        _ => Ok(()),
+    }
+}
+
+/// Opens the input and picks its parser.
+fn open_input<'r>(
+    registry: &'r Registry,
+    args: &InputArgs,
+) -> Result<(OpenInput, &'r FormatHandle), Failure> {
+    let input = OpenInput::open(&args.input)
+        .map_err(|e| Failure::Io(format!("{}: {e}", args.input.display())))?;
+    let parser = match &args.from {
+        Some(id) => registry.parser(id).map_err(Failure::Usage)?,
+        None => registry
+            .detect_input(&input.head, &input.path)
+            .map_err(|m| Failure::Usage(format!("{}: {m}", input.name)))?,
+    };
+    Ok((input, parser))
+}
+
+/// Runs the parser; the returned profile is owned by the plugin until dropped.
+fn parse(
+    input: OpenInput,
+    parser: &FormatHandle,
+    options: &[(String, Option<String>)],
+    quiet: bool,
+) -> Result<(String, profconv_plugin::host::ForeignProfile), Failure> {
+    let name = input.name.clone();
+    let size_hint = input.size_hint;
+    let mut log = |level: u32, msg: &str| {
+        if level == log_level::WARN {
+            warn(quiet, &format!("{name}: {msg}"));
+        }
+    };
+    let streams = parser.streams_input();
+    let mut reader = input.into_reader();
+    let mut whole = Vec::new();
+    if !streams {
+        reader
+            .read_to_end(&mut whole)
+            .map_err(|e| Failure::Io(format!("{name}: {e}")))?;
+    }
+    let mut empty: &[u8] = &[];
+    let req = ParseInput {
+        reader: if streams { &mut reader } else { &mut empty },
+        whole: (!streams).then_some(whole.as_slice()),
+        size_hint,
+        name: &name,
+    };
+    let profile = parser
+        .parse(req, options, &mut log)
+        .map_err(|e| Failure::from_call(e, &name, &format!("plugin '{}' reading '{}'", parser.plugin.name, parser.id)))?;
+    Ok((name, profile))
+}
+
+fn convert(registry: &Registry, args: &ConvertArgs, quiet: bool) -> Result<(), Failure> {
+    let out_path = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
+    let emitter = match &args.to {
+        Some(id) => registry.emitter(id).map_err(Failure::Usage)?,
+        None => {
+            if out_path == Path::new("-") {
+                return Err(Failure::Usage(
+                    "writing to stdout needs --to FMT (the format cannot come from a file name)".into(),
+                ));
+            }
+            let name = out_path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            match registry.by_file_name(name, FormatHandle::can_emit).as_slice() {
+                [only] => *only,
+                [] => {
+                    return Err(Failure::Usage(format!(
+                        "cannot tell the output format from '{name}'; choose one with --to"
+                    )));
+                }
+                many => {
+                    let ids: Vec<&str> = many.iter().map(|f| f.id.as_str()).collect();
+                    return Err(Failure::Usage(format!(
+                        "'{name}' could be {}; choose one with --to",
+                        ids.join(" or ")
+                    )));
+                }
+            }
+        }
+    };
+    if out_path != Path::new("-") && args.input.input != Path::new("-") {
+        if let (Ok(a), Ok(b)) = (args.input.input.canonicalize(), out_path.canonicalize()) {
+            if a == b {
+                return Err(Failure::Usage(format!(
+                    "refusing to overwrite the input {} with the output",
+                    out_path.display()
+                )));
+            }
+        }
+    }
+    let (input, parser) = open_input(registry, &args.input)?;
+    let opts = split_options(&args.input.options, &[parser, emitter])?;
+    let (name, profile) = parse(input, parser, &opts[0], quiet)?;
+    let view = profile.view();
+    let mut sink = Sink::create(&out_path)
+        .map_err(|e| Failure::Io(format!("{}: {e}", out_path.display())))?;
+    let out_name = out_path.display().to_string();
+    let mut log = |level: u32, msg: &str| {
+        if level == log_level::WARN {
+            warn(quiet, &format!("{out_name}: {msg}"));
+        }
+    };
+    emitter
+        .emit(&view, sink.writer(), &opts[1], &mut log)
+        .map_err(|e| {
+            Failure::from_call(e, &name, &format!("plugin '{}' writing '{}'", emitter.plugin.name, emitter.id))
+        })?;
+    sink.commit().map_err(|e| {
+        if is_broken_pipe(&e) {
+            Failure::BrokenPipe
+        } else {
+            Failure::Io(format!("{}: {e}", out_path.display()))
+        }
+    })
+}
+
+fn tree(registry: &Registry, args: &TreeArgs, quiet: bool) -> Result<(), Failure> {
+    let (input, parser) = open_input(registry, &args.input)?;
+    let opts = split_options(&args.input.options, &[parser])?;
+    let (name, profile) = parse(input, parser, &opts[0], quiet)?;
+    let view = profile.view();
+    let value = match &args.value {
+        Some(v) => Some(view.value_type_index(v).ok_or_else(|| {
+            let known: Vec<&str> = (0..view.value_types.len()).map(|i| view.value_type_name(i)).collect();
+            Failure::Usage(format!(
+                "{name}: no value type '{v}' (this profile has: {})",
+                known.join(", ")
+            ))
+        })?),
+        None => None,
+    };
+    let call_tree = CallTree::build(&view).map_err(|e| Failure::Input(format!("{name}: {e}")))?;
+    let options = TreeTextOptions {
+        value,
+        all_values: args.all_values,
+        order: match args.order {
+            OrderArg::Total => TreeOrder::Total,
+            OrderArg::FirstSeen => TreeOrder::FirstSeen,
+            OrderArg::Name => TreeOrder::Name,
+        },
+    };
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let result = write_tree(&view, &call_tree, &options, |line| {
+        out.write_all(line.as_bytes()).map_err(TreeError::Io)
+    })
+    .and_then(|()| out.flush().map_err(TreeError::Io));
+    match result {
+        Ok(()) => Ok(()),
+        Err(TreeError::Io(e)) if is_broken_pipe(&e) => Err(Failure::BrokenPipe),
+        Err(TreeError::Io(e)) => Err(Failure::Io(format!("<stdout>: {e}"))),
+        Err(TreeError::Ir(e)) => Err(Failure::Input(format!("{name}: {e}"))),
+    }
+}
+
+enum TreeError {
+    Io(std::io::Error),
+    Ir(profconv_ir::IrError),
+}
+
+impl From<profconv_ir::IrError> for TreeError {
+    fn from(e: profconv_ir::IrError) -> Self {
+        TreeError::Ir(e)
+    }
+}
+
+fn caps_words(f: &FormatHandle) -> String {
+    let mut w = Vec::new();
+    if f.can_parse() {
+        w.push("read");
+    }
+    if f.can_emit() {
+        w.push("write");
+    }
+    if f.caps & profconv_plugin::abi::caps::SNIFF != 0 {
+        w.push("detect");
+    }
+    w.join(", ")
+}
+
+fn list_formats(registry: &Registry) -> Result<(), Failure> {
+    let mut out = String::new();
+    if registry.loaded.is_empty() {
+        out.push_str("no plugins loaded (searched: --plugin, PROFCONV_PLUGIN_PATH, the user plugin directory, next to profconv, ../lib/profconv/plugins)\n");
+    }
+    for l in &registry.loaded {
+        let i = &l.plugin.info;
+        out.push_str(&format!(
+            "plugin {} {} (plugin ABI {}.{}, SDK {})\n  from: {} [{}]\n",
+            i.name,
+            i.version,
+            i.abi_major,
+            i.abi_minor,
+            i.sdk_version,
+            i.origin,
+            l.source.label()
+        ));
+        if !i.panic_unwind {
+            out.push_str("  warning: built with panic=abort: a bug in it ends profconv\n");
+        }
+        for f in &l.plugin.formats {
+            let exts: Vec<String> = f.extensions.iter().map(|e| format!(".{e}")).collect();
+            out.push_str(&format!(
+                "  format {}: {} [{}] {}\n",
+                f.id,
+                f.description,
+                caps_words(f),
+                exts.join(" ")
+            ));
+            for o in &f.options {
+                let default = if o.default.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (default {})", o.default)
+                };
+                out.push_str(&format!(
+                    "    -O {}{}: {}{}\n",
+                    o.key,
+                    if o.kind == option_kind::FLAG {
+                        String::new()
+                    } else {
+                        format!("=<{}>", o.kind_name())
+                    },
+                    o.help,
+                    default
+                ));
+            }
+        }
+    }
+    for s in &registry.shadowed {
+        out.push_str(&format!("shadowed: {s}\n"));
+    }
+    for r in &registry.rejected {
+        out.push_str(&format!("rejected [{}]: {}\n", r.candidate.source.label(), r.reason));
+    }
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if is_broken_pipe(&e) => Err(Failure::BrokenPipe),
+        Err(e) => Err(Failure::Io(e.to_string())),
+    }
+}

@@ -1,0 +1,135 @@
+//! Where plugins come from, in order: `--plugin PATH`, `PROFCONV_PLUGIN_PATH`, the user plugin
+//! directory, the executable's directory, and the installed layout `<exe>/../lib/profconv/plugins`.
+//! In directories only files named `{DLL_PREFIX}profconv_plugin_*{DLL_SUFFIX}` are opened; the
+//! current directory is never searched unless named explicitly.
+
+use std::env::consts::{DLL_PREFIX, DLL_SUFFIX};
+use std::path::{Path, PathBuf};
+
+/// Why a place is searched (shown by `profconv formats`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// `--plugin PATH`.
+    CommandLine,
+    /// `PROFCONV_PLUGIN_PATH`.
+    EnvPath,
+    /// The user plugin directory.
+    UserDir,
+    /// Next to the `profconv` executable.
+    ExeDir,
+    /// `<exe>/../lib/profconv/plugins`.
+    InstallDir,
+}
+
+impl Source {
+    pub fn label(self) -> &'static str {
+        match self {
+            Source::CommandLine => "--plugin",
+            Source::EnvPath => "PROFCONV_PLUGIN_PATH",
+            Source::UserDir => "user plugin directory",
+            Source::ExeDir => "next to profconv",
+            Source::InstallDir => "installed plugins",
+        }
+    }
+}
+
+/// A file to try loading, and why.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub path: PathBuf,
+    pub source: Source,
+}
+
+/// True for file names a plugin directory may hold.
+pub fn is_plugin_file_name(name: &str) -> bool {
+    let prefix = format!("{DLL_PREFIX}profconv_plugin_");
+    name.starts_with(&prefix) && name.ends_with(DLL_SUFFIX) && name.len() > prefix.len() + DLL_SUFFIX.len()
+}
+
+/// The user plugin directory (`$XDG_DATA_HOME/profconv/plugins`, else
+/// `~/.local/share/profconv/plugins`; the platform's data directory elsewhere).
+pub fn user_plugin_dir() -> Option<PathBuf> {
+    if cfg!(target_os = "macos") {
+        return std::env::var_os("HOME")
+            .map(|h| PathBuf::from(h).join("Library/Application Support/profconv/plugins"));
+    }
+    if cfg!(windows) {
+        return std::env::var_os("APPDATA").map(|a| PathBuf::from(a).join("profconv\\plugins"));
+    }
+    match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        Some(d) => Some(PathBuf::from(d).join("profconv/plugins")),
+        None => std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share/profconv/plugins")),
+    }
+}
+
+fn scan_dir(dir: &Path, source: Source, out: &mut Vec<Candidate>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_str().is_some_and(is_plugin_file_name))
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort(); // deterministic order within a directory
+    out.extend(files.into_iter().map(|path| Candidate { path, source }));
+}
+
+/// Every candidate plugin file, in discovery order.
+pub fn candidates(explicit: &[PathBuf], use_defaults: bool) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for p in explicit {
+        if p.is_dir() {
+            scan_dir(p, Source::CommandLine, &mut out);
+        } else {
+            // A file named explicitly is loaded whatever its name: the user chose it.
+            out.push(Candidate {
+                path: p.clone(),
+                source: Source::CommandLine,
+            });
+        }
+    }
+    if let Some(paths) = std::env::var_os("PROFCONV_PLUGIN_PATH") {
+        for dir in std::env::split_paths(&paths).filter(|d| !d.as_os_str().is_empty()) {
+            if dir.is_file() {
+                out.push(Candidate {
+                    path: dir,
+                    source: Source::EnvPath,
+                });
+            } else {
+                scan_dir(&dir, Source::EnvPath, &mut out);
+            }
+        }
+    }
+    if !use_defaults {
+        return out;
+    }
+    if let Some(d) = user_plugin_dir() {
+        scan_dir(&d, Source::UserDir, &mut out);
+    }
+    if let Some(exe_dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.canonicalize().ok())
+        .and_then(|e| e.parent().map(Path::to_path_buf))
+    {
+        scan_dir(&exe_dir, Source::ExeDir, &mut out);
+        scan_dir(&exe_dir.join("../lib/profconv/plugins"), Source::InstallDir, &mut out);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_prefixed_libraries_are_plugin_files() {
+        let ok = format!("{DLL_PREFIX}profconv_plugin_folded{DLL_SUFFIX}");
+        assert!(is_plugin_file_name(&ok));
+        assert!(!is_plugin_file_name(&format!("{DLL_PREFIX}profconv_plugin_{DLL_SUFFIX}")));
+        assert!(!is_plugin_file_name(&format!("{DLL_PREFIX}profconv_testplugin_oldabi{DLL_SUFFIX}")));
+        assert!(!is_plugin_file_name(&format!("{DLL_PREFIX}profconv_plugin.rlib")));
+        assert!(!is_plugin_file_name("profconv_plugin_folded.txt"));
+    }
+}

@@ -1,0 +1,117 @@
+//! Input (file or stdin, gzip undone, head kept for sniffing) and atomic output.
+
+use flate2::read::MultiGzDecoder;
+use std::fs::File;
+use std::io::{self, BufReader, Cursor, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// Bytes read ahead for sniffing.
+const HEAD: usize = 16 * 1024;
+
+/// An opened input: its first bytes (for sniffing) and a reader that yields everything.
+pub struct OpenInput {
+    /// Name for messages (`<stdin>` or the path).
+    pub name: String,
+    /// Path (for extensions); `-` for stdin.
+    pub path: PathBuf,
+    /// The first bytes of the (decompressed) content.
+    pub head: Vec<u8>,
+    /// The rest after `head`.
+    rest: Box<dyn Read>,
+    /// Size when known (uncompressed files).
+    pub size_hint: Option<u64>,
+}
+
+impl OpenInput {
+    /// Opens `path` (`-` is stdin); gzip input is decompressed transparently.
+    pub fn open(path: &Path) -> io::Result<OpenInput> {
+        let (name, raw, size): (String, Box<dyn Read>, Option<u64>) = if path == Path::new("-") {
+            ("<stdin>".into(), Box::new(io::stdin()), None)
+        } else {
+            let f = File::open(path)?;
+            if f.metadata()?.is_dir() {
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, "is a directory"));
+            }
+            let size = f.metadata().ok().map(|m| m.len());
+            (path.display().to_string(), Box::new(f), size)
+        };
+        let mut raw = BufReader::with_capacity(1 << 20, raw);
+        let mut magic = Vec::with_capacity(2);
+        (&mut raw).take(2).read_to_end(&mut magic)?;
+        let chained = Cursor::new(magic.clone()).chain(raw);
+        let (mut reader, size_hint): (Box<dyn Read>, _) = if magic == [0x1f, 0x8b] {
+            (Box::new(BufReader::with_capacity(1 << 20, MultiGzDecoder::new(chained))), None)
+        } else {
+            (Box::new(chained), size)
+        };
+        let mut head = Vec::with_capacity(HEAD);
+        (&mut reader).take(HEAD as u64).read_to_end(&mut head)?;
+        Ok(OpenInput {
+            name,
+            path: path.to_path_buf(),
+            head,
+            rest: reader,
+            size_hint,
+        })
+    }
+
+    /// A reader over the whole content (head included).
+    pub fn into_reader(self) -> impl Read {
+        Cursor::new(self.head).chain(self.rest)
+    }
+}
+
+/// Where output goes: stdout, or a temp file renamed over the target when complete.
+pub enum Sink {
+    Stdout(io::BufWriter<io::Stdout>),
+    File {
+        tmp: tempfile::NamedTempFile,
+        target: PathBuf,
+    },
+}
+
+impl Sink {
+    /// `-` is stdout; anything else a temp file beside `target`, so the rename is atomic.
+    pub fn create(target: &Path) -> io::Result<Sink> {
+        if target == Path::new("-") {
+            return Ok(Sink::Stdout(io::BufWriter::with_capacity(1 << 16, io::stdout())));
+        }
+        let dir = match target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let tmp = tempfile::Builder::new()
+            .prefix(".profconv-")
+            .suffix(".tmp")
+            .tempfile_in(dir)?;
+        Ok(Sink::File {
+            tmp,
+            target: target.to_path_buf(),
+        })
+    }
+
+    /// The writer.
+    pub fn writer(&mut self) -> &mut dyn Write {
+        match self {
+            Sink::Stdout(w) => w,
+            Sink::File { tmp, .. } => tmp.as_file_mut(),
+        }
+    }
+
+    /// Flushes and, for a file, renames it into place. Dropping a `Sink` without committing
+    /// deletes the temp file: a failed run leaves nothing behind.
+    pub fn commit(self) -> io::Result<()> {
+        match self {
+            Sink::Stdout(mut w) => w.flush(),
+            Sink::File { tmp, target } => {
+                tmp.as_file().sync_all().ok();
+                tmp.persist(&target).map(|_| ()).map_err(|e| e.error)
+            }
+        }
+    }
+}
+
+/// True when writing failed because the reader went away (`| head`): exit quietly.
+pub fn is_broken_pipe(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::BrokenPipe
+}

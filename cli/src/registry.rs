@@ -1,0 +1,183 @@
+//! Loaded plugins and their formats; choosing the input and output format.
+
+use crate::discovery::{Candidate, Source};
+use profconv_plugin::host::{self, FormatHandle, LoadedPlugin};
+use std::path::Path;
+
+/// A plugin that loaded, with where it was found.
+pub struct Loaded {
+    pub plugin: LoadedPlugin,
+    pub source: Source,
+}
+
+/// A file that was not loaded, and why.
+pub struct Rejected {
+    pub candidate: Candidate,
+    pub reason: String,
+}
+
+/// All plugins of this run.
+#[derive(Default)]
+pub struct Registry {
+    pub loaded: Vec<Loaded>,
+    pub rejected: Vec<Rejected>,
+    /// Later plugins whose name or format id was already taken.
+    pub shadowed: Vec<String>,
+    /// The first format for each id, in discovery order.
+    pub formats: Vec<FormatHandle>,
+}
+
+impl Registry {
+    /// Loads every candidate; the first plugin of a name, and the first format of an id, win.
+    pub fn load(candidates: Vec<Candidate>) -> Registry {
+        let mut reg = Registry::default();
+        let mut seen_paths = Vec::new();
+        for c in candidates {
+            let canon = c.path.canonicalize().unwrap_or_else(|_| c.path.clone());
+            if seen_paths.contains(&canon) {
+                continue;
+            }
+            seen_paths.push(canon);
+            match host::load_library(&c.path) {
+                Ok(plugin) => reg.add(plugin, c.source),
+                Err(e) => reg.rejected.push(Rejected {
+                    reason: e.to_string(),
+                    candidate: c,
+                }),
+            }
+        }
+        reg
+    }
+
+    /// Adds a loaded plugin (also used for in-process plugins in tests).
+    pub fn add(&mut self, plugin: LoadedPlugin, source: Source) {
+        if let Some(first) = self.loaded.iter().find(|l| l.plugin.info.name == plugin.info.name) {
+            self.shadowed.push(format!(
+                "plugin '{}' at {} is shadowed by the one at {}",
+                plugin.info.name, plugin.info.origin, first.plugin.info.origin
+            ));
+            return;
+        }
+        for f in &plugin.formats {
+            if let Some(other) = self.formats.iter().find(|o| o.id == f.id) {
+                self.shadowed.push(format!(
+                    "format '{}' of plugin '{}' is shadowed by plugin '{}'",
+                    f.id, plugin.info.name, other.plugin.name
+                ));
+            } else {
+                self.formats.push(f.clone());
+            }
+        }
+        self.loaded.push(Loaded { plugin, source });
+    }
+
+    /// The format with this id.
+    pub fn format(&self, id: &str) -> Option<&FormatHandle> {
+        self.formats.iter().find(|f| f.id == id)
+    }
+
+    fn ids(&self, pred: impl Fn(&FormatHandle) -> bool) -> String {
+        let ids: Vec<&str> = self.formats.iter().filter(|f| pred(f)).map(|f| f.id.as_str()).collect();
+        if ids.is_empty() {
+            "none: no plugin was found; see `profconv formats`".into()
+        } else {
+            ids.join(", ")
+        }
+    }
+
+    /// Explains a missing format, including plugins that were refused.
+    fn missing(&self, id: &str, what: &str, pred: impl Fn(&FormatHandle) -> bool) -> String {
+        let mut msg = format!("no plugin can {what} format '{id}' (available: {})", self.ids(pred));
+        for r in &self.rejected {
+            msg.push_str(&format!("\n  note: {}", r.reason));
+        }
+        msg
+    }
+
+    /// The parser for `--from ID`.
+    pub fn parser(&self, id: &str) -> Result<&FormatHandle, String> {
+        self.format(id)
+            .filter(|f| f.can_parse())
+            .ok_or_else(|| self.missing(id, "read", FormatHandle::can_parse))
+    }
+
+    /// The emitter for `--to ID`.
+    pub fn emitter(&self, id: &str) -> Result<&FormatHandle, String> {
+        self.format(id)
+            .filter(|f| f.can_emit())
+            .ok_or_else(|| self.missing(id, "write", FormatHandle::can_emit))
+    }
+
+    /// Formats whose declared extensions match `name`: the longest suffix wins; a declared
+    /// extension ending in `*` is a file-name prefix (`callgrind.out*`).
+    pub fn by_file_name<'a>(
+        &'a self,
+        name: &str,
+        pred: impl Fn(&FormatHandle) -> bool,
+    ) -> Vec<&'a FormatHandle> {
+        let name = name.to_ascii_lowercase();
+        let mut best = 0usize;
+        let mut out: Vec<&FormatHandle> = Vec::new();
+        for f in self.formats.iter().filter(|f| pred(f)) {
+            for ext in &f.extensions {
+                let ext = ext.to_ascii_lowercase();
+                let len = if let Some(prefix) = ext.strip_suffix('*') {
+                    name.starts_with(prefix).then_some(prefix.len())
+                } else {
+                    name.ends_with(&format!(".{ext}")).then_some(ext.len())
+                };
+                if let Some(len) = len {
+                    if len > best {
+                        best = len;
+                        out.clear();
+                    }
+                    if len == best && !out.iter().any(|o| o.id == f.id) {
+                        out.push(f);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Picks the parser for an input: sniffed content first, the extension to break ties or
+    /// when no sniffer is confident.
+    pub fn detect_input(&self, head: &[u8], path: &Path) -> Result<&FormatHandle, String> {
+        let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let by_ext = self.by_file_name(file_name, FormatHandle::can_parse);
+        let mut scores: Vec<(u32, &FormatHandle)> = self
+            .formats
+            .iter()
+            .filter(|f| f.can_parse())
+            .map(|f| (f.sniff(head), f))
+            .filter(|(s, _)| *s > 0)
+            .collect();
+        scores.sort_by(|a, b| b.0.cmp(&a.0));
+        let top = scores.first().map_or(0, |s| s.0);
+        let tied: Vec<&FormatHandle> = scores.iter().filter(|s| s.0 == top).map(|s| s.1).collect();
+        if top >= 50 {
+            if tied.len() == 1 {
+                return Ok(tied[0]);
+            }
+            if let Some(f) = tied.iter().find(|f| by_ext.iter().any(|e| e.id == f.id)) {
+                return Ok(f);
+            }
+            let ids: Vec<&str> = tied.iter().map(|f| f.id.as_str()).collect();
+            return Err(format!(
+                "the content looks like several formats ({}); choose one with --from",
+                ids.join(", ")
+            ));
+        }
+        if let [only] = by_ext.as_slice() {
+            return Ok(only);
+        }
+        if top > 0 && tied.len() == 1 {
+            return Ok(tied[0]);
+        }
+        Err(format!(
+            "cannot tell the input's format from its content or name; choose one with --from (readable formats: {})",
+            self.ids(FormatHandle::can_parse)
+        ))
+    }
+}
+
