@@ -43,7 +43,9 @@ pub struct Candidate {
 /// True for file names a plugin directory may hold.
 pub fn is_plugin_file_name(name: &str) -> bool {
     let prefix = format!("{DLL_PREFIX}profconv_plugin_");
-    name.starts_with(&prefix) && name.ends_with(DLL_SUFFIX) && name.len() > prefix.len() + DLL_SUFFIX.len()
+    name.starts_with(&prefix)
+        && name.ends_with(DLL_SUFFIX)
+        && name.len() > prefix.len() + DLL_SUFFIX.len()
 }
 
 /// The user plugin directory (`$XDG_DATA_HOME/profconv/plugins`, else
@@ -58,7 +60,9 @@ pub fn user_plugin_dir() -> Option<PathBuf> {
     }
     match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
         Some(d) => Some(PathBuf::from(d).join("profconv/plugins")),
-        None => std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share/profconv/plugins")),
+        None => {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share/profconv/plugins"))
+        }
     }
 }
 
@@ -114,7 +118,11 @@ pub fn candidates(explicit: &[PathBuf], use_defaults: bool) -> Vec<Candidate> {
         .and_then(|e| e.parent().map(Path::to_path_buf))
     {
         scan_dir(&exe_dir, Source::ExeDir, &mut out);
-        scan_dir(&exe_dir.join("../lib/profconv/plugins"), Source::InstallDir, &mut out);
+        scan_dir(
+            &exe_dir.join("../lib/profconv/plugins"),
+            Source::InstallDir,
+            &mut out,
+        );
     }
     out
 }
@@ -127,9 +135,15 @@ mod tests {
     fn only_prefixed_libraries_are_plugin_files() {
         let ok = format!("{DLL_PREFIX}profconv_plugin_folded{DLL_SUFFIX}");
         assert!(is_plugin_file_name(&ok));
-        assert!(!is_plugin_file_name(&format!("{DLL_PREFIX}profconv_plugin_{DLL_SUFFIX}")));
-        assert!(!is_plugin_file_name(&format!("{DLL_PREFIX}profconv_testplugin_oldabi{DLL_SUFFIX}")));
-        assert!(!is_plugin_file_name(&format!("{DLL_PREFIX}profconv_plugin.rlib")));
+        assert!(!is_plugin_file_name(&format!(
+            "{DLL_PREFIX}profconv_plugin_{DLL_SUFFIX}"
+        )));
+        assert!(!is_plugin_file_name(&format!(
+            "{DLL_PREFIX}profconv_testplugin_oldabi{DLL_SUFFIX}"
+        )));
+        assert!(!is_plugin_file_name(&format!(
+            "{DLL_PREFIX}profconv_plugin.rlib"
+        )));
         assert!(!is_plugin_file_name("profconv_plugin_folded.txt"));
     }
 }

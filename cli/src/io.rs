@@ -30,7 +30,10 @@ impl OpenInput {
         } else {
             let f = File::open(path)?;
             if f.metadata()?.is_dir() {
-                return Err(io::Error::new(io::ErrorKind::InvalidInput, "is a directory"));
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "is a directory",
+                ));
             }
             let size = f.metadata().ok().map(|m| m.len());
             (path.display().to_string(), Box::new(f), size)
@@ -40,7 +43,13 @@ impl OpenInput {
         (&mut raw).take(2).read_to_end(&mut magic)?;
         let chained = Cursor::new(magic.clone()).chain(raw);
         let (mut reader, size_hint): (Box<dyn Read>, _) = if magic == [0x1f, 0x8b] {
-            (Box::new(BufReader::with_capacity(1 << 20, MultiGzDecoder::new(chained))), None)
+            (
+                Box::new(BufReader::with_capacity(
+                    1 << 20,
+                    MultiGzDecoder::new(chained),
+                )),
+                None,
+            )
         } else {
             (Box::new(chained), size)
         };
@@ -74,7 +83,10 @@ impl Sink {
     /// `-` is stdout; anything else a temp file beside `target`, so the rename is atomic.
     pub fn create(target: &Path) -> io::Result<Sink> {
         if target == Path::new("-") {
-            return Ok(Sink::Stdout(io::BufWriter::with_capacity(1 << 16, io::stdout())));
+            return Ok(Sink::Stdout(io::BufWriter::with_capacity(
+                1 << 16,
+                io::stdout(),
+            )));
         }
         let dir = match target.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),

@@ -167,11 +167,11 @@ fn warn(quiet: bool, msg: &str) {
     }
 }
 
+/// `(key, value)` option pairs for one format.
+type OptionList = Vec<(String, Option<String>)>;
+
 /// `-O KEY[=VALUE]` pairs, each routed to the formats that declare the key.
-fn split_options(
-    raw: &[String],
-    formats: &[&FormatHandle],
-) -> Result<Vec<Vec<(String, Option<String>)>>, Failure> {
+fn split_options(raw: &[String], formats: &[&FormatHandle]) -> Result<Vec<OptionList>, Failure> {
     let mut per_format = vec![Vec::new(); formats.len()];
     for item in raw {
         let (key, value) = match item.split_once('=') {
@@ -192,7 +192,15 @@ fn split_options(
                 .iter()
                 .map(|f| {
                     let keys: Vec<&str> = f.options.iter().map(|o| o.key.as_str()).collect();
-                    format!("{}: {}", f.id, if keys.is_empty() { "none".into() } else { keys.join(", ") })
+                    format!(
+                        "{}: {}",
+                        f.id,
+                        if keys.is_empty() {
+                            "none".into()
+                        } else {
+                            keys.join(", ")
+                        }
+                    )
                 })
                 .collect();
             return Err(Failure::Usage(format!(
@@ -220,14 +228,19 @@ fn check_option_value(
     match (decl.kind, value) {
         (option_kind::FLAG, None) => Ok(()),
         (option_kind::FLAG, Some(v)) => {
-            if matches!(v, "true" | "false" | "1" | "0" | "yes" | "no" | "on" | "off") {
+            if matches!(
+                v,
+                "true" | "false" | "1" | "0" | "yes" | "no" | "on" | "off"
+            ) {
                 Ok(())
             } else {
                 Err(bad("no value (or true/false)"))
             }
         }
         (_, None) => Err(bad("a value (KEY=VALUE)")),
-        (option_kind::INTEGER, Some(v)) => v.parse::<i64>().map(|_| ()).map_err(|_| bad("an integer")),
+        (option_kind::INTEGER, Some(v)) => {
+            v.parse::<i64>().map(|_| ()).map_err(|_| bad("an integer"))
+        }
         (option_kind::NUMBER, Some(v)) => v.parse::<f64>().map(|_| ()).map_err(|_| bad("a number")),
         _ => Ok(()),
     }
@@ -278,9 +291,13 @@ fn parse(
         size_hint,
         name: &name,
     };
-    let profile = parser
-        .parse(req, options, &mut log)
-        .map_err(|e| Failure::from_call(e, &name, &format!("plugin '{}' reading '{}'", parser.plugin.name, parser.id)))?;
+    let profile = parser.parse(req, options, &mut log).map_err(|e| {
+        Failure::from_call(
+            e,
+            &name,
+            &format!("plugin '{}' reading '{}'", parser.plugin.name, parser.id),
+        )
+    })?;
     Ok((name, profile))
 }
 
@@ -291,11 +308,15 @@ fn convert(registry: &Registry, args: &ConvertArgs, quiet: bool) -> Result<(), F
         None => {
             if out_path == Path::new("-") {
                 return Err(Failure::Usage(
-                    "writing to stdout needs --to FMT (the format cannot come from a file name)".into(),
+                    "writing to stdout needs --to FMT (the format cannot come from a file name)"
+                        .into(),
                 ));
             }
             let name = out_path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            match registry.by_file_name(name, FormatHandle::can_emit).as_slice() {
+            match registry
+                .by_file_name(name, FormatHandle::can_emit)
+                .as_slice()
+            {
                 [only] => *only,
                 [] => {
                     return Err(Failure::Usage(format!(
@@ -326,8 +347,8 @@ fn convert(registry: &Registry, args: &ConvertArgs, quiet: bool) -> Result<(), F
     let opts = split_options(&args.input.options, &[parser, emitter])?;
     let (name, profile) = parse(input, parser, &opts[0], quiet)?;
     let view = profile.view();
-    let mut sink = Sink::create(&out_path)
-        .map_err(|e| Failure::Io(format!("{}: {e}", out_path.display())))?;
+    let mut sink =
+        Sink::create(&out_path).map_err(|e| Failure::Io(format!("{}: {e}", out_path.display())))?;
     let out_name = out_path.display().to_string();
     let mut log = |level: u32, msg: &str| {
         if level == log_level::WARN {
@@ -337,7 +358,11 @@ fn convert(registry: &Registry, args: &ConvertArgs, quiet: bool) -> Result<(), F
     emitter
         .emit(&view, sink.writer(), &opts[1], &mut log)
         .map_err(|e| {
-            Failure::from_call(e, &name, &format!("plugin '{}' writing '{}'", emitter.plugin.name, emitter.id))
+            Failure::from_call(
+                e,
+                &name,
+                &format!("plugin '{}' writing '{}'", emitter.plugin.name, emitter.id),
+            )
         })?;
     sink.commit().map_err(|e| {
         if is_broken_pipe(&e) {
@@ -355,7 +380,9 @@ fn tree(registry: &Registry, args: &TreeArgs, quiet: bool) -> Result<(), Failure
     let view = profile.view();
     let value = match &args.value {
         Some(v) => Some(view.value_type_index(v).ok_or_else(|| {
-            let known: Vec<&str> = (0..view.value_types.len()).map(|i| view.value_type_name(i)).collect();
+            let known: Vec<&str> = (0..view.value_types.len())
+                .map(|i| view.value_type_name(i))
+                .collect();
             Failure::Usage(format!(
                 "{name}: no value type '{v}' (this profile has: {})",
                 known.join(", ")
@@ -464,10 +491,17 @@ fn list_formats(registry: &Registry) -> Result<(), Failure> {
         out.push_str(&format!("shadowed: {s}\n"));
     }
     for r in &registry.rejected {
-        out.push_str(&format!("rejected [{}]: {}\n", r.candidate.source.label(), r.reason));
+        out.push_str(&format!(
+            "rejected [{}]: {}\n",
+            r.candidate.source.label(),
+            r.reason
+        ));
     }
     let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
+    match stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
         Ok(()) => Ok(()),
         Err(e) if is_broken_pipe(&e) => Err(Failure::BrokenPipe),
         Err(e) => Err(Failure::Io(e.to_string())),

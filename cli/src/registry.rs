@@ -51,7 +51,11 @@ impl Registry {
 
     /// Adds a loaded plugin (also used for in-process plugins in tests).
     pub fn add(&mut self, plugin: LoadedPlugin, source: Source) {
-        if let Some(first) = self.loaded.iter().find(|l| l.plugin.info.name == plugin.info.name) {
+        if let Some(first) = self
+            .loaded
+            .iter()
+            .find(|l| l.plugin.info.name == plugin.info.name)
+        {
             self.shadowed.push(format!(
                 "plugin '{}' at {} is shadowed by the one at {}",
                 plugin.info.name, plugin.info.origin, first.plugin.info.origin
@@ -77,7 +81,12 @@ impl Registry {
     }
 
     fn ids(&self, pred: impl Fn(&FormatHandle) -> bool) -> String {
-        let ids: Vec<&str> = self.formats.iter().filter(|f| pred(f)).map(|f| f.id.as_str()).collect();
+        let ids: Vec<&str> = self
+            .formats
+            .iter()
+            .filter(|f| pred(f))
+            .map(|f| f.id.as_str())
+            .collect();
         if ids.is_empty() {
             "none: no plugin was found; see `profconv formats`".into()
         } else {
@@ -87,7 +96,10 @@ impl Registry {
 
     /// Explains a missing format, including plugins that were refused.
     fn missing(&self, id: &str, what: &str, pred: impl Fn(&FormatHandle) -> bool) -> String {
-        let mut msg = format!("no plugin can {what} format '{id}' (available: {})", self.ids(pred));
+        let mut msg = format!(
+            "no plugin can {what} format '{id}' (available: {})",
+            self.ids(pred)
+        );
         for r in &self.rejected {
             msg.push_str(&format!("\n  note: {}", r.reason));
         }
@@ -152,7 +164,7 @@ impl Registry {
             .map(|f| (f.sniff(head), f))
             .filter(|(s, _)| *s > 0)
             .collect();
-        scores.sort_by(|a, b| b.0.cmp(&a.0));
+        scores.sort_by_key(|s| std::cmp::Reverse(s.0));
         let top = scores.first().map_or(0, |s| s.0);
         let tied: Vec<&FormatHandle> = scores.iter().filter(|s| s.0 == top).map(|s| s.1).collect();
         if top >= 50 {
@@ -180,4 +192,3 @@ impl Registry {
         ))
     }
 }
-

@@ -307,7 +307,12 @@ pub struct TraceBuilder {
 
 impl TraceBuilder {
     /// A trace builder charging `clocks` columns and counting calls in `calls`.
-    pub fn new(b: &ProfileBuilder, clocks: Vec<usize>, calls: Option<usize>, ordered: bool) -> Self {
+    pub fn new(
+        b: &ProfileBuilder,
+        clocks: Vec<usize>,
+        calls: Option<usize>,
+        ordered: bool,
+    ) -> Self {
         let n = b.n_value_types();
         TraceBuilder {
             last: vec![0; clocks.len()],
@@ -364,7 +369,12 @@ impl TraceBuilder {
     }
 
     /// A call of `frame` starts at `now` (one value per clock).
-    pub fn enter(&mut self, b: &mut ProfileBuilder, frame: u32, now: &[i64]) -> Result<(), IrError> {
+    pub fn enter(
+        &mut self,
+        b: &mut ProfileBuilder,
+        frame: u32,
+        now: &[i64],
+    ) -> Result<(), IrError> {
         self.charge(b, now)?;
         let prefix = self.open.last().map_or(NONE, |o| o.0);
         let stack = b.stack(prefix, frame);
@@ -406,7 +416,10 @@ mod tests {
         let mut b = ProfileBuilder::new();
         b.add_value_type("samples", "count", ValueKind::Weight);
         b.add_stack(&["a"], &[i64::MAX]).unwrap();
-        assert!(matches!(b.add_stack(&["a"], &[1]), Err(IrError::Overflow(_))));
+        assert!(matches!(
+            b.add_stack(&["a"], &[1]),
+            Err(IrError::Overflow(_))
+        ));
         assert!(matches!(b.rescale(0, 1), Err(IrError::Overflow(_))));
     }
 
@@ -454,12 +467,18 @@ mod tests {
             assert_eq!(tree.total_values[0][g], 90);
             assert_eq!(tree.self_values[1][f], 1);
             assert_eq!(tree.self_values[1][h], 1);
-            assert_eq!(tree.total_values[1][f], 1, "calls are never summed into parents");
+            assert_eq!(
+                tree.total_values[1][f], 1,
+                "calls are never summed into parents"
+            );
         }
         let ordered = seed_000(true);
         // f [0,10) g [10,30) h [30,60) g [60,100) f [100,160): five intervals in time order.
         assert_eq!(ordered.samples.values[0], vec![10, 20, 30, 40, 60]);
-        assert_eq!(ordered.samples.time.as_deref(), Some(&[0, 10, 30, 60, 100][..]));
+        assert_eq!(
+            ordered.samples.time.as_deref(),
+            Some(&[0, 10, 30, 60, 100][..])
+        );
         assert_eq!(ordered.samples.values[1], vec![1, 1, 1, 0, 0]);
     }
 

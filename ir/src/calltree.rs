@@ -153,7 +153,8 @@ impl CallTree {
                 .copied()
                 .find(|&r| self.func[r as usize] == func)
         } else {
-            self.children(parent).find(|&c| self.func[c as usize] == func)
+            self.children(parent)
+                .find(|&c| self.func[c as usize] == func)
         }
     }
 
@@ -198,9 +199,9 @@ impl CallTree {
 
     /// Grand total of value column `col` (sum over roots).
     pub fn grand_total(&self, col: usize) -> i64 {
-        self.roots
-            .iter()
-            .fold(0i64, |a, &r| a.saturating_add(self.total_values[col][r as usize]))
+        self.roots.iter().fold(0i64, |a, &r| {
+            a.saturating_add(self.total_values[col][r as usize])
+        })
     }
 }
 

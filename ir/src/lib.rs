@@ -26,8 +26,8 @@ pub mod text;
 pub use builder::{ProfileBuilder, TraceBuilder};
 pub use calltree::{CallNodePath, CallTree};
 pub use profile::{
-    FrameTable, FuncTable, IrError, NO_ADDRESS, NONE, Profile, ProfileRef, SampleTable,
-    StackTable, StringsRef, ValueKind, ValueType, flags, format_fixed, write_fixed,
+    FrameTable, FuncTable, IrError, NO_ADDRESS, NONE, Profile, ProfileRef, SampleTable, StackTable,
+    StringsRef, ValueKind, ValueType, flags, format_fixed, write_fixed,
 };
 pub use strings::{StrId, StringTable};
 pub use text::{TreeOrder, TreeTextOptions, render_tree, write_tree};

@@ -363,9 +363,13 @@ impl<'a> ProfileRef<'a> {
         let n_str = self.strings.len() as u64;
         let str_ok = |s: u32, opt: bool| (s as u64) < n_str || (opt && s == NONE);
         let nf = self.n_funcs();
-        if [self.func_file.len(), self.func_line.len(), self.func_resource.len()]
-            .iter()
-            .any(|&l| l != nf)
+        if [
+            self.func_file.len(),
+            self.func_line.len(),
+            self.func_resource.len(),
+        ]
+        .iter()
+        .any(|&l| l != nf)
         {
             return bad("func columns differ in length".into());
         }
@@ -391,7 +395,9 @@ impl<'a> ProfileRef<'a> {
         for i in 0..ns {
             let p = self.stack_prefix[i];
             if p != NONE && p as usize >= i {
-                return bad(format!("stack {i} has prefix {p}, which does not come before it"));
+                return bad(format!(
+                    "stack {i} has prefix {p}, which does not come before it"
+                ));
             }
             if self.stack_frame[i] as usize >= nfr {
                 return bad(format!("stack {i} names a frame that does not exist"));
@@ -415,7 +421,10 @@ impl<'a> ProfileRef<'a> {
                 return bad(format!("value type {i} names a string that does not exist"));
             }
             if v.decimals > 18 {
-                return bad(format!("value type {i} has {} decimals (at most 18)", v.decimals));
+                return bad(format!(
+                    "value type {i} has {} decimals (at most 18)",
+                    v.decimals
+                ));
             }
         }
         if self.meta_key.len() != self.meta_value.len()

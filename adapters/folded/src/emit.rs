@@ -12,13 +12,18 @@ pub fn emit_folded(
 ) -> Result<(), PluginError> {
     let col = match value {
         Some(name) => p.value_type_index(name).ok_or_else(|| {
-            let known: Vec<&str> = (0..p.value_types.len()).map(|i| p.value_type_name(i)).collect();
+            let known: Vec<&str> = (0..p.value_types.len())
+                .map(|i| p.value_type_name(i))
+                .collect();
             PluginError::bad_option(format!(
                 "no value type '{name}' in this profile (it has: {})",
                 known.join(", ")
             ))
         })?,
-        None => match p.default_weight().or((!p.value_types.is_empty()).then_some(0)) {
+        None => match p
+            .default_weight()
+            .or((!p.value_types.is_empty()).then_some(0))
+        {
             Some(c) => c,
             None => return Ok(()),
         },
@@ -42,11 +47,7 @@ pub fn emit_folded(
         let i = node as usize;
         let depth = tree.depth[i] as usize;
         prefix_len.truncate(depth);
-        let start = if depth == 0 {
-            0
-        } else {
-            prefix_len[depth - 1]
-        };
+        let start = if depth == 0 { 0 } else { prefix_len[depth - 1] };
         path.truncate(start);
         if depth > 0 {
             path.push(b';');

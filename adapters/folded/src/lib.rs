@@ -57,6 +57,10 @@ impl Format for Folded {
         options: &Options,
         _cx: &mut Context<'_>,
     ) -> Result<(), PluginError> {
-        emit::emit_folded(profile, output, options.get("value").filter(|v| !v.is_empty()))
+        emit::emit_folded(
+            profile,
+            output,
+            options.get("value").filter(|v| !v.is_empty()),
+        )
     }
 }

@@ -18,8 +18,11 @@ const MAX_DECIMALS: u32 = 9;
 /// Bytes asked of the input per read.
 const BLOCK: usize = 1 << 20;
 
+/// A count's integer digits and, if any, its fraction digits.
+type CountDigits<'a> = (&'a [u8], Option<&'a [u8]>);
+
 /// `123` or `123.45` (inferno accepts decimal counts).
-fn count(i: &[u8]) -> IResult<&[u8], (&[u8], Option<&[u8]>)> {
+fn count(i: &[u8]) -> IResult<&[u8], CountDigits<'_>> {
     all_consuming((digit1, opt(preceded(tag(&b"."[..]), digit0)))).parse(i)
 }
 
@@ -43,7 +46,12 @@ impl Parser_ {
     }
 
     /// One line without its `\n`; `offset` is the input offset of its first byte.
-    fn line(&mut self, mut line: &[u8], offset: u64, cx: &mut Context<'_>) -> Result<(), PluginError> {
+    fn line(
+        &mut self,
+        mut line: &[u8],
+        offset: u64,
+        cx: &mut Context<'_>,
+    ) -> Result<(), PluginError> {
         self.line_no += 1;
         if let [rest @ .., b'\r'] = line {
             line = rest;
@@ -75,7 +83,11 @@ impl Parser_ {
     }
 
     /// Splits `STACK COUNT`, returning the stack text and the count as fixed point.
-    fn split_count<'l>(&mut self, line: &'l [u8], offset: u64) -> Result<(&'l [u8], i64), PluginError> {
+    fn split_count<'l>(
+        &mut self,
+        line: &'l [u8],
+        offset: u64,
+    ) -> Result<(&'l [u8], i64), PluginError> {
         let Some(sp) = memrchr2(b' ', b'\t', line) else {
             return Err(self.error(
                 offset,
@@ -262,7 +274,10 @@ pub fn parse_folded(
         }
     }
     if p.skipped > 0 {
-        cx.warn(&format!("skipped {} line(s) without a valid count", p.skipped));
+        cx.warn(&format!(
+            "skipped {} line(s) without a valid count",
+            p.skipped
+        ));
     }
     if p.lossy > 0 {
         cx.warn(&format!(
@@ -323,7 +338,11 @@ mod tests {
 
     fn parse_streaming(text: &[u8]) -> Result<Profile, PluginError> {
         let mut r: &[u8] = text;
-        parse_folded(&mut Input::from_reader(&mut r), false, &mut Context::silent())
+        parse_folded(
+            &mut Input::from_reader(&mut r),
+            false,
+            &mut Context::silent(),
+        )
     }
 
     fn tree(p: &Profile) -> String {
@@ -415,7 +434,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.samples.stack.len(), 2);
-        assert!(warnings.iter().any(|w| w.contains("line 2")), "{warnings:?}");
+        assert!(
+            warnings.iter().any(|w| w.contains("line 2")),
+            "{warnings:?}"
+        );
     }
 
     #[test]

@@ -222,12 +222,14 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
     if (header.descriptor_size as usize) < size_of::<PluginDescriptor>() {
         return Err(LoadError::Malformed(
             origin,
-            format!("descriptor of {} bytes is too small", header.descriptor_size),
+            format!(
+                "descriptor of {} bytes is too small",
+                header.descriptor_size
+            ),
         ));
     }
     // SAFETY: magic, major and size say the header starts an ABI-1 `PluginDescriptor`.
-    let desc: &'static PluginDescriptor =
-        unsafe { &*(header_ptr as *const PluginDescriptor) };
+    let desc: &'static PluginDescriptor = unsafe { &*(header_ptr as *const PluginDescriptor) };
     if desc.n_formats > 4096 || (desc.n_formats > 0 && desc.formats.is_null()) {
         return Err(LoadError::Malformed(origin, "bad format table".into()));
     }
@@ -240,7 +242,10 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
     let mut formats = Vec::with_capacity(descs.len());
     for d in descs {
         if (d.struct_size as usize) < size_of::<FormatDesc>() {
-            return Err(LoadError::Malformed(origin, "format descriptor too small".into()));
+            return Err(LoadError::Malformed(
+                origin,
+                "format descriptor too small".into(),
+            ));
         }
         if d.n_options > 4096 || (d.n_options > 0 && d.options.is_null()) {
             return Err(LoadError::Malformed(origin, "bad option table".into()));
@@ -278,7 +283,10 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
             }
         };
         if handle.id.is_empty() {
-            return Err(LoadError::Malformed(origin, "a format has an empty id".into()));
+            return Err(LoadError::Malformed(
+                origin,
+                "a format has an empty id".into(),
+            ));
         }
         formats.push(handle);
     }
@@ -506,8 +514,10 @@ impl FormatHandle {
     /// Confidence 0..=100 that `head` is this format; 0 when the format has no sniffer.
     pub fn sniff(&self, head: &[u8]) -> u32 {
         match self.desc.sniff {
-            // SAFETY: `head` is readable for the call; the trampoline catches panics.
-            Some(f) if self.caps & caps::SNIFF != 0 => unsafe { f(head.as_ptr(), head.len()) }.min(100),
+            Some(f) if self.caps & caps::SNIFF != 0 => {
+                // SAFETY: `head` is readable for the call; the trampoline catches panics.
+                unsafe { f(head.as_ptr(), head.len()) }.min(100)
+            }
             _ => 0,
         }
     }

@@ -71,7 +71,10 @@ pub trait Format: 'static {
         cx: &mut Context<'_>,
     ) -> Result<Profile, PluginError> {
         let _ = (input, options, cx);
-        Err(PluginError::unsupported(format!("{} cannot parse", Self::ID)))
+        Err(PluginError::unsupported(format!(
+            "{} cannot parse",
+            Self::ID
+        )))
     }
 
     /// Writes a profile.
@@ -82,7 +85,10 @@ pub trait Format: 'static {
         cx: &mut Context<'_>,
     ) -> Result<(), PluginError> {
         let _ = (profile, output, options, cx);
-        Err(PluginError::unsupported(format!("{} cannot emit", Self::ID)))
+        Err(PluginError::unsupported(format!(
+            "{} cannot emit",
+            Self::ID
+        )))
     }
 }
 
@@ -182,9 +188,11 @@ impl Options {
     }
     /// True when the flag `key` was given (and not `=false`/`=0`/`=no`).
     pub fn flag(&self, key: &str) -> bool {
-        self.values.iter().rev().find(|(k, _)| k == key).is_some_and(|(_, v)| {
-            !matches!(v.as_deref(), Some("false" | "0" | "no" | "off"))
-        })
+        self.values
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .is_some_and(|(_, v)| !matches!(v.as_deref(), Some("false" | "0" | "no" | "off")))
     }
     /// The last value given for `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
@@ -234,10 +242,13 @@ impl Options {
     }
 }
 
+/// A message sink: `(level, message)`.
+type LogSink<'a> = &'a mut dyn FnMut(u32, &str);
+
 /// Where a plugin's warnings go (the host shows them on stderr, after the input's name).
 pub struct Context<'a> {
     host: Option<&'a HostCallbacks>,
-    sink: Option<&'a mut dyn FnMut(u32, &str)>,
+    sink: Option<LogSink<'a>>,
 }
 
 impl<'a> Context<'a> {

@@ -79,7 +79,10 @@ unsafe fn column<'a, T>(ptr: *const T, len: usize, what: &str) -> Result<&'a [T]
             "column {what} is null or misaligned"
         )));
     }
-    if len.checked_mul(size_of::<T>()).is_none_or(|b| b > isize::MAX as usize) {
+    if len
+        .checked_mul(size_of::<T>())
+        .is_none_or(|b| b > isize::MAX as usize)
+    {
         return Err(IrError::Invalid(format!("column {what} is too long")));
     }
     // SAFETY: non-null, aligned, size checked; validity and lifetime are the caller's contract.
@@ -102,8 +105,9 @@ pub(crate) unsafe fn profile_ref_from_view<'a>(
         )));
     }
     let n_vt = view.n_value_types;
-    // SAFETY (all `column` calls below): the caller's contract covers every pointer/count pair.
-    let (blob, offsets, vt_name, vt_unit, vt_kind, vt_dec, value_ptrs) = unsafe {
+    let (blob, offsets, vt_name, vt_unit, vt_kind, vt_dec, value_ptrs) =
+        // SAFETY: the caller's contract covers every pointer/count pair below.
+        unsafe {
         (
             column(view.str_blob, view.str_blob_len, "str_blob")?,
             column(view.str_offsets, view.n_strings + 1, "str_offsets")?,

@@ -1,0 +1,286 @@
+//! The `profconv` binary end to end, with plugins discovered next to it.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use support::{SEED_001, SEED_001_TREE, built_plugins, lib_path};
+
+fn profconv() -> Command {
+    built_plugins();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_profconv"));
+    c.env_remove("PROFCONV_PLUGIN_PATH");
+    // Keep a user's own plugin directory out of the tests.
+    c.env("XDG_DATA_HOME", "/nonexistent-profconv-test");
+    c
+}
+
+fn run(args: &[&str]) -> Output {
+    profconv().args(args).output().expect("run profconv")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+fn write(dir: &Path, name: &str, content: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, content).unwrap();
+    p
+}
+
+#[test]
+fn formats_lists_the_folded_plugin_from_its_shared_library() {
+    let out = run(&["formats"]);
+    assert!(out.status.success());
+    let s = text(&out.stdout);
+    assert!(s.contains("plugin folded"), "{s}");
+    assert!(s.contains("format folded"), "{s}");
+    let lib = std::fs::canonicalize(lib_path("profconv_plugin_folded")).unwrap();
+    assert!(
+        s.contains(&lib.display().to_string()),
+        "path of the library missing: {s}"
+    );
+    assert!(s.contains("-O skip-bad-lines"), "{s}");
+    assert!(
+        !s.contains("ancient") && !s.contains("panicky"),
+        "fixtures must not be discovered: {s}"
+    );
+}
+
+#[test]
+fn tree_prints_seed_001() {
+    let d = tmp();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let out = run(&["tree", input.to_str().unwrap(), "--order", "first-seen"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), SEED_001_TREE);
+}
+
+#[test]
+fn convert_detects_formats_and_reads_stdin() {
+    let d = tmp();
+    let out_path = d.path().join("out.collapsed");
+    let mut child = profconv()
+        .args(["convert", "-", "-o", out_path.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"x;y 2\nx 1\nx;y 3\n")
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(std::fs::read_to_string(&out_path).unwrap(), "x 1\nx;y 5\n");
+}
+
+#[test]
+fn gzip_input_is_decompressed() {
+    let d = tmp();
+    let gz = d.path().join("seed.folded.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(SEED_001.as_bytes()).unwrap();
+    std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+    let out = run(&["convert", gz.to_str().unwrap(), "--to", "folded"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), SEED_001);
+}
+
+#[test]
+fn bad_input_names_file_and_line_and_leaves_no_output() {
+    let d = tmp();
+    let input = write(
+        d.path(),
+        "bad.folded",
+        b"a;b 1\na;b;c 2\nTHIS IS A BAD LINE\n",
+    );
+    let target = d.path().join("out.folded");
+    std::fs::write(&target, "previous content").unwrap();
+    let out = run(&[
+        "convert",
+        input.to_str().unwrap(),
+        "-o",
+        target.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    let err = text(&out.stderr);
+    assert!(err.contains(&format!("{}:3:15:", input.display())), "{err}");
+    assert!(err.contains("expected a count"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "previous content"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".profconv-"))
+        .collect();
+    assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+    let missing = d.path().join("new.folded");
+    let out = run(&[
+        "convert",
+        input.to_str().unwrap(),
+        "-o",
+        missing.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(!missing.exists());
+}
+
+#[test]
+fn usage_errors_list_what_is_known() {
+    let d = tmp();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let out = run(&[
+        "convert",
+        input.to_str().unwrap(),
+        "--to",
+        "folded",
+        "-O",
+        "nope=1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("unknown option 'nope'") && err.contains("skip-bad-lines"),
+        "{err}"
+    );
+    let out = run(&[
+        "convert",
+        input.to_str().unwrap(),
+        "-o",
+        d.path().join("x.unknownext").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--to"));
+    let out = run(&["convert", input.to_str().unwrap(), "--to", "nosuch"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("available: folded"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(&["tree", input.to_str().unwrap(), "--value", "ticks"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("samples"));
+    let out = run(&[
+        "convert",
+        input.to_str().unwrap(),
+        "-o",
+        input.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "never overwrite the input");
+    assert_eq!(std::fs::read_to_string(&input).unwrap(), SEED_001);
+}
+
+#[test]
+fn missing_input_is_an_io_error() {
+    let out = run(&["tree", "/nonexistent/profile.folded"]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(text(&out.stderr).contains("/nonexistent/profile.folded"));
+}
+
+#[test]
+fn discovery_can_be_pinned_and_refused_plugins_are_explained() {
+    let d = tmp();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let out = run(&["--no-default-plugins", "tree", input.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = profconv()
+        .args(["--no-default-plugins", "tree", input.to_str().unwrap()])
+        .env("PROFCONV_PLUGIN_PATH", built_plugins())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let old = lib_path("profconv_testplugin_oldabi");
+    let out = run(&["--plugin", old.to_str().unwrap(), "formats"]);
+    assert!(out.status.success());
+    let s = text(&out.stdout);
+    assert!(
+        s.contains("rejected") && s.contains("'ancient' 0.3.1") && s.contains("ABI 0.7"),
+        "{s}"
+    );
+    let out = run(&[
+        "--plugin",
+        old.to_str().unwrap(),
+        "--no-default-plugins",
+        "tree",
+        "--from",
+        "ancient",
+        input.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("'ancient' 0.3.1"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_panicking_plugin_is_an_error_not_a_crash() {
+    let d = tmp();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let panicky = lib_path("profconv_testplugin_panicky");
+    // Sniffing runs the panicking sniffer too: detection still picks folded.
+    let out = run(&[
+        "--plugin",
+        panicky.to_str().unwrap(),
+        "tree",
+        input.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run(&[
+        "--plugin",
+        panicky.to_str().unwrap(),
+        "tree",
+        "--from",
+        "panicky",
+        input.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(5));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("PANIC") && err.contains("index out of bounds"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let d = tmp();
+    let mut big = Vec::new();
+    for i in 0..200_000 {
+        writeln!(big, "main;f{};g{} {}", i % 1000, i, 1 + i % 3).unwrap();
+    }
+    let input = write(d.path(), "big.folded", &big);
+    for args in [
+        vec!["tree", input.to_str().unwrap()],
+        vec!["convert", input.to_str().unwrap(), "--to", "folded"],
+    ] {
+        let mut child = profconv()
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        assert!(!first.is_empty());
+        // stdout is dropped here: the reader went away, like `| head -1`.
+        let out = child.wait_with_output().unwrap();
+        let err = text(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?} {err}", out.status);
+        assert!(err.is_empty(), "{args:?}: stderr not quiet: {err}");
+    }
+}
