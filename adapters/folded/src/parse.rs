@@ -153,6 +153,24 @@ impl Parser_ {
         Ok((&line[..stack_end], v))
     }
 
+    /// Adds the frames of `rest` (which starts at offset `pos` of the line) under `stack`.
+    fn push_frames(&mut self, rest: &str, pos: usize, mut stack: u32) -> u32 {
+        let bytes = rest.as_bytes();
+        let mut start = 0;
+        loop {
+            let end = memchr(b';', &bytes[start..]).map_or(bytes.len(), |i| start + i);
+            // `;` is ASCII, so these are character boundaries.
+            let func = self.b.func(&rest[start..end]);
+            let frame = self.b.frame(func);
+            stack = self.b.stack(stack, frame);
+            self.prev_frames.push((pos + end, stack));
+            if end == bytes.len() {
+                return stack;
+            }
+            start = end + 1;
+        }
+    }
+
     /// The stack id of `text` (`a;b;c`), reusing the previous line's frames it shares.
     fn stack(&mut self, text: &[u8]) -> u32 {
         let common = common_prefix(&self.prev, text);
@@ -165,25 +183,31 @@ impl Parser_ {
             }
         }
         self.prev_frames.truncate(keep);
-        let (mut stack, mut pos) = match self.prev_frames.last() {
+        let (mut stack, pos) = match self.prev_frames.last() {
             Some(&(end, s)) => (s, end + 1),
             None => (NONE, 0),
         };
-        while pos <= text.len() {
-            let end = memchr(b';', &text[pos..]).map_or(text.len(), |i| pos + i);
-            let name = &text[pos..end];
-            let func = match std::str::from_utf8(name) {
-                Ok(s) => self.b.func(s),
+        if pos <= text.len() {
+            // Validate the new part of the line once rather than frame by frame.
+            match std::str::from_utf8(&text[pos..]) {
+                Ok(rest) => stack = self.push_frames(rest, pos, stack),
                 Err(_) => {
                     self.lossy += 1;
-                    let s = String::from_utf8_lossy(name).into_owned();
-                    self.b.func(&s)
+                    // Split the raw bytes so frame offsets still match `text`.
+                    let mut at = pos;
+                    for raw in text[pos..].split(|&c| c == b';') {
+                        let name = String::from_utf8_lossy(raw);
+                        let frame = {
+                            let f = self.b.func(&name);
+                            self.b.frame(f)
+                        };
+                        stack = self.b.stack(stack, frame);
+                        at += raw.len();
+                        self.prev_frames.push((at, stack));
+                        at += 1;
+                    }
                 }
-            };
-            let frame = self.b.frame(func);
-            stack = self.b.stack(stack, frame);
-            self.prev_frames.push((end, stack));
-            pos = end + 1;
+            }
         }
         self.prev.clear();
         self.prev.extend_from_slice(text);
@@ -281,7 +305,7 @@ pub fn parse_folded(
     }
     if p.lossy > 0 {
         cx.warn(&format!(
-            "{} frame name(s) were not UTF-8; invalid bytes were replaced with U+FFFD",
+            "{} line(s) had frame names that are not UTF-8; invalid bytes were replaced with U+FFFD",
             p.lossy
         ));
     }
