@@ -92,10 +92,15 @@ impl Sink {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let tmp = tempfile::Builder::new()
-            .prefix(".profconv-")
-            .suffix(".tmp")
-            .tempfile_in(dir)?;
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".profconv-").suffix(".tmp");
+        #[cfg(unix)]
+        {
+            // Like any new file (0666 less the umask), not tempfile's private 0600.
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o666));
+        }
+        let tmp = builder.tempfile_in(dir)?;
         Ok(Sink::File {
             tmp,
             target: target.to_path_buf(),

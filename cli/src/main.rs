@@ -81,7 +81,7 @@ enum OrderArg {
 struct TreeArgs {
     #[command(flatten)]
     input: InputArgs,
-    /// Value type shown as self/total (default: the first).
+    /// Value type shown as self/total (default: the first weight, e.g. samples or ticks).
     #[arg(long, value_name = "NAME")]
     value: Option<String>,
     /// Also print every other value type.
@@ -127,11 +127,10 @@ impl Failure {
             }
             return Failure::Io(format!("{input_name}: {io}"));
         }
-        let msg = format!("{input_name}:{e}");
-        let msg = if e.line.is_some() || e.byte_offset.is_some() {
-            msg
-        } else {
-            format!("{input_name}: {}", e.message)
+        let msg = match (e.line, e.byte_offset) {
+            (Some(_), _) => format!("{input_name}:{e}"),
+            (None, Some(_)) => format!("{input_name}: {e}"),
+            (None, None) => format!("{input_name}: {}", e.message),
         };
         match e.status {
             Status::INVALID_INPUT => Failure::Input(msg),
@@ -345,11 +344,15 @@ fn convert(registry: &Registry, args: &ConvertArgs, quiet: bool) -> Result<(), F
     }
     let (input, parser) = open_input(registry, &args.input)?;
     let opts = split_options(&args.input.options, &[parser, emitter])?;
-    let (name, profile) = parse(input, parser, &opts[0], quiet)?;
+    let (_, profile) = parse(input, parser, &opts[0], quiet)?;
     let view = profile.view();
     let mut sink =
         Sink::create(&out_path).map_err(|e| Failure::Io(format!("{}: {e}", out_path.display())))?;
-    let out_name = out_path.display().to_string();
+    let out_name = if out_path == Path::new("-") {
+        "<stdout>".to_string()
+    } else {
+        out_path.display().to_string()
+    };
     let mut log = |level: u32, msg: &str| {
         if level == log_level::WARN {
             warn(quiet, &format!("{out_name}: {msg}"));
@@ -358,11 +361,8 @@ fn convert(registry: &Registry, args: &ConvertArgs, quiet: bool) -> Result<(), F
     emitter
         .emit(&view, sink.writer(), &opts[1], &mut log)
         .map_err(|e| {
-            Failure::from_call(
-                e,
-                &name,
-                &format!("plugin '{}' writing '{}'", emitter.plugin.name, emitter.id),
-            )
+            let what = format!("plugin '{}' writing '{}'", emitter.plugin.name, emitter.id);
+            Failure::from_call(e, &out_name, &what)
         })?;
     sink.commit().map_err(|e| {
         if is_broken_pipe(&e) {

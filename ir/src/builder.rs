@@ -6,8 +6,11 @@
 //! * enter/exit events with clocks ([`TraceBuilder`], seed 000's algorithm), which keeps the time
 //!   order for flame charts or aggregates, as asked.
 
-use crate::profile::{IrError, NO_ADDRESS, NONE, Profile, ValueKind, ValueType};
+use crate::profile::{
+    FrameTable, FuncTable, IrError, NO_ADDRESS, NONE, Profile, ProfileRef, ValueKind, ValueType,
+};
 use crate::strings::StrId;
+use crate::strings::StringTable;
 use foldhash::fast::FixedState;
 use hashbrown::HashMap;
 
@@ -69,6 +72,35 @@ impl ProfileBuilder {
             wide_index: fast_map(),
             sample_of_stack: Vec::new(),
         }
+    }
+
+    /// A builder holding `p`'s strings, funcs, frames, value types, metadata and flags with
+    /// their ids unchanged, and no stacks or samples: transforms rebuild those.
+    pub fn with_tables_of(p: &ProfileRef<'_>) -> Self {
+        let mut b = ProfileBuilder::new();
+        let prof = &mut b.profile;
+        prof.flags = p.flags;
+        prof.strings = StringTable::from_parts(p.strings.blob, p.strings.offsets);
+        prof.funcs = FuncTable {
+            name: p.func_name.to_vec(),
+            file: p.func_file.to_vec(),
+            line: p.func_line.to_vec(),
+            resource: p.func_resource.to_vec(),
+        };
+        prof.frames = FrameTable {
+            func: p.frame_func.to_vec(),
+            address: p.frame_address.to_vec(),
+            line: p.frame_line.to_vec(),
+        };
+        prof.value_types = p.value_types.clone();
+        prof.samples.values = vec![Vec::new(); p.value_types.len()];
+        prof.meta = p
+            .meta_key
+            .iter()
+            .copied()
+            .zip(p.meta_value.iter().copied())
+            .collect();
+        b
     }
 
     /// Adds a value column; returns its index.

@@ -34,6 +34,8 @@ pub struct CallTree {
     pub next_sibling: Vec<u32>,
     /// Roots in first-seen order.
     pub roots: Vec<u32>,
+    /// Sum over the roots of each value column's totals (checked when built).
+    pub grand_totals: Vec<i64>,
 }
 
 impl CallTree {
@@ -109,7 +111,17 @@ impl CallTree {
             }
         }
         roots.reverse();
+        let mut grand_totals = Vec::with_capacity(total_values.len());
+        for total in &total_values {
+            let mut sum = 0i64;
+            for &r in &roots {
+                let v = total[r as usize];
+                sum = sum.checked_add(v).ok_or_else(|| overflow(sum, v))?;
+            }
+            grand_totals.push(sum);
+        }
         Ok(CallTree {
+            grand_totals,
             parent,
             func,
             depth,

@@ -22,6 +22,7 @@ pub mod calltree;
 pub mod profile;
 pub mod strings;
 pub mod text;
+pub mod transform;
 
 pub use builder::{ProfileBuilder, TraceBuilder};
 pub use calltree::{CallNodePath, CallTree};
@@ -31,3 +32,4 @@ pub use profile::{
 };
 pub use strings::{StrId, StringTable};
 pub use text::{TreeOrder, TreeTextOptions, render_tree, write_tree};
+pub use transform::{Applied, Transform};

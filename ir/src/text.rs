@@ -6,7 +6,7 @@
 //! ` NAME=N` for other counts where they are not zero.
 
 use crate::calltree::CallTree;
-use crate::profile::{IrError, NONE, ProfileRef, ValueKind, write_fixed};
+use crate::profile::{IrError, ProfileRef, ValueKind, write_fixed};
 
 /// Sibling order in the tree text.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -146,7 +146,6 @@ pub fn write_tree<E: From<IrError>>(
         sorted(&mut kids);
         todo.extend(kids.iter().rev());
     }
-    let _ = NONE;
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! Folded emitter: a depth-first walk of the call tree, siblings by name.
 
 use profconv_plugin::PluginError;
-use profconv_plugin::ir::{CallTree, NONE, ProfileRef, write_fixed};
+use profconv_plugin::ir::{CallTree, ProfileRef, write_fixed};
 use std::io::Write;
 
 /// Writes one `path value` line per call node that has samples, in name order.
@@ -52,11 +52,16 @@ pub fn emit_folded(
         if depth > 0 {
             path.push(b';');
         }
-        path.extend_from_slice(p.func_name_str(tree.func[i]).as_bytes());
+        push_name(&mut path, p.func_name_str(tree.func[i]));
         prefix_len.push(path.len());
         if tree.sample_count[i] > 0 {
             num.clear();
             write_fixed(&mut num, tree.self_values[col][i], decimals);
+            // `0.50` → `0.5`, `2.00` → `2`: what the reader reads back is written back the same.
+            if decimals > 0 {
+                let keep = num.trim_end_matches('0').trim_end_matches('.').len();
+                num.truncate(keep);
+            }
             out.write_all(&path)?;
             out.write_all(b" ")?;
             out.write_all(num.as_bytes())?;
@@ -67,6 +72,18 @@ pub fn emit_folded(
         kids.sort_by(by_name);
         todo.extend(kids.iter().rev());
     }
-    let _ = NONE;
     Ok(())
+}
+
+/// Appends a frame name; line breaks (possible in names from other formats) would split the
+/// line, so they become spaces. A `;` inside a name cannot be expressed in folded stacks.
+fn push_name(path: &mut Vec<u8>, name: &str) {
+    if name.bytes().any(|b| b == b'\n' || b == b'\r') {
+        path.extend(
+            name.bytes()
+                .map(|b| if b == b'\n' || b == b'\r' { b' ' } else { b }),
+        );
+    } else {
+        path.extend_from_slice(name.as_bytes());
+    }
 }

@@ -3,7 +3,7 @@
 //! often sorted, and collapsers emit related stacks together), so shared leading frames cost a
 //! byte comparison instead of a hash lookup.
 
-use memchr::{memchr, memchr2, memrchr2};
+use memchr::{memchr, memrchr2};
 use nom::bytes::complete::tag;
 use nom::character::complete::{digit0, digit1};
 use nom::combinator::{all_consuming, opt};
@@ -33,16 +33,22 @@ struct Parser_ {
     prev: Vec<u8>,
     prev_frames: Vec<(usize, u32)>,
     line_no: u64,
+    /// Input offset of the current line after its leading whitespace, and that whitespace.
+    line_offset: u64,
+    lead: usize,
+    seen_data: bool,
     skipped: u64,
+    stackless: u64,
     lossy: u64,
     truncated_fraction: bool,
 }
 
 impl Parser_ {
-    fn error(&self, offset: u64, column: usize, msg: String) -> PluginError {
+    /// An error at byte `idx` of the current line (after its leading whitespace).
+    fn error(&self, idx: usize, msg: String) -> PluginError {
         PluginError::invalid_input(msg)
-            .at_offset(offset)
-            .at_line(self.line_no, column as u64 + 1)
+            .at_offset(self.line_offset + idx as u64)
+            .at_line(self.line_no, (self.lead + idx) as u64 + 1)
     }
 
     /// One line without its `\n`; `offset` is the input offset of its first byte.
@@ -53,19 +59,34 @@ impl Parser_ {
         cx: &mut Context<'_>,
     ) -> Result<(), PluginError> {
         self.line_no += 1;
-        if let [rest @ .., b'\r'] = line {
-            line = rest;
-        }
         let end = line
             .iter()
             .rposition(|c| !c.is_ascii_whitespace())
             .map_or(0, |p| p + 1);
         line = &line[..end];
-        if line.is_empty() {
+        self.lead = line
+            .iter()
+            .position(|c| !c.is_ascii_whitespace())
+            .unwrap_or(line.len());
+        line = &line[self.lead..];
+        self.line_offset = offset + self.lead as u64;
+        // Blank lines, and `#` comment lines (austin and other tools write metadata so).
+        if line.is_empty() || line[0] == b'#' {
             return Ok(());
         }
-        let value = match self.split_count(line, offset) {
-            Ok(v) => v,
+        let (stack_text, value) = match self.split_count(line) {
+            Ok(Some(v)) => v,
+            Ok(None) => {
+                // A count with no stack (py-spy writes these): nothing to attribute it to.
+                self.stackless += 1;
+                if self.stackless == 1 {
+                    cx.warn(&format!(
+                        "line {}: a count without a stack was skipped",
+                        self.line_no
+                    ));
+                }
+                return Ok(());
+            }
             Err(e) if self.skip_bad_lines => {
                 self.skipped += 1;
                 if self.skipped <= 5 {
@@ -75,35 +96,40 @@ impl Parser_ {
             }
             Err(e) => return Err(e),
         };
-        let (stack_text, value) = value;
-        let stack = self.stack(stack_text);
+        if !std::mem::replace(&mut self.seen_data, true) && looks_differential(stack_text) {
+            cx.warn(&format!(
+                "line {}: this looks like a differential file (two counts per line); only the last count is read",
+                self.line_no
+            ));
+        }
+        let stack = self.stack(stack_text, cx);
         self.b
             .add_to_stack(stack, &[value])
-            .map_err(|e| self.error(offset, 0, format!("sum of counts: {e}")))
+            .map_err(|e| self.error(0, format!("sum of counts: {e}")))
     }
 
-    /// Splits `STACK COUNT`, returning the stack text and the count as fixed point.
-    fn split_count<'l>(
-        &mut self,
-        line: &'l [u8],
-        offset: u64,
-    ) -> Result<(&'l [u8], i64), PluginError> {
-        let Some(sp) = memrchr2(b' ', b'\t', line) else {
-            return Err(self.error(
-                offset,
-                line.len(),
-                "expected `STACK COUNT`: the line has no count after the stack".into(),
-            ));
+    /// Splits `STACK COUNT` into the stack text and the count as fixed point; `None` for a
+    /// count with no stack.
+    fn split_count<'l>(&mut self, line: &'l [u8]) -> Result<Option<(&'l [u8], i64)>, PluginError> {
+        let (stack_end, col) = match memrchr2(b' ', b'\t', line) {
+            Some(sp) => {
+                let stack_end = line[..sp]
+                    .iter()
+                    .rposition(|c| !c.is_ascii_whitespace())
+                    .map_or(0, |p| p + 1);
+                (stack_end, sp + 1)
+            }
+            None if count(line).is_ok() => return Ok(None),
+            None => {
+                return Err(self.error(
+                    line.len(),
+                    "expected `STACK COUNT`: the line has no count after the stack".into(),
+                ));
+            }
         };
-        let token = &line[sp + 1..];
-        let stack_end = line[..sp]
-            .iter()
-            .rposition(|c| !c.is_ascii_whitespace())
-            .map_or(0, |p| p + 1);
-        let col = sp + 1;
+        let token = &line[col..];
         let Ok((_, (int, frac))) = count(token) else {
             return Err(self.error(
-                offset + col as u64,
                 col,
                 format!(
                     "expected a count (digits, optionally with a decimal point) at the end of the line, found `{}`",
@@ -112,7 +138,7 @@ impl Parser_ {
             ));
         };
         if stack_end == 0 {
-            return Err(self.error(offset, 0, "expected a stack before the count".into()));
+            return Ok(None);
         }
         let mut frac = frac.unwrap_or(b"");
         while let [rest @ .., b'0'] = frac {
@@ -124,18 +150,15 @@ impl Parser_ {
         }
         let want = frac.len() as u32;
         if want > self.b.decimals(0) {
-            self.b
-                .rescale(0, want)
-                .map_err(|e| self.error(offset + col as u64, col, e.to_string()))?;
+            self.b.rescale(0, want).map_err(|e| {
+                self.error(
+                    col,
+                    format!("this count needs {want} decimals, and the counts so far do not fit in 64 bits at that scale: {e}"),
+                )
+            })?;
         }
         let decimals = self.b.decimals(0);
-        let overflow = || {
-            self.error(
-                offset + col as u64,
-                col,
-                "count does not fit in 64 bits".into(),
-            )
-        };
+        let overflow = || self.error(col, "count does not fit in 64 bits".into());
         let mut v: i64 = 0;
         for &d in int {
             v = v
@@ -150,7 +173,7 @@ impl Parser_ {
                 .and_then(|v| v.checked_add(d))
                 .ok_or_else(overflow)?;
         }
-        Ok((&line[..stack_end], v))
+        Ok(Some((&line[..stack_end], v)))
     }
 
     /// Adds the frames of `rest` (which starts at offset `pos` of the line) under `stack`.
@@ -172,7 +195,7 @@ impl Parser_ {
     }
 
     /// The stack id of `text` (`a;b;c`), reusing the previous line's frames it shares.
-    fn stack(&mut self, text: &[u8]) -> u32 {
+    fn stack(&mut self, text: &[u8], cx: &mut Context<'_>) -> u32 {
         let common = common_prefix(&self.prev, text);
         let mut keep = 0;
         for &(end, _) in &self.prev_frames {
@@ -193,6 +216,12 @@ impl Parser_ {
                 Ok(rest) => stack = self.push_frames(rest, pos, stack),
                 Err(_) => {
                     self.lossy += 1;
+                    if self.lossy == 1 {
+                        cx.warn(&format!(
+                            "line {}: frame names that are not UTF-8; invalid bytes are replaced with U+FFFD",
+                            self.line_no
+                        ));
+                    }
                     // Split the raw bytes so frame offsets still match `text`.
                     let mut at = pos;
                     for raw in text[pos..].split(|&c| c == b';') {
@@ -212,6 +241,15 @@ impl Parser_ {
         self.prev.clear();
         self.prev.extend_from_slice(text);
         stack
+    }
+}
+
+/// True when the stack text ends in ` NUMBER`: the first of two counts (inferno's differential
+/// folded format, `stack before after`).
+fn looks_differential(stack: &[u8]) -> bool {
+    match memrchr2(b' ', b'\t', stack) {
+        Some(sp) => count(&stack[sp + 1..]).is_ok(),
+        None => false,
     }
 }
 
@@ -248,7 +286,11 @@ pub fn parse_folded(
         prev: Vec::new(),
         prev_frames: Vec::new(),
         line_no: 0,
+        line_offset: 0,
+        lead: 0,
+        seen_data: false,
         skipped: 0,
+        stackless: 0,
         lossy: 0,
         truncated_fraction: false,
     };
@@ -303,10 +345,10 @@ pub fn parse_folded(
             p.skipped
         ));
     }
-    if p.lossy > 0 {
+    if p.stackless > 1 {
         cx.warn(&format!(
-            "{} line(s) had frame names that are not UTF-8; invalid bytes were replaced with U+FFFD",
-            p.lossy
+            "{} counts without a stack were skipped in all",
+            p.stackless
         ));
     }
     if p.truncated_fraction {
@@ -340,7 +382,7 @@ pub fn sniff(head: &[u8]) -> u32 {
             return 0;
         }
         good += 1;
-        if memchr2(b';', b';', &line[..sp]).is_some() {
+        if memchr(b';', &line[..sp]).is_some() {
             with_semicolon += 1;
         }
     }
@@ -435,14 +477,38 @@ mod tests {
         assert_eq!(e.column, Some(15), "the column of the token `LINE`");
         assert_eq!(e.byte_offset, Some(20));
         assert!(e.message.contains("expected a count"), "{e}");
-        let e = parse(b"a;b 1\na;b\n", false).unwrap_err();
+        let e = parse(b"a;b 1\na;b;c\n", false).unwrap_err();
         assert!(e.message.contains("no count"), "{e}");
+        assert_eq!(
+            (e.line, e.column, e.byte_offset),
+            (Some(2), Some(6), Some(11))
+        );
+        let e = parse(b"  x;y 1\n  bad\n", false).unwrap_err();
+        assert_eq!(
+            (e.line, e.column, e.byte_offset),
+            (Some(2), Some(6), Some(13))
+        );
         let e = parse(b"a 99999999999999999999\n", false).unwrap_err();
         assert!(e.message.contains("64 bits"), "{e}");
         let e = parse(b"a 9223372036854775807\na 1\n", false).unwrap_err();
         assert!(e.to_string().contains("line 2"), "{e}");
-        let e = parse(b"   5\n", false).unwrap_err();
-        assert!(e.message.contains("stack"), "{e}");
+        let mut warnings = Vec::new();
+        let mut sink = |_: u32, m: &str| warnings.push(m.to_string());
+        let p = parse_folded(
+            &mut Input::from_slice(b"a 1\n   5\n  b 2\n"),
+            false,
+            &mut Context::with_sink(&mut sink),
+        )
+        .unwrap();
+        assert_eq!(
+            tree(&p),
+            "a self=1 total=1\nb self=2 total=2\n",
+            "leading blanks trimmed"
+        );
+        assert!(
+            warnings[0].contains("line 2: a count without a stack"),
+            "{warnings:?}"
+        );
         let e = parse_streaming(b"ok 1\nbad -1\n").unwrap_err();
         assert_eq!((e.line, e.byte_offset), (Some(2), Some(9)));
     }

@@ -457,6 +457,19 @@ pub struct ProfileExport {
     pub private_data: *mut c_void,
 }
 
+/// Sizes of the ABI-1.0 structs: the smallest a reader of major 1 ever accepts. A later minor
+/// may append fields, so readers compare against these, never against their own `size_of`.
+pub mod min_size {
+    /// `PluginDescriptor` in ABI 1.0.
+    pub const PLUGIN_DESCRIPTOR: usize = 88;
+    /// `FormatDesc` in ABI 1.0.
+    pub const FORMAT_DESC: usize = 96;
+    /// `HostCallbacks` in ABI 1.0.
+    pub const HOST_CALLBACKS: usize = 32;
+    /// `ProfileView` in ABI 1.0.
+    pub const PROFILE_VIEW: usize = 232;
+}
+
 // Layout guards: an accidental change to the frozen header or the ABI-1 structs fails to compile.
 #[cfg(target_pointer_width = "64")]
 const _: () = {
@@ -466,7 +479,8 @@ const _: () = {
     assert!(offset_of!(PluginHeader, abi_major) == 8);
     assert!(offset_of!(PluginHeader, descriptor_size) == 16);
     assert!(offset_of!(PluginHeader, plugin_name) == 24);
-    assert!(size_of::<PluginDescriptor>() == 88);
-    assert!(size_of::<FormatDesc>() == 96);
-    assert!(size_of::<ProfileView>() == 232);
+    assert!(size_of::<PluginDescriptor>() == min_size::PLUGIN_DESCRIPTOR);
+    assert!(size_of::<FormatDesc>() == min_size::FORMAT_DESC);
+    assert!(size_of::<HostCallbacks>() == min_size::HOST_CALLBACKS);
+    assert!(size_of::<ProfileView>() == min_size::PROFILE_VIEW);
 };

@@ -9,7 +9,7 @@ use crate::abi::{
     InputStream, MAGIC, OptionDesc, OptionValue, OutputStream, PluginDescriptor, PluginHeader,
     ProfileExport, Status, StrRef, caps,
 };
-use crate::view::{ViewStorage, profile_ref_from_view};
+use crate::view::{Check, ViewStorage, profile_ref_from_view};
 use profconv_ir::ProfileRef;
 use std::ffi::c_void;
 use std::fmt;
@@ -187,9 +187,10 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
         abi_minor: ABI_MINOR,
         host_version: StrRef::new(host_version),
     };
-    // SAFETY: `entry` is a plugin entry point; `info` lives across the call.
-    let header_ptr = catch_unwind(|| unsafe { entry(&info) })
-        .map_err(|_| LoadError::Malformed(origin.clone(), "entry point panicked".into()))?;
+    // SAFETY: `entry` is a plugin entry point; `info` lives across the call. (It is `extern
+    // "C"`: a panic escaping it would abort, which is why the SDK's entry does nothing that
+    // can panic.)
+    let header_ptr = unsafe { entry(&info) };
     if header_ptr.is_null() {
         return Err(LoadError::Malformed(origin, "entry returned null".into()));
     }
@@ -219,7 +220,7 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
     if header.abi_major != ABI_MAJOR {
         return Err(LoadError::AbiMismatch(Box::new((*info).clone())));
     }
-    if (header.descriptor_size as usize) < size_of::<PluginDescriptor>() {
+    if (header.descriptor_size as usize) < abi::min_size::PLUGIN_DESCRIPTOR {
         return Err(LoadError::Malformed(
             origin,
             format!(
@@ -233,12 +234,30 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
     if desc.n_formats > 4096 || (desc.n_formats > 0 && desc.formats.is_null()) {
         return Err(LoadError::Malformed(origin, "bad format table".into()));
     }
-    let descs: &'static [FormatDesc] = if desc.n_formats == 0 {
-        &[]
+    // The formats array's stride is the plugin's `FormatDesc` size, which a later minor may
+    // have grown; the fields of ABI 1.0 sit at the start of each element.
+    let stride = if desc.n_formats == 0 {
+        0
     } else {
-        // SAFETY: the descriptor points at `n_formats` static format descriptors.
-        unsafe { std::slice::from_raw_parts(desc.formats, desc.n_formats) }
+        // SAFETY: the first element exists; its first field (u32 struct_size) is in every
+        // version of `FormatDesc`.
+        unsafe { (*desc.formats).struct_size as usize }
     };
+    if desc.n_formats > 0
+        && (stride < abi::min_size::FORMAT_DESC || stride % std::mem::align_of::<FormatDesc>() != 0)
+    {
+        return Err(LoadError::Malformed(
+            origin,
+            "format descriptor too small".into(),
+        ));
+    }
+    let descs: Vec<&'static FormatDesc> = (0..desc.n_formats)
+        .map(|i| {
+            // SAFETY: `n_formats` elements of `stride` bytes each, each starting with an
+            // ABI-1.0 `FormatDesc`, in the plugin's static data.
+            unsafe { &*((desc.formats as *const u8).add(i * stride) as *const FormatDesc) }
+        })
+        .collect();
     let mut formats = Vec::with_capacity(descs.len());
     for d in descs {
         if (d.struct_size as usize) < size_of::<FormatDesc>() {
@@ -481,10 +500,10 @@ pub struct ForeignProfile {
 impl ForeignProfile {
     /// The profile's columns (validated when the plugin returned them).
     pub fn view(&self) -> ProfileRef<'_> {
-        // SAFETY: the export stays alive and unreleased while `self` lives; its columns were
-        // validated in `FormatHandle::parse`, so this succeeds.
-        unsafe { profile_ref_from_view(&self.export.view) }
-            .expect("validated when the plugin returned it")
+        // SAFETY: the export stays alive and unreleased while `self` lives.
+        let view = unsafe { profile_ref_from_view(&self.export.view, Check::Done) };
+        // Validated in `FormatHandle::parse` (the only constructor): only the slices are rebuilt.
+        view.expect("validated when the plugin returned it")
     }
 }
 
@@ -587,7 +606,7 @@ impl FormatHandle {
         let export = Box::new(unsafe { out.assume_init() });
         let foreign = ForeignProfile { export };
         // SAFETY: the export's columns live until release (on drop of `foreign`).
-        if let Err(e) = unsafe { profile_ref_from_view(&foreign.export.view) } {
+        if let Err(e) = unsafe { profile_ref_from_view(&foreign.export.view, Check::Full) } {
             return Err(CallError::new(
                 Status::INTERNAL,
                 format!(

@@ -444,7 +444,7 @@ unsafe fn host_ref<'a>(host: *const HostCallbacks) -> Option<&'a HostCallbacks> 
     }
     // SAFETY: non-null and valid for the call (caller's contract).
     let h = unsafe { &*host };
-    ((h.struct_size as usize) >= size_of::<HostCallbacks>()).then_some(h)
+    ((h.struct_size as usize) >= abi::min_size::HOST_CALLBACKS).then_some(h)
 }
 
 /// Runs `f`, turning an error or a panic into a status reported to the host.
@@ -531,7 +531,7 @@ unsafe extern "C" fn emit_trampoline<F: Format>(
         let (options, view, stream) =
             unsafe { (Options::from_abi(options, n_options), &*profile, &*output) };
         // SAFETY: the host keeps the view's columns alive for this call.
-        let p = unsafe { crate::view::profile_ref_from_view(view) }
+        let p = unsafe { crate::view::profile_ref_from_view(view, crate::view::Check::Full) }
             .map_err(|e| PluginError::internal(format!("host passed a bad profile: {e}")))?;
         let mut out = Output {
             inner: BufWriter::with_capacity(1 << 16, OutputSink::Host(stream)),

@@ -1,0 +1,604 @@
+//! Call-tree transforms (seed 001, "Modifying the tree"), as functions from profile to profile.
+//!
+//! Each transform rewrites the stack table and the samples, so every emitter sees the result,
+//! and each is one pass over the stacks in table order (a prefix always comes before its
+//! stacks) plus one over the samples: linear in the stack table, not in input lines. Targets are
+//! named by a [`CallNodePath`](crate::CallNodePath) of function names from a root, or by one
+//! function name. Applied one after another they form a stack: each names nodes of the tree the
+//! previous ones left.
+//!
+//! Rules shared by all transforms:
+//! * a stack whose leaf frame is *merged* takes its parent's place; its samples' weights go to
+//!   the parent (self), but their [`ValueKind::Count`] values (calls) are dropped: those calls
+//!   entered the node that is gone, not the parent;
+//! * a sample whose stack becomes empty (a merged root) is removed;
+//! * sample order, and so a timeline, is kept; profiles without time order stay aggregated,
+//!   one sample per stack.
+
+use crate::builder::ProfileBuilder;
+use crate::calltree::CallTree;
+use crate::profile::{IrError, NONE, Profile, ProfileRef, ValueKind};
+use foldhash::fast::FixedState;
+use hashbrown::HashMap;
+use std::fmt;
+
+/// One transform of the call tree.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Transform {
+    /// Remove one call node; its children move up to its parent, its self value goes to the
+    /// parent ("merge C", "merge E"; charge to caller).
+    MergeCallNode(Vec<String>),
+    /// [`Transform::MergeCallNode`] for every call node of a function.
+    MergeFunction(String),
+    /// Remove a node and its subtree; their values become self of the parent (prune).
+    MergeSubtree(Vec<String>),
+    /// Remove every sample that passes through the node (hide): totals shrink.
+    Drop(Vec<String>),
+    /// Keep only samples through the node, which becomes the root.
+    FocusSubtree(Vec<String>),
+    /// Keep only samples through the function; its outermost call nodes combine as one root.
+    FocusFunction(String),
+    /// `f;f;f` becomes `f` (for one function, or all when `None`).
+    CollapseDirectRecursion(Option<String>),
+    /// `f;g;f;h` becomes `f;h`: the outermost call keeps what lies under the innermost
+    /// (for one function, or all when `None`).
+    CollapseRecursion(Option<String>),
+    /// The bottom-up tree: roots are the functions where time was spent.
+    Invert,
+    /// Nodes deeper than N levels are charged to their ancestor at depth N.
+    MaxDepth(u32),
+    /// Nodes whose total is below this fraction of the grand total are merged into their parent
+    /// (with their subtree).
+    MinTotal(f64),
+}
+
+/// What a transform found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// Stacks the transform's target matched (0: the path or function named nothing).
+    pub matched: usize,
+    /// Samples removed (dropped, outside the focus, or left with an empty stack).
+    pub samples_removed: usize,
+}
+
+const OFF: u32 = u32::MAX;
+const INSIDE: u32 = u32::MAX - 1;
+/// `new_stack` value of a stack whose samples are removed.
+const DROPPED: u32 = u32::MAX - 1;
+
+/// Function names as dense keys: funcs with equal names share a key (paths name functions).
+struct NameKeys<'a> {
+    by_name: HashMap<&'a str, u32, FixedState>,
+    /// Key of each stack's leaf function.
+    stack_key: Vec<u32>,
+}
+
+impl<'a> NameKeys<'a> {
+    fn new(p: &ProfileRef<'a>) -> Self {
+        let mut by_name: HashMap<&'a str, u32, FixedState> =
+            HashMap::with_hasher(FixedState::with_seed(7));
+        let func_key: Vec<u32> = (0..p.n_funcs() as u32)
+            .map(|f| {
+                let n = by_name.len() as u32;
+                *by_name.entry(p.func_name_str(f)).or_insert(n)
+            })
+            .collect();
+        let stack_key = (0..p.n_stacks() as u32)
+            .map(|s| func_key[p.stack_func(s) as usize])
+            .collect();
+        NameKeys { by_name, stack_key }
+    }
+
+    /// The key of a name; a name no function has gets a key no stack has.
+    fn key(&self, name: &str) -> u32 {
+        self.by_name.get(name).copied().unwrap_or(OFF)
+    }
+
+    fn path(&self, names: &[String]) -> Vec<u32> {
+        names.iter().map(|n| self.key(n)).collect()
+    }
+}
+
+/// Per stack: how much of `path` its function path matches. `k` (= path length) is the node
+/// itself, [`INSIDE`] a strict descendant, [`OFF`] elsewhere; `j < k` a strict ancestor.
+fn path_states(p: &ProfileRef<'_>, keys: &NameKeys<'_>, path: &[u32]) -> Vec<u32> {
+    let k = path.len() as u32;
+    let mut state = Vec::with_capacity(p.n_stacks());
+    for s in 0..p.n_stacks() {
+        let prefix = p.stack_prefix[s];
+        let before = if prefix == NONE {
+            0
+        } else {
+            state[prefix as usize]
+        };
+        let here = match before {
+            OFF => OFF,
+            INSIDE => INSIDE,
+            j if j == k => INSIDE,
+            j if path.get(j as usize) == Some(&keys.stack_key[s]) => j + 1,
+            _ => OFF,
+        };
+        state.push(here);
+    }
+    state
+}
+
+/// The new stack table under construction, and where each old stack went.
+struct Rebuild {
+    b: ProfileBuilder,
+    /// New stack of each old stack: a stack id, [`NONE`] (empty) or [`DROPPED`].
+    new_stack: Vec<u32>,
+    /// The old stack's leaf was merged into an ancestor: Count values do not follow.
+    merged_leaf: Vec<bool>,
+}
+
+impl Rebuild {
+    fn new(p: &ProfileRef<'_>) -> Self {
+        Rebuild {
+            b: ProfileBuilder::with_tables_of(p),
+            new_stack: Vec::with_capacity(p.n_stacks()),
+            merged_leaf: Vec::with_capacity(p.n_stacks()),
+        }
+    }
+
+    fn parent_new(&self, p: &ProfileRef<'_>, s: usize) -> u32 {
+        let prefix = p.stack_prefix[s];
+        if prefix == NONE {
+            NONE
+        } else {
+            self.new_stack[prefix as usize]
+        }
+    }
+
+    /// Old stack `s` keeps its frame under its parent's new stack.
+    fn keep(&mut self, p: &ProfileRef<'_>, s: usize) {
+        let parent = self.parent_new(p, s);
+        let ns = if parent == DROPPED {
+            DROPPED
+        } else {
+            self.b.stack(parent, p.stack_frame[s])
+        };
+        self.new_stack.push(ns);
+        self.merged_leaf.push(false);
+    }
+
+    /// Old stack `s` becomes a root with its frame.
+    fn root(&mut self, p: &ProfileRef<'_>, s: usize) {
+        let ns = self.b.stack(NONE, p.stack_frame[s]);
+        self.new_stack.push(ns);
+        self.merged_leaf.push(false);
+    }
+
+    /// Old stack `s` is merged into `into` (its parent's new stack, or an ancestor's).
+    fn merge_into(&mut self, into: u32) {
+        self.new_stack.push(into);
+        self.merged_leaf.push(true);
+    }
+
+    fn merge(&mut self, p: &ProfileRef<'_>, s: usize) {
+        let parent = self.parent_new(p, s);
+        self.merge_into(parent);
+    }
+
+    fn drop_stack(&mut self) {
+        self.new_stack.push(DROPPED);
+        self.merged_leaf.push(false);
+    }
+
+    /// Moves the samples onto the new stacks.
+    fn finish(mut self, p: &ProfileRef<'_>, matched: usize) -> Result<(Profile, Applied), IrError> {
+        let ordered = p.is_ordered();
+        let counts: Vec<bool> = p
+            .value_types
+            .iter()
+            .map(|v| v.kind == ValueKind::Count)
+            .collect();
+        let mut row = vec![0i64; p.value_types.len()];
+        let mut removed = 0;
+        for i in 0..p.n_samples() {
+            let s = p.sample_stack[i] as usize;
+            let ns = self.new_stack[s];
+            if ns == DROPPED || ns == NONE {
+                removed += 1;
+                continue;
+            }
+            for (c, col) in p.sample_values.iter().enumerate() {
+                row[c] = if counts[c] && self.merged_leaf[s] {
+                    0
+                } else {
+                    col[i]
+                };
+            }
+            if ordered {
+                self.b.push_sample(ns, p.sample_time.map(|t| t[i]), &row);
+            } else {
+                self.b.add_to_stack(ns, &row)?;
+            }
+        }
+        Ok((
+            self.b.finish(),
+            Applied {
+                matched,
+                samples_removed: removed,
+            },
+        ))
+    }
+}
+
+/// Applies one transform.
+pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), IrError> {
+    let keys = NameKeys::new(p);
+    let n = p.n_stacks();
+    let mut r = Rebuild::new(p);
+    let mut matched = 0usize;
+    match t {
+        Transform::MergeCallNode(path)
+        | Transform::MergeSubtree(path)
+        | Transform::Drop(path)
+        | Transform::FocusSubtree(path) => {
+            if path.is_empty() {
+                return Err(IrError::Invalid("a call node path needs a function".into()));
+            }
+            let k = path.len() as u32;
+            let state = path_states(p, &keys, &keys.path(path));
+            for (s, &st) in state.iter().enumerate() {
+                matched += (st == k) as usize;
+                match (t, st) {
+                    (Transform::MergeCallNode(_), st) if st == k => r.merge(p, s),
+                    (Transform::MergeSubtree(_), st) if st == k || st == INSIDE => r.merge(p, s),
+                    (Transform::Drop(_), st) if st == k || st == INSIDE => r.drop_stack(),
+                    (Transform::FocusSubtree(_), st) if st == k => r.root(p, s),
+                    (Transform::FocusSubtree(_), INSIDE) => r.keep(p, s),
+                    (Transform::FocusSubtree(_), _) => r.drop_stack(),
+                    _ => r.keep(p, s),
+                }
+            }
+        }
+        Transform::MergeFunction(name) => {
+            let f = keys.key(name);
+            for s in 0..n {
+                if keys.stack_key[s] == f {
+                    matched += 1;
+                    r.merge(p, s);
+                } else {
+                    r.keep(p, s);
+                }
+            }
+        }
+        Transform::FocusFunction(name) => {
+            let f = keys.key(name);
+            let mut in_focus = Vec::with_capacity(n);
+            for s in 0..n {
+                let prefix = p.stack_prefix[s];
+                let parent_in = prefix != NONE && in_focus[prefix as usize];
+                if parent_in {
+                    r.keep(p, s);
+                } else if keys.stack_key[s] == f {
+                    matched += 1;
+                    r.root(p, s);
+                } else {
+                    r.drop_stack();
+                }
+                in_focus.push(parent_in || keys.stack_key[s] == f);
+            }
+        }
+        Transform::CollapseDirectRecursion(only) => {
+            let only = only.as_deref().map(|n| keys.key(n));
+            for s in 0..n {
+                let prefix = p.stack_prefix[s];
+                let key = keys.stack_key[s];
+                if prefix != NONE
+                    && keys.stack_key[prefix as usize] == key
+                    && only.is_none_or(|o| o == key)
+                {
+                    matched += 1;
+                    r.merge(p, s);
+                } else {
+                    r.keep(p, s);
+                }
+            }
+        }
+        Transform::CollapseRecursion(only) => {
+            matched = collapse_recursion(p, &keys, only.as_deref().map(|n| keys.key(n)), &mut r);
+        }
+        Transform::Invert => return invert(p),
+        Transform::MaxDepth(max) => {
+            if *max == 0 {
+                return Err(IrError::Invalid("max depth must be at least 1".into()));
+            }
+            let mut depth = Vec::with_capacity(n);
+            for s in 0..n {
+                let prefix = p.stack_prefix[s];
+                let d = if prefix == NONE {
+                    0
+                } else {
+                    depth[prefix as usize] + 1
+                };
+                depth.push(d);
+                if d >= *max {
+                    matched += 1;
+                    r.merge(p, s);
+                } else {
+                    r.keep(p, s);
+                }
+            }
+        }
+        Transform::MinTotal(fraction) => {
+            if !(0.0..=1.0).contains(fraction) {
+                return Err(IrError::Invalid(format!(
+                    "min total must be a fraction between 0 and 1, not {fraction}"
+                )));
+            }
+            let tree = CallTree::build(p)?;
+            let Some(col) = p.default_weight() else {
+                return Err(IrError::Invalid(
+                    "min total needs a weight value type".into(),
+                ));
+            };
+            let threshold = *fraction * tree.grand_total(col) as f64;
+            let mut small = Vec::with_capacity(n);
+            for s in 0..n {
+                let prefix = p.stack_prefix[s];
+                let node = tree.stack_node[s] as usize;
+                let is_small = (prefix != NONE && small[prefix as usize])
+                    || (tree.total_values[col][node] as f64) < threshold;
+                small.push(is_small);
+                if is_small {
+                    matched += 1;
+                    r.merge(p, s);
+                } else {
+                    r.keep(p, s);
+                }
+            }
+        }
+    }
+    r.finish(p, matched)
+}
+
+/// Collapses recursion with one depth-first walk of the stack table (the outermost call of each
+/// function on the current path is what a recursive call merges into).
+fn collapse_recursion(
+    p: &ProfileRef<'_>,
+    keys: &NameKeys<'_>,
+    only: Option<u32>,
+    r: &mut Rebuild,
+) -> usize {
+    let n = p.n_stacks();
+    // Children lists (reverse order is fine: each stack's result depends on its path only).
+    let mut first_child = vec![NONE; n];
+    let mut next_sibling = vec![NONE; n];
+    let mut roots = Vec::new();
+    for s in (0..n).rev() {
+        let prefix = p.stack_prefix[s];
+        if prefix == NONE {
+            roots.push(s as u32);
+        } else {
+            next_sibling[s] = first_child[prefix as usize];
+            first_child[prefix as usize] = s as u32;
+        }
+    }
+    let n_keys = keys.by_name.len();
+    let mut outer = vec![NONE; n_keys];
+    r.new_stack = vec![NONE; n];
+    r.merged_leaf = vec![false; n];
+    let mut matched = 0;
+    // (stack, entering?) events; on exit, restore what entering set.
+    let mut todo: Vec<(u32, bool)> = roots.iter().rev().map(|&s| (s, true)).collect();
+    let mut set_here = vec![false; n];
+    while let Some((s, entering)) = todo.pop() {
+        let si = s as usize;
+        let key = keys.stack_key[si];
+        if !entering {
+            if set_here[si] {
+                outer[key as usize] = NONE;
+            }
+            continue;
+        }
+        let prefix = p.stack_prefix[si];
+        let parent = if prefix == NONE {
+            NONE
+        } else {
+            r.new_stack[prefix as usize]
+        };
+        let tracked = only.is_none_or(|o| o == key);
+        if tracked && outer[key as usize] != NONE {
+            matched += 1;
+            r.new_stack[si] = outer[key as usize];
+            r.merged_leaf[si] = true;
+        } else {
+            let ns = r.b.stack(parent, p.stack_frame[si]);
+            r.new_stack[si] = ns;
+            if tracked {
+                outer[key as usize] = ns;
+                set_here[si] = true;
+            }
+        }
+        todo.push((s, false));
+        let mut c = first_child[si];
+        while c != NONE {
+            todo.push((c, true));
+            c = next_sibling[c as usize];
+        }
+    }
+    matched
+}
+
+/// The bottom-up tree: each sampled stack reversed. Cost: the depth of each distinct sampled
+/// stack, once. Count values (calls) are dropped: in the inverted tree no node is a call.
+fn invert(p: &ProfileRef<'_>) -> Result<(Profile, Applied), IrError> {
+    let mut r = Rebuild::new(p);
+    r.new_stack = vec![DROPPED; p.n_stacks()];
+    r.merged_leaf = vec![true; p.n_stacks()];
+    let mut done = vec![false; p.n_stacks()];
+    let mut matched = 0;
+    for &s in p.sample_stack {
+        let si = s as usize;
+        if done[si] {
+            continue;
+        }
+        done[si] = true;
+        matched += 1;
+        let mut ns = NONE;
+        let mut cur = s;
+        while cur != NONE {
+            ns = r.b.stack(ns, p.stack_frame[cur as usize]);
+            cur = p.stack_prefix[cur as usize];
+        }
+        r.new_stack[si] = ns;
+    }
+    r.finish(p, matched)
+}
+
+/// Escapes `\` and `;` in a name for a transform spec.
+fn escape(name: &str, out: &mut String) {
+    for c in name.chars() {
+        if c == '\\' || c == ';' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+}
+
+/// Splits `a;b\;c` into names, honouring `\;` and `\\`.
+fn split_path(text: &str) -> Result<Vec<String>, String> {
+    let mut names = vec![String::new()];
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(e @ ('\\' | ';')) => names.last_mut().unwrap_or(&mut String::new()).push(e),
+                Some(other) => {
+                    return Err(format!("unknown escape `\\{other}` (use `\\;` or `\\\\`)"));
+                }
+                None => return Err("a path cannot end with `\\`".into()),
+            },
+            ';' => names.push(String::new()),
+            c => {
+                if let Some(last) = names.last_mut() {
+                    last.push(c);
+                }
+            }
+        }
+    }
+    if names.iter().any(|n| n.is_empty()) {
+        return Err(format!("empty function name in path `{text}`"));
+    }
+    Ok(names)
+}
+
+fn single_name(text: &str) -> Result<String, String> {
+    match split_path(text)?.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => Err(format!(
+            "`{text}` names a path; this transform takes one function (escape `;` as `\\;`)"
+        )),
+    }
+}
+
+/// The transform spec grammar, for help texts.
+pub const SPEC_HELP: &str = "merge:PATH, merge-func:NAME, prune:PATH, drop:PATH, focus:PATH, \
+focus-func:NAME, collapse-direct-rec[:NAME], collapse-rec[:NAME], invert, max-depth:N, \
+min-total:FRACTION (or PERCENT%); PATH is NAME;NAME;... from a root, `\\;` and `\\\\` escape";
+
+impl std::str::FromStr for Transform {
+    type Err = String;
+
+    /// Parses a spec such as `merge:A;B;C`, `focus-func:main`, `max-depth:5`.
+    fn from_str(spec: &str) -> Result<Transform, String> {
+        let (kind, arg) = match spec.split_once(':') {
+            Some((k, a)) => (k.trim(), Some(a)),
+            None => (spec.trim(), None),
+        };
+        fn needed<'a>(kind: &str, a: Option<&'a str>) -> Result<&'a str, String> {
+            a.filter(|a| !a.is_empty())
+                .ok_or_else(|| format!("transform `{kind}` needs an argument: `{kind}:...`"))
+        }
+        let need = |a| needed(kind, a);
+        let t = match kind {
+            "merge" | "merge-call-node" => Transform::MergeCallNode(split_path(need(arg)?)?),
+            "merge-func" | "merge-function" => Transform::MergeFunction(single_name(need(arg)?)?),
+            "prune" | "merge-subtree" => Transform::MergeSubtree(split_path(need(arg)?)?),
+            "drop" | "hide" => Transform::Drop(split_path(need(arg)?)?),
+            "focus" | "focus-subtree" => Transform::FocusSubtree(split_path(need(arg)?)?),
+            "focus-func" | "focus-function" => Transform::FocusFunction(single_name(need(arg)?)?),
+            "collapse-direct-rec" => Transform::CollapseDirectRecursion(
+                arg.filter(|a| !a.is_empty()).map(single_name).transpose()?,
+            ),
+            "collapse-rec" => Transform::CollapseRecursion(
+                arg.filter(|a| !a.is_empty()).map(single_name).transpose()?,
+            ),
+            "invert" => match arg {
+                None => Transform::Invert,
+                Some(_) => return Err("`invert` takes no argument".into()),
+            },
+            "max-depth" => {
+                let a = need(arg)?;
+                let n: u32 = a
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("max-depth needs a whole number of levels, not `{a}`"))?;
+                if n == 0 {
+                    return Err("max-depth must be at least 1".into());
+                }
+                Transform::MaxDepth(n)
+            }
+            "min-total" => {
+                let a = need(arg)?.trim();
+                let (num, scale) = match a.strip_suffix('%') {
+                    Some(pct) => (pct, 0.01),
+                    None => (a, 1.0),
+                };
+                let f: f64 = num.trim().parse().map_err(|_| {
+                    format!("min-total needs a fraction like 0.01 or 1%, not `{a}`")
+                })?;
+                let f = f * scale;
+                if !(0.0..=1.0).contains(&f) {
+                    return Err(format!(
+                        "min-total must be between 0 and 1 (or 100%), not `{a}`"
+                    ));
+                }
+                Transform::MinTotal(f)
+            }
+            other => return Err(format!("unknown transform `{other}` (known: {SPEC_HELP})")),
+        };
+        Ok(t)
+    }
+}
+
+impl fmt::Display for Transform {
+    /// The spec form, which parses back to the same transform.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = |names: &[String]| {
+            let mut s = String::new();
+            for (i, n) in names.iter().enumerate() {
+                if i > 0 {
+                    s.push(';');
+                }
+                escape(n, &mut s);
+            }
+            s
+        };
+        let one = |n: &str| {
+            let mut s = String::new();
+            escape(n, &mut s);
+            s
+        };
+        match self {
+            Transform::MergeCallNode(p) => write!(f, "merge:{}", path(p)),
+            Transform::MergeFunction(n) => write!(f, "merge-func:{}", one(n)),
+            Transform::MergeSubtree(p) => write!(f, "prune:{}", path(p)),
+            Transform::Drop(p) => write!(f, "drop:{}", path(p)),
+            Transform::FocusSubtree(p) => write!(f, "focus:{}", path(p)),
+            Transform::FocusFunction(n) => write!(f, "focus-func:{}", one(n)),
+            Transform::CollapseDirectRecursion(None) => f.write_str("collapse-direct-rec"),
+            Transform::CollapseDirectRecursion(Some(n)) => {
+                write!(f, "collapse-direct-rec:{}", one(n))
+            }
+            Transform::CollapseRecursion(None) => f.write_str("collapse-rec"),
+            Transform::CollapseRecursion(Some(n)) => write!(f, "collapse-rec:{}", one(n)),
+            Transform::Invert => f.write_str("invert"),
+            Transform::MaxDepth(d) => write!(f, "max-depth:{d}"),
+            Transform::MinTotal(x) => write!(f, "min-total:{x}"),
+        }
+    }
+}
