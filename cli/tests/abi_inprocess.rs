@@ -106,8 +106,12 @@ fn errors_cross_with_line_column_and_offset() {
     let f = folded();
     let e = parse(&f, b"a 1\nno-count-here\n", true).err().unwrap();
     assert_eq!(e.status, Status::INVALID_INPUT);
-    assert_eq!((e.line, e.byte_offset), (Some(2), Some(4)));
-    assert!(e.to_string().starts_with("2:"), "{e}");
+    // Where the count was expected: the end of line 2.
+    assert_eq!(
+        (e.line, e.column, e.byte_offset),
+        (Some(2), Some(14), Some(17))
+    );
+    assert!(e.to_string().starts_with("2:14: "), "{e}");
 }
 
 #[test]
