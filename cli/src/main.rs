@@ -7,7 +7,9 @@ mod registry;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use io::{OpenInput, Sink, is_broken_pipe};
-use profconv_ir::{CallTree, TreeOrder, TreeTextOptions, write_tree};
+use profconv_ir::{
+    CallTree, Profile, ProfileRef, Transform, TreeOrder, TreeTextOptions, write_tree,
+};
 use profconv_plugin::Status;
 use profconv_plugin::abi::{log_level, option_kind};
 use profconv_plugin::host::{CallError, FormatHandle, ParseInput};
@@ -53,6 +55,17 @@ struct InputArgs {
     /// A format option, `-O KEY[=VALUE]` (repeatable; `profconv formats` lists them).
     #[arg(short = 'O', value_name = "KEY[=VALUE]")]
     options: Vec<String>,
+    /// Reshape the call tree before output; repeatable, applied in order (a stack). SPEC is
+    /// one of: merge:PATH, merge-func:NAME, prune:PATH, drop:PATH, focus:PATH,
+    /// focus-func:NAME, collapse-direct-rec[:NAME], collapse-rec[:NAME], invert, max-depth:N,
+    /// min-total:FRACTION|PERCENT%. PATH is NAME;NAME;... from a root; escape `;` and `\` in
+    /// names with `\`. See docs/transforms.md.
+    #[arg(long = "transform", short = 'T', value_name = "SPEC", value_parser = parse_transform)]
+    transforms: Vec<Transform>,
+}
+
+fn parse_transform(spec: &str) -> Result<Transform, String> {
+    spec.parse()
 }
 
 #[derive(Args)]
@@ -300,6 +313,27 @@ fn parse(
     Ok((name, profile))
 }
 
+/// Applies the `--transform` stack; `None` when there is none (the plugin's profile is used as
+/// it is, without a copy).
+fn apply_transforms(
+    view: &ProfileRef<'_>,
+    transforms: &[Transform],
+    name: &str,
+    quiet: bool,
+) -> Result<Option<Profile>, Failure> {
+    let mut current: Option<Profile> = None;
+    for t in transforms {
+        let input = current.as_ref().map_or_else(|| view.clone(), Profile::view);
+        let (next, applied) = profconv_ir::transform::apply(&input, t)
+            .map_err(|e| Failure::Input(format!("{name}: transform {t}: {e}")))?;
+        if applied.matched == 0 && !matches!(t, Transform::MaxDepth(_) | Transform::MinTotal(_)) {
+            warn(quiet, &format!("{name}: transform {t} matched nothing"));
+        }
+        current = Some(next);
+    }
+    Ok(current)
+}
+
 fn convert(registry: &Registry, args: &ConvertArgs, quiet: bool) -> Result<(), Failure> {
     let out_path = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
     let emitter = match &args.to {
@@ -344,8 +378,11 @@ fn convert(registry: &Registry, args: &ConvertArgs, quiet: bool) -> Result<(), F
     }
     let (input, parser) = open_input(registry, &args.input)?;
     let opts = split_options(&args.input.options, &[parser, emitter])?;
-    let (_, profile) = parse(input, parser, &opts[0], quiet)?;
-    let view = profile.view();
+    let (name, profile) = parse(input, parser, &opts[0], quiet)?;
+    let transformed = apply_transforms(&profile.view(), &args.input.transforms, &name, quiet)?;
+    let view = transformed
+        .as_ref()
+        .map_or_else(|| profile.view(), Profile::view);
     let mut sink =
         Sink::create(&out_path).map_err(|e| Failure::Io(format!("{}: {e}", out_path.display())))?;
     let out_name = if out_path == Path::new("-") {
@@ -377,7 +414,10 @@ fn tree(registry: &Registry, args: &TreeArgs, quiet: bool) -> Result<(), Failure
     let (input, parser) = open_input(registry, &args.input)?;
     let opts = split_options(&args.input.options, &[parser])?;
     let (name, profile) = parse(input, parser, &opts[0], quiet)?;
-    let view = profile.view();
+    let transformed = apply_transforms(&profile.view(), &args.input.transforms, &name, quiet)?;
+    let view = transformed
+        .as_ref()
+        .map_or_else(|| profile.view(), Profile::view);
     let value = match &args.value {
         Some(v) => Some(view.value_type_index(v).ok_or_else(|| {
             let known: Vec<&str> = (0..view.value_types.len())

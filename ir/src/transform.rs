@@ -48,7 +48,7 @@ pub enum Transform {
     /// Nodes deeper than N levels are charged to their ancestor at depth N.
     MaxDepth(u32),
     /// Nodes whose total is below this fraction of the grand total are merged into their parent
-    /// (with their subtree).
+    /// (with their subtree); roots always stay.
     MinTotal(f64),
 }
 
@@ -340,8 +340,10 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
             for s in 0..n {
                 let prefix = p.stack_prefix[s];
                 let node = tree.stack_node[s] as usize;
-                let is_small = (prefix != NONE && small[prefix as usize])
-                    || (tree.total_values[col][node] as f64) < threshold;
+                // Roots stay: they have no parent to take their value.
+                let is_small = prefix != NONE
+                    && (small[prefix as usize]
+                        || (tree.total_values[col][node] as f64) < threshold);
                 small.push(is_small);
                 if is_small {
                     matched += 1;
@@ -364,7 +366,7 @@ fn collapse_recursion(
     r: &mut Rebuild,
 ) -> usize {
     let n = p.n_stacks();
-    // Children lists (reverse order is fine: each stack's result depends on its path only).
+    // Children lists, ascending.
     let mut first_child = vec![NONE; n];
     let mut next_sibling = vec![NONE; n];
     let mut roots = Vec::new();
@@ -414,11 +416,14 @@ fn collapse_recursion(
             }
         }
         todo.push((s, false));
+        // Children in ascending order, so new stacks keep the input's first-seen order.
+        let mark = todo.len();
         let mut c = first_child[si];
         while c != NONE {
             todo.push((c, true));
             c = next_sibling[c as usize];
         }
+        todo[mark..].reverse();
     }
     matched
 }
@@ -600,5 +605,233 @@ impl fmt::Display for Transform {
             Transform::MaxDepth(d) => write!(f, "max-depth:{d}"),
             Transform::MinTotal(x) => write!(f, "min-total:{x}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::{TreeOrder, TreeTextOptions, render_tree};
+
+    fn seed_001() -> Profile {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&["A", "B", "C", "D", "E"], &[1]).unwrap();
+        b.add_stack(&["A", "B", "C", "F", "G"], &[1]).unwrap();
+        b.add_stack(&["A", "B", "H", "F"], &[1]).unwrap();
+        b.finish()
+    }
+
+    /// The tree in seed 001's notation: `NAME:total,self`, two spaces per level.
+    fn figure(p: &Profile) -> String {
+        let tree = CallTree::build(&p.view()).unwrap();
+        let opts = TreeTextOptions {
+            order: TreeOrder::FirstSeen,
+            ..Default::default()
+        };
+        render_tree(&p.view(), &tree, &opts)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let (name, rest) = l.split_once(" self=").unwrap();
+                let (selfv, total) = rest.split_once(" total=").unwrap();
+                let total = total.split(' ').next().unwrap();
+                format!("{name}:{total},{selfv}\n")
+            })
+            .collect()
+    }
+
+    fn run(p: &Profile, specs: &[&str]) -> Profile {
+        let mut cur = p.clone();
+        for spec in specs {
+            let t: Transform = spec.parse().unwrap();
+            cur = apply(&cur.view(), &t).unwrap().0;
+        }
+        cur
+    }
+
+    #[test]
+    fn seed_001_merge_c() {
+        assert_eq!(
+            figure(&run(&seed_001(), &["merge:A;B;C"])),
+            "A:3,0\n  B:3,0\n    D:1,0\n      E:1,1\n    F:1,0\n      G:1,1\n    H:1,0\n      F:1,1\n"
+        );
+    }
+
+    #[test]
+    fn seed_001_merge_e() {
+        assert_eq!(
+            figure(&run(&seed_001(), &["merge:A;B;C;D;E"])),
+            "A:3,0\n  B:3,0\n    C:2,0\n      D:1,1\n      F:1,0\n        G:1,1\n    H:1,0\n      F:1,1\n"
+        );
+    }
+
+    #[test]
+    fn seed_001_merge_subtree_c() {
+        assert_eq!(
+            figure(&run(&seed_001(), &["prune:A;B;C"])),
+            "A:3,0\n  B:3,2\n    H:1,0\n      F:1,1\n"
+        );
+    }
+
+    #[test]
+    fn seed_001_hide_c() {
+        assert_eq!(
+            figure(&run(&seed_001(), &["drop:A;B;C"])),
+            "A:1,0\n  B:1,0\n    H:1,0\n      F:1,1\n"
+        );
+    }
+
+    #[test]
+    fn seed_001_focus_c() {
+        assert_eq!(
+            figure(&run(&seed_001(), &["focus:A;B;C"])),
+            "C:2,0\n  D:1,0\n    E:1,1\n  F:1,0\n    G:1,1\n"
+        );
+    }
+
+    #[test]
+    fn order_matters_in_the_stack() {
+        let p = seed_001();
+        // Merging C first creates the node A;B;F, which the prune then finds...
+        assert_eq!(
+            figure(&run(&p, &["merge:A;B;C", "prune:A;B;F"])),
+            "A:3,0\n  B:3,1\n    D:1,0\n      E:1,1\n    H:1,0\n      F:1,1\n"
+        );
+        // ...the other way round the prune names nothing, and the merge leaves F in place.
+        assert_eq!(
+            figure(&run(&p, &["prune:A;B;F", "merge:A;B;C"])),
+            figure(&run(&p, &["merge:A;B;C"]))
+        );
+        // Focusing on F then inverting differs from inverting then focusing on F.
+        assert_eq!(
+            figure(&run(&p, &["focus-func:F", "invert"])),
+            "G:1,0\n  F:1,1\nF:1,1\n"
+        );
+        assert_eq!(
+            figure(&run(&p, &["invert", "focus-func:F"])),
+            "F:2,0\n  C:1,0\n    B:1,0\n      A:1,1\n  H:1,0\n    B:1,0\n      A:1,1\n"
+        );
+    }
+
+    #[test]
+    fn recursion_collapses() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_value_type("calls", "count", ValueKind::Count);
+        b.add_stack(&["main", "f", "f", "f", "leaf"], &[1, 1])
+            .unwrap();
+        b.add_stack(&["main", "f", "g", "f", "h"], &[2, 1]).unwrap();
+        b.add_stack(&["main", "f", "g"], &[4, 1]).unwrap();
+        let p = b.finish();
+        assert_eq!(
+            figure(&run(&p, &["collapse-direct-rec"])),
+            "main:7,0\n  f:7,0\n    leaf:1,1\n    g:6,4\n      f:2,0\n        h:2,2\n"
+        );
+        assert_eq!(
+            figure(&run(&p, &["collapse-rec:f"])),
+            "main:7,0\n  f:7,0\n    leaf:1,1\n    g:4,4\n    h:2,2\n"
+        );
+        assert_eq!(
+            figure(&run(&p, &["collapse-rec"])),
+            figure(&run(&p, &["collapse-rec:f"]))
+        );
+        // Calls stay with the node they entered; a merged leaf's calls do not move up.
+        let merged = run(&p, &["merge-func:leaf"]);
+        let tree = CallTree::build(&merged.view()).unwrap();
+        let f = tree
+            .find_by_names(&merged.view(), &["main", "f", "f", "f"])
+            .unwrap();
+        assert_eq!(
+            (
+                tree.self_values[0][f as usize],
+                tree.self_values[1][f as usize]
+            ),
+            (1, 0)
+        );
+    }
+
+    #[test]
+    fn max_depth_and_min_total() {
+        let p = seed_001();
+        assert_eq!(figure(&run(&p, &["max-depth:2"])), "A:3,0\n  B:3,3\n");
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&["a", "big"], &[98]).unwrap();
+        b.add_stack(&["a", "tiny", "x"], &[1]).unwrap();
+        b.add_stack(&["a", "small"], &[1]).unwrap();
+        let p = b.finish();
+        assert_eq!(
+            figure(&run(&p, &["min-total:2%"])),
+            "a:100,2\n  big:98,98\n"
+        );
+        assert_eq!(figure(&run(&p, &["min-total:0.01"])), figure(&p));
+    }
+
+    #[test]
+    fn specs_parse_print_and_escape() {
+        for spec in [
+            "merge:A;B;C",
+            "merge-func:F",
+            "prune:a\\;b;c",
+            "drop:x\\\\y",
+            "focus:A",
+            "focus-func:main",
+            "collapse-direct-rec",
+            "collapse-rec:f",
+            "invert",
+            "max-depth:4",
+            "min-total:0.01",
+        ] {
+            let t: Transform = spec.parse().unwrap();
+            assert_eq!(t.to_string(), spec);
+        }
+        assert_eq!(
+            "prune:a\\;b;c".parse::<Transform>().unwrap(),
+            Transform::MergeSubtree(vec!["a;b".into(), "c".into()])
+        );
+        assert_eq!(
+            "min-total:1%".parse::<Transform>().unwrap(),
+            Transform::MinTotal(0.01)
+        );
+        for bad in [
+            "fold:A",
+            "merge",
+            "merge:",
+            "merge:A;;B",
+            "max-depth:0",
+            "max-depth:x",
+            "min-total:2",
+            "invert:1",
+            "merge-func:a;b",
+            "drop:a\\q",
+        ] {
+            assert!(bad.parse::<Transform>().is_err(), "{bad} should not parse");
+        }
+        assert!(
+            "fold:A"
+                .parse::<Transform>()
+                .unwrap_err()
+                .contains("merge:PATH")
+        );
+    }
+
+    #[test]
+    fn time_order_survives() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("ticks", "ticks", ValueKind::Weight);
+        let s1 = b.stack_of_names(&["main", "a"]);
+        let s2 = b.stack_of_names(&["main", "b"]);
+        for (i, s) in [s1, s2, s1].into_iter().enumerate() {
+            b.push_sample(s, Some(i as i64 * 10), &[10]);
+        }
+        b.set_flags(crate::flags::ORDERED);
+        let p = run(&b.finish(), &["merge:main;a"]);
+        assert_eq!(
+            p.samples.stack.len(),
+            3,
+            "ordered samples are not aggregated"
+        );
+        assert_eq!(p.samples.time.as_deref(), Some(&[0, 10, 20][..]));
     }
 }
