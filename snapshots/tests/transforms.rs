@@ -1,0 +1,127 @@
+//! Transforms on real perf captures: totals kept or shrunk as each transform must, results
+//! valid, and a few transformed trees snapshotted (`tests/snapshots/transforms__*.snap`).
+
+use profconv_folded::parse_folded;
+use profconv_ir::transform::apply;
+use profconv_ir::{CallTree, Profile, Transform, TreeOrder, TreeTextOptions, render_tree};
+use profconv_plugin::{Context, Input};
+use std::path::Path;
+
+fn load(rel: &str) -> Profile {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(rel);
+    let bytes = std::fs::read(&path).unwrap();
+    parse_folded(
+        &mut Input::from_slice(&bytes),
+        false,
+        &mut Context::silent(),
+    )
+    .unwrap()
+}
+
+fn total(p: &Profile) -> i64 {
+    let t = CallTree::build(&p.view()).unwrap();
+    if t.is_empty() { 0 } else { t.grand_total(0) }
+}
+
+/// The heaviest path of `len` functions from the heaviest root (a target that exists).
+fn heaviest_path(p: &Profile, len: usize) -> Vec<String> {
+    let v = p.view();
+    let t = CallTree::build(&v).unwrap();
+    let heaviest = |nodes: Vec<u32>| {
+        nodes
+            .into_iter()
+            .max_by_key(|&n| (t.total_values[0][n as usize], std::cmp::Reverse(n)))
+    };
+    let mut node = heaviest(t.roots.clone()).unwrap();
+    let mut path = vec![v.func_name_str(t.func[node as usize]).to_string()];
+    while path.len() < len {
+        let Some(next) = heaviest(t.children(node).collect()) else {
+            break;
+        };
+        node = next;
+        path.push(v.func_name_str(t.func[node as usize]).to_string());
+    }
+    path
+}
+
+fn run(p: &Profile, t: &Transform) -> Profile {
+    let (out, applied) = apply(&p.view(), t).unwrap();
+    out.view().validate().unwrap();
+    assert!(
+        applied.matched > 0 || matches!(t, Transform::MinTotal(_)),
+        "{t} matched nothing"
+    );
+    out
+}
+
+#[test]
+fn every_transform_keeps_or_shrinks_the_total_as_it_must_on_perf_captures() {
+    for rel in [
+        "folded/perf/py.folded",
+        "folded/perf/cargo.folded",
+        "folded/perf/pyspy-native-threads.folded",
+    ] {
+        let p = load(rel);
+        let before = total(&p);
+        let path = heaviest_path(&p, 3);
+        let deep = heaviest_path(&p, 6);
+        let func = deep.last().unwrap().clone();
+        let kept = [
+            Transform::MergeCallNode(path.clone()),
+            Transform::MergeCallNode(deep.clone()),
+            Transform::MergeFunction(func.clone()),
+            Transform::MergeSubtree(path.clone()),
+            Transform::CollapseDirectRecursion(None),
+            Transform::CollapseRecursion(None),
+            Transform::Invert,
+            Transform::MaxDepth(4),
+            Transform::MinTotal(0.01),
+        ];
+        for t in &kept {
+            assert_eq!(total(&run(&p, t)), before, "{rel}: {t} must keep the total");
+        }
+        let dropped = total(&run(&p, &Transform::Drop(path.clone())));
+        let focused = total(&run(&p, &Transform::FocusSubtree(path.clone())));
+        assert!(
+            dropped < before && focused < before || dropped == 0 || focused == before,
+            "{rel}"
+        );
+        assert_eq!(
+            dropped + focused,
+            before,
+            "{rel}: drop and focus of {path:?} split the total"
+        );
+        let in_func = total(&run(&p, &Transform::FocusFunction(func.clone())));
+        assert!(in_func > 0 && in_func <= before, "{rel}: focus-func {func}");
+    }
+}
+
+fn tree(p: &Profile) -> String {
+    let t = CallTree::build(&p.view()).unwrap();
+    let opts = TreeTextOptions {
+        order: TreeOrder::Total,
+        ..Default::default()
+    };
+    render_tree(&p.view(), &t, &opts).unwrap()
+}
+
+#[test]
+fn transformed_trees_of_a_perf_capture() {
+    let p = load("folded/perf/gzip.folded");
+    let mut s = insta::Settings::clone_current();
+    s.set_prepend_module_to_snapshot(false);
+    s.set_omit_expression(true);
+    s.bind(|| {
+        let depth2 = run(&p, &Transform::MaxDepth(2));
+        insta::assert_snapshot!("transforms__gzip_max_depth_2", tree(&depth2));
+        let inverted = run(&run(&p, &Transform::MinTotal(0.02)), &Transform::Invert);
+        insta::assert_snapshot!(
+            "transforms__gzip_min_total_2pct_then_invert",
+            tree(&inverted)
+        );
+        let kernel = run(&p, &Transform::FocusFunction("read".into()));
+        insta::assert_snapshot!("transforms__gzip_focus_func_read", tree(&kernel));
+    });
+}
