@@ -73,8 +73,8 @@ fn main() {
         }
         times.sort_by(f64::total_cmp);
         let name = t.to_string();
-        let name = if name.len() > 40 {
-            format!("{}…", &name[..name.floor_char_boundary(40)])
+        let name = if name.chars().count() > 40 {
+            format!("{}…", name.chars().take(40).collect::<String>())
         } else {
             name
         };
