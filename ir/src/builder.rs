@@ -49,8 +49,12 @@ pub struct ProfileBuilder {
     trie: Vec<TrieNode>,
     /// Children of roots and of stacks with many children, by (prefix, frame) packed in a u64.
     wide_index: FastMap<u64, u32>,
-    /// Sample row of each stack when samples are aggregated.
+    /// Sample row of each stack when samples are aggregated (for the current thread; rows of
+    /// other threads are found in `sample_of_thread_stack`).
     sample_of_stack: Vec<u32>,
+    sample_of_thread_stack: FastMap<(u32, u32), u32>,
+    /// Thread given to new samples, once the profile has threads.
+    current_thread: u32,
 }
 
 impl Default for ProfileBuilder {
@@ -71,6 +75,8 @@ impl ProfileBuilder {
             trie: Vec::new(),
             wide_index: fast_map(),
             sample_of_stack: Vec::new(),
+            sample_of_thread_stack: fast_map(),
+            current_thread: 0,
         }
     }
 
@@ -93,6 +99,7 @@ impl ProfileBuilder {
             line: p.frame_line.to_vec(),
         };
         prof.value_types = p.value_types.clone();
+        prof.threads = p.thread_name.to_vec();
         prof.samples.values = vec![Vec::new(); p.value_types.len()];
         prof.meta = p
             .meta_key
@@ -144,6 +151,32 @@ impl ProfileBuilder {
         }
         self.profile.value_types[col].decimals = decimals;
         Ok(())
+    }
+
+    /// Adds a thread (a kernel run, a process) and makes it current; returns its index. Samples
+    /// added before the first thread belong to it.
+    pub fn add_thread(&mut self, name: &str) -> u32 {
+        let id = self.intern(name);
+        self.profile.threads.push(id);
+        let t = (self.profile.threads.len() - 1) as u32;
+        if self.profile.samples.thread.is_none() {
+            self.profile.samples.thread = Some(vec![0; self.profile.samples.stack.len()]);
+        }
+        self.current_thread = t;
+        t
+    }
+
+    /// Gives samples a thread column (threads already known, as after `with_tables_of`).
+    pub fn start_thread_column(&mut self) {
+        if self.profile.samples.thread.is_none() {
+            self.profile.samples.thread = Some(vec![0; self.profile.samples.stack.len()]);
+        }
+    }
+
+    /// Makes `thread` current for the samples that follow.
+    pub fn set_thread(&mut self, thread: u32) {
+        debug_assert!((thread as usize) < self.profile.threads.len().max(1));
+        self.current_thread = thread;
     }
 
     /// Sets profile flags (see [`crate::flags`]).
@@ -328,6 +361,9 @@ impl ProfileBuilder {
             col.push(col.last().copied().unwrap_or(0));
         }
         s.stack.push(stack);
+        if let Some(col) = &mut s.thread {
+            col.push(self.current_thread);
+        }
         for (col, &v) in s.values.iter_mut().zip(values) {
             col.push(v);
         }
@@ -341,7 +377,24 @@ impl ProfileBuilder {
         if i >= self.sample_of_stack.len() {
             self.sample_of_stack.resize(i + 1, NONE);
         }
-        let row = self.sample_of_stack[i];
+        let mut row = self.sample_of_stack[i];
+        if let (Some(threads), true) = (&self.profile.samples.thread, row != NONE) {
+            if threads[row as usize] != self.current_thread {
+                // This stack has a row in another thread: rows per (thread, stack).
+                row = self
+                    .sample_of_thread_stack
+                    .get(&(self.current_thread, stack))
+                    .copied()
+                    .unwrap_or(NONE);
+                if row == NONE {
+                    let new = self.profile.samples.stack.len() as u32;
+                    self.sample_of_thread_stack
+                        .insert((self.current_thread, stack), new);
+                    self.push_sample(stack, None, values);
+                    return Ok(());
+                }
+            }
+        }
         if row == NONE {
             self.sample_of_stack[i] = self.profile.samples.stack.len() as u32;
             self.push_sample(stack, None, values);
@@ -586,5 +639,37 @@ mod tests {
         assert_eq!(b.profile().samples.values[1], vec![1]);
         t.enter(&mut b, f, &[10]).unwrap();
         assert!(t.exit(&mut b, &[9]).is_err());
+    }
+}
+
+#[cfg(test)]
+mod thread_tests {
+    use super::*;
+
+    #[test]
+    fn aggregated_rows_are_per_thread_and_the_tree_merges_threads() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("ticks", "ticks", ValueKind::Weight);
+        let run1 = b.add_thread("run 1");
+        b.add_stack(&["kernel_run", "f"], &[5]).unwrap();
+        let run2 = b.add_thread("run 2");
+        b.add_stack(&["kernel_run", "f"], &[7]).unwrap();
+        b.set_thread(run1);
+        b.add_stack(&["kernel_run", "f"], &[1]).unwrap();
+        let p = b.finish();
+        assert_eq!(p.samples.values[0], vec![6, 7]);
+        assert_eq!(p.samples.thread.as_deref(), Some(&[run1, run2][..]));
+        p.view().validate().unwrap();
+        let tree = crate::CallTree::build(&p.view()).unwrap();
+        assert_eq!(tree.grand_total(0), 13);
+        let t = crate::transform::apply(&p.view(), &crate::Transform::MaxDepth(1))
+            .unwrap()
+            .0;
+        assert_eq!(
+            t.samples.thread.as_deref(),
+            Some(&[run1, run2][..]),
+            "transforms keep threads"
+        );
+        assert_eq!(t.threads.len(), 2);
     }
 }

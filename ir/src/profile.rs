@@ -113,8 +113,11 @@ pub struct StackTable {
 pub struct SampleTable {
     /// Stack of each sample.
     pub stack: Vec<u32>,
-    /// Start time (same unit as the profile's first value type), when the input had one.
+    /// Start time, when the input had one (in the unit of the clock the parser names in the
+    /// `time_unit` metadata; for traces, the first clock column).
     pub time: Option<Vec<i64>>,
+    /// Thread of each sample (an index into [`Profile::threads`]), when the profile has threads.
+    pub thread: Option<Vec<u32>>,
     /// One column per value type, each `stack.len()` long.
     pub values: Vec<Vec<i64>>,
 }
@@ -138,6 +141,9 @@ pub struct Profile {
     pub samples: SampleTable,
     /// Metadata pairs (key, value), in insertion order.
     pub meta: Vec<(StrId, StrId)>,
+    /// Thread names: independent timelines (a kernel run, a process, a thread). Call trees merge
+    /// them; emitters that show timelines (flame charts, the Firefox Profiler) keep them apart.
+    pub threads: Vec<StrId>,
 }
 
 impl Profile {
@@ -161,6 +167,8 @@ impl Profile {
             value_types: self.value_types.clone(),
             sample_stack: &self.samples.stack,
             sample_time: self.samples.time.as_deref(),
+            sample_thread: self.samples.thread.as_deref(),
+            thread_name: &self.threads,
             sample_values: self.samples.values.iter().map(|c| c.as_slice()).collect(),
             meta_key: self.meta.iter().map(|m| m.0).collect(),
             meta_value: self.meta.iter().map(|m| m.1).collect(),
@@ -230,8 +238,12 @@ pub struct ProfileRef<'a> {
     pub sample_stack: &'a [u32],
     /// [`SampleTable::time`].
     pub sample_time: Option<&'a [i64]>,
+    /// [`SampleTable::thread`].
+    pub sample_thread: Option<&'a [u32]>,
     /// [`SampleTable::values`].
     pub sample_values: Vec<&'a [i64]>,
+    /// [`Profile::threads`].
+    pub thread_name: &'a [u32],
     /// Metadata keys.
     pub meta_key: Vec<u32>,
     /// Metadata values.
@@ -254,6 +266,14 @@ impl<'a> ProfileRef<'a> {
     /// Number of samples.
     pub fn n_samples(&self) -> usize {
         self.sample_stack.len()
+    }
+    /// Number of threads (0: the profile does not distinguish any).
+    pub fn n_threads(&self) -> usize {
+        self.thread_name.len()
+    }
+    /// The thread of sample `i` (0 when the profile has no threads).
+    pub fn sample_thread_of(&self, i: usize) -> u32 {
+        self.sample_thread.map_or(0, |t| t[i])
     }
 
     /// The name of a func.
@@ -328,6 +348,7 @@ impl<'a> ProfileRef<'a> {
             samples: SampleTable {
                 stack: self.sample_stack.to_vec(),
                 time: self.sample_time.map(|t| t.to_vec()),
+                thread: self.sample_thread.map(|t| t.to_vec()),
                 values: self.sample_values.iter().map(|c| c.to_vec()).collect(),
             },
             meta: self
@@ -336,6 +357,7 @@ impl<'a> ProfileRef<'a> {
                 .copied()
                 .zip(self.meta_value.iter().copied())
                 .collect(),
+            threads: self.thread_name.to_vec(),
         }
     }
 
@@ -409,6 +431,17 @@ impl<'a> ProfileRef<'a> {
         }
         if self.sample_time.is_some_and(|t| t.len() != n) {
             return bad("sample time column has the wrong length".into());
+        }
+        if let Some(t) = self.sample_thread {
+            if t.len() != n {
+                return bad("sample thread column has the wrong length".into());
+            }
+            if let Some(i) = t.iter().position(|&t| t as usize >= self.thread_name.len()) {
+                return bad(format!("sample {i} names a thread that does not exist"));
+            }
+        }
+        if let Some(i) = self.thread_name.iter().position(|&s| !str_ok(s, false)) {
+            return bad(format!("thread {i} names a string that does not exist"));
         }
         if self.sample_values.len() != self.value_types.len() {
             return bad("one value column per value type is required".into());

@@ -134,8 +134,12 @@ struct Rebuild {
 
 impl Rebuild {
     fn new(p: &ProfileRef<'_>) -> Self {
+        let mut b = ProfileBuilder::with_tables_of(p);
+        if p.sample_thread.is_some() {
+            b.start_thread_column();
+        }
         Rebuild {
-            b: ProfileBuilder::with_tables_of(p),
+            b,
             new_stack: Vec::with_capacity(p.n_stacks()),
             merged_leaf: Vec::with_capacity(p.n_stacks()),
         }
@@ -208,6 +212,9 @@ impl Rebuild {
                 } else {
                     col[i]
                 };
+            }
+            if p.sample_thread.is_some() {
+                self.b.set_thread(p.sample_thread_of(i));
             }
             if ordered {
                 self.b.push_sample(ns, p.sample_time.map(|t| t[i]), &row);

@@ -443,6 +443,12 @@ pub struct ProfileView {
     pub meta_key: *const u32,
     /// Metadata values.
     pub meta_value: *const u32,
+    /// Number of threads.
+    pub n_threads: usize,
+    /// Thread names.
+    pub thread_name: *const u32,
+    /// Sample threads, or null when the profile has no threads.
+    pub sample_thread: *const u32,
 }
 
 /// An owned profile moving from a plugin to the host. The consumer calls `release` exactly once.
@@ -467,7 +473,7 @@ pub mod min_size {
     /// `HostCallbacks` in ABI 1.0.
     pub const HOST_CALLBACKS: usize = 32;
     /// `ProfileView` in ABI 1.0.
-    pub const PROFILE_VIEW: usize = 232;
+    pub const PROFILE_VIEW: usize = 256;
 }
 
 // Layout guards: an accidental change to the frozen header or the ABI-1 structs fails to compile.

@@ -62,6 +62,9 @@ impl ViewStorage {
             n_meta: self.meta_key.len(),
             meta_key: self.meta_key.as_ptr(),
             meta_value: self.meta_value.as_ptr(),
+            n_threads: p.thread_name.len(),
+            thread_name: p.thread_name.as_ptr(),
+            sample_thread: p.sample_thread.map_or(std::ptr::null(), |t| t.as_ptr()),
         }
     }
 }
@@ -169,6 +172,12 @@ pub(crate) unsafe fn profile_ref_from_view<'a>(
             } else {
                 Some(column(view.sample_time, n, "sample_time")?)
             },
+            sample_thread: if view.sample_thread.is_null() {
+                None
+            } else {
+                Some(column(view.sample_thread, n, "sample_thread")?)
+            },
+            thread_name: column(view.thread_name, view.n_threads, "thread_name")?,
             sample_values,
             meta_key: column(view.meta_key, view.n_meta, "meta_key")?.to_vec(),
             meta_value: column(view.meta_value, view.n_meta, "meta_value")?.to_vec(),
