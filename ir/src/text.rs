@@ -2,7 +2,7 @@
 //!
 //! One line per call node, two spaces of indent per depth:
 //! `NAME self=S total=T` for the chosen value type, then ` calls=N` when the profile has exact
-//! call counts; with `all_values`, ` self_NAME=S total_NAME=T` for the other weights and
+//! call counts (` calls=?` when its metadata says `calls=unknown`); with `all_values`, ` self_NAME=S total_NAME=T` for the other weights and
 //! ` NAME=N` for other counts where they are not zero.
 
 use crate::calltree::CallTree;
@@ -63,6 +63,8 @@ pub fn write_tree<E: From<IrError>>(
     let calls = p
         .value_type_index("calls")
         .filter(|&i| p.value_types[i].kind == ValueKind::Count && Some(i) != main);
+    // A format that knows calls happened but not how many (collapsed traces) says so.
+    let calls_unknown = calls.is_none() && p.meta("calls") == Some("unknown");
     let sort_key_col = main;
     let sorted = |nodes: &mut Vec<u32>| match opts.order {
         TreeOrder::FirstSeen => {}
@@ -110,6 +112,8 @@ pub fn write_tree<E: From<IrError>>(
         if let Some(c) = calls {
             line.push_str(" calls=");
             write_fixed(&mut line, tree.self_values[c][i], p.value_types[c].decimals);
+        } else if calls_unknown {
+            line.push_str(" calls=?");
         }
         if opts.all_values {
             for (c, vt) in p.value_types.iter().enumerate() {

@@ -15,6 +15,7 @@ mod parse;
 use profconv_plugin::ir::{Profile, ProfileRef};
 use profconv_plugin::{Context, Format, Input, OptionDesc, Options, Output, PluginError};
 
+pub use emit::{EmitOptions, emit_folded};
 pub use parse::parse_folded;
 
 /// The folded-stacks format.
@@ -33,6 +34,14 @@ impl Format for Folded {
             "value",
             "",
             "emit: the value type to write as the count (default: the first weight)",
+        ),
+        OptionDesc::flag(
+            "flamechart",
+            "emit: time order, nothing merged: one line per call (traces) or per sample run",
+        ),
+        OptionDesc::flag(
+            "per-thread",
+            "emit: one merged block per thread (kernel run, process), in thread order",
         ),
     ];
     const CAN_PARSE: bool = true;
@@ -57,10 +66,11 @@ impl Format for Folded {
         options: &Options,
         _cx: &mut Context<'_>,
     ) -> Result<(), PluginError> {
-        emit::emit_folded(
-            profile,
-            output,
-            options.get("value").filter(|v| !v.is_empty()),
-        )
+        let opts = emit::EmitOptions {
+            value: options.get("value").filter(|v| !v.is_empty()),
+            per_thread: options.flag("per-thread"),
+            flamechart: options.flag("flamechart"),
+        };
+        emit::emit_folded(profile, output, opts)
     }
 }
