@@ -162,9 +162,8 @@ impl LineWriter {
         // Open calls: (stack, line) from the outermost in.
         let mut open: Vec<(u32, usize)> = Vec::new();
         let values = p.sample_values[self.col];
-        for i in 0..p.n_samples() {
+        for (i, &v) in values.iter().enumerate() {
             let s = p.sample_stack[i];
-            let v = values[i];
             match calls {
                 Some(c) if p.sample_values[c][i] > 0 => {
                     // A new call of the leaf: close what is not its caller.
