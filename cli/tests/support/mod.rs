@@ -16,7 +16,7 @@ pub fn target_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// Builds the real plugins and the test fixture plugins once per test binary.
+/// Builds the workspace (real plugins, test fixture plugins, `profconv`) once per test binary.
 pub fn built_plugins() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
@@ -25,10 +25,8 @@ pub fn built_plugins() -> PathBuf {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| env!("CARGO").to_string());
             let mut cmd = Command::new(cargo);
             cmd.current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-                .args(["build", "--quiet"])
-                .args(["-p", "profconv-plugin-folded"])
-                .args(["-p", "profconv-testplugin-oldabi"])
-                .args(["-p", "profconv-testplugin-panicky"]);
+                // Every member: the real plugins and the test-only ones (not default members).
+                .args(["build", "--quiet", "--workspace"]);
             if dir.file_name().is_some_and(|n| n == "release") {
                 cmd.arg("--release");
             }
