@@ -329,6 +329,20 @@ fn apply_transforms(
         if applied.matched == 0 && !matches!(t, Transform::MaxDepth(_) | Transform::MinTotal(_)) {
             warn(quiet, &format!("{name}: transform {t} matched nothing"));
         }
+        let removes = matches!(
+            t,
+            Transform::Drop(_) | Transform::FocusSubtree(_) | Transform::FocusFunction(_)
+        );
+        if applied.samples_removed > 0 && !removes {
+            // Merging a root leaves its own samples without a stack.
+            warn(
+                quiet,
+                &format!(
+                    "{name}: transform {t} removed {} sample(s) whose stack became empty",
+                    applied.samples_removed
+                ),
+            );
+        }
         current = Some(next);
     }
     Ok(current)

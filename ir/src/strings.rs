@@ -44,12 +44,29 @@ impl StringTable {
     }
 
     /// Rebuilds a table (and its index) from a blob and offsets already known to be valid.
+    /// Ids are kept exactly, even when a string appears twice (another producer may not have
+    /// deduplicated): the index then finds the first copy.
     pub fn from_parts(blob: &str, offsets: &[u64]) -> Self {
         let mut table = StringTable::new();
-        table.blob.reserve(blob.len());
-        table.offsets.reserve(offsets.len());
-        for w in offsets.windows(2) {
-            table.intern(&blob[w[0] as usize..w[1] as usize]);
+        table.blob.push_str(blob);
+        table.offsets = offsets.to_vec();
+        for id in 0..table.len() as StrId {
+            let s = table.get(id);
+            let hash = table.hasher.hash_one(s.as_bytes());
+            let (blob, offsets, hasher) = (&table.blob, &table.offsets, &table.hasher);
+            let bytes = |i: StrId| {
+                let i = i as usize;
+                &blob.as_bytes()[offsets[i] as usize..offsets[i + 1] as usize]
+            };
+            if table
+                .index
+                .find(hash, |&o| bytes(o) == s.as_bytes())
+                .is_none()
+            {
+                table
+                    .index
+                    .insert_unique(hash, id, |&o| hasher.hash_one(bytes(o)));
+            }
         }
         table
     }
@@ -138,5 +155,11 @@ mod tests {
         let copy = StringTable::from_parts(t.blob(), t.offsets());
         assert_eq!(copy.iter().collect::<Vec<_>>(), vec!["alpha", "beta", ""]);
         assert_eq!(copy.lookup("beta"), Some(1));
+        // A foreign table with a duplicate keeps every id.
+        let dup = StringTable::from_parts("abab", &[0, 2, 4]);
+        assert_eq!(
+            (dup.len(), dup.get(1), dup.lookup("ab")),
+            (2, "ab", Some(0))
+        );
     }
 }

@@ -7,5 +7,6 @@ pub struct Callgrind;
 
 impl Format for Callgrind {
     const ID: &'static str = "callgrind";
-    const DESCRIPTION: &'static str = "callgrind profiles (valgrind, KCachegrind): parser and emitter (in progress)";
+    const DESCRIPTION: &'static str =
+        "callgrind profiles (valgrind, KCachegrind): parser and emitter (in progress)";
 }

@@ -7,5 +7,6 @@ pub struct Firefox;
 
 impl Format for Firefox {
     const ID: &'static str = "firefox";
-    const DESCRIPTION: &'static str = "Firefox Profiler (gzipped processed JSON) and speedscope JSON emitters (in progress)";
+    const DESCRIPTION: &'static str =
+        "Firefox Profiler (gzipped processed JSON) and speedscope JSON emitters (in progress)";
 }

@@ -376,6 +376,9 @@ pub fn sniff(head: &[u8]) -> u32 {
             continue;
         }
         let Some(sp) = memrchr2(b' ', b'\t', line) else {
+            if count(line).is_ok() {
+                continue; // a count without a stack (py-spy): the parser skips it too
+            }
             return 0;
         };
         if count(&line[sp + 1..]).is_err() || line[..sp].trim_ascii().is_empty() {
@@ -550,6 +553,10 @@ mod tests {
         assert!(sniff(b"main 10\n") > 0);
         assert_eq!(sniff(b"PVMTRACE 1\nC 0 f\n"), 0);
         assert_eq!(sniff(b"\x00\x01\x02"), 0);
+        assert!(
+            sniff(b"main;f (x.py:3) 5\n 3\nmain;g 1\n") >= 50,
+            "py-spy's stackless line"
+        );
         assert_eq!(sniff(b"events: Ir\nfn=main\n"), 0);
     }
 }
