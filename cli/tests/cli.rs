@@ -284,3 +284,31 @@ fn a_closed_pipe_ends_quietly() {
         assert!(err.is_empty(), "{args:?}: stderr not quiet: {err}");
     }
 }
+
+#[test]
+fn the_install_script_gives_a_profconv_that_finds_every_plugin() {
+    let target = built_plugins();
+    let profile = target.file_name().unwrap().to_str().unwrap().to_string();
+    let prefix = tmp();
+    let status = Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/install.sh"))
+        .arg(prefix.path())
+        .args(["--profile", &profile, "--no-build"])
+        .env("CARGO_TARGET_DIR", target.parent().unwrap())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = Command::new(prefix.path().join("bin/profconv"))
+        .arg("formats")
+        .env_remove("PROFCONV_PLUGIN_PATH")
+        .env("XDG_DATA_HOME", "/nonexistent-profconv-test")
+        .output()
+        .unwrap();
+    let s = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for plugin in ["folded", "pvm", "deep", "callgrind", "flamegraph", "firefox"] {
+        assert!(s.contains(&format!("plugin {plugin} ")), "{plugin} missing: {s}");
+    }
+    assert!(s.contains("[installed plugins]"), "{s}");
+    assert!(!s.contains("testplugin") && !s.contains("ancient"), "{s}");
+}
