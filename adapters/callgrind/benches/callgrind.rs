@@ -1,0 +1,134 @@
+//! Folded → IR → callgrind throughput, and callgrind → IR.
+//!
+//! `PROFCONV_BENCH_INPUT=big.folded cargo bench -p profconv-callgrind --bench callgrind` (or
+//! `bench/callgrind.sh`, which generates the input). Prints, per stage, the median wall and CPU
+//! time of several runs (`PROFCONV_BENCH_RUNS`, default 5) and the throughput in input MB/s.
+
+use profconv_callgrind::{BuildOptions, EmitOptions, emit_callgrind, parse_callgrind};
+use profconv_folded::parse_folded;
+use profconv_plugin::{Context, Input};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Process CPU time (user + system) in seconds, from /proc (Linux), else 0.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn measure(name: &str, bytes: u64, runs: usize, mut f: impl FnMut()) -> (f64, f64) {
+    f(); // warm-up (page cache, allocator)
+    let (mut wall, mut cpu) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        let (t, c) = (Instant::now(), cpu_seconds());
+        f();
+        wall.push(t.elapsed().as_secs_f64());
+        cpu.push(cpu_seconds() - c);
+    }
+    let (w, c) = (median(wall), median(cpu));
+    println!(
+        "{name:<40} wall {w:7.3} s   cpu {c:7.3} s   {:8.0} MB/s (wall, of {:.1} MB)",
+        bytes as f64 / 1e6 / w,
+        bytes as f64 / 1e6
+    );
+    (w, c)
+}
+
+/// Counts bytes, keeps nothing.
+struct Counter(u64);
+
+impl Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn main() {
+    let Some(input) = std::env::var_os("PROFCONV_BENCH_INPUT").map(PathBuf::from) else {
+        eprintln!("set PROFCONV_BENCH_INPUT to a folded file (bench/callgrind.sh generates one)");
+        return;
+    };
+    let runs: usize = std::env::var("PROFCONV_BENCH_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(5);
+    let bytes = std::fs::read(&input).expect("read the input");
+    let n = bytes.len() as u64;
+    println!(
+        "input {} ({:.1} MB), median of {runs} runs",
+        input.display(),
+        n as f64 / 1e6
+    );
+
+    let parse = || {
+        parse_folded(
+            &mut Input::from_slice(&bytes),
+            false,
+            &mut Context::silent(),
+        )
+        .expect("folded parse")
+    };
+    let profile = parse();
+    let v = profile.view();
+    println!(
+        "profile: {} funcs, {} stacks, {} samples",
+        v.n_funcs(),
+        v.n_stacks(),
+        v.n_samples()
+    );
+    let (_, parse_cpu) = measure("folded parse (reference)", n, runs, || {
+        std::hint::black_box(parse());
+    });
+    let mut out_len = 0;
+    let (_, emit_cpu) = measure("callgrind emit", n, runs, || {
+        let mut sink = std::io::BufWriter::with_capacity(1 << 16, Counter(0));
+        emit_callgrind(&profile.view(), &mut sink, EmitOptions::default()).expect("emit");
+        sink.flush().unwrap();
+        out_len = sink.get_ref().0;
+    });
+    measure("folded parse + callgrind emit", n, runs, || {
+        let p = parse();
+        let mut sink = std::io::BufWriter::with_capacity(1 << 16, Counter(0));
+        emit_callgrind(&p.view(), &mut sink, EmitOptions::default()).expect("emit");
+        sink.flush().unwrap();
+    });
+    println!(
+        "callgrind output: {:.1} MB; folded → callgrind CPU {:.3} s (parse {:.3} + emit {:.3})",
+        out_len as f64 / 1e6,
+        parse_cpu + emit_cpu,
+        parse_cpu,
+        emit_cpu
+    );
+
+    let mut text = Vec::new();
+    emit_callgrind(&profile.view(), &mut text, EmitOptions::default()).expect("emit");
+    measure(
+        "callgrind parse (graph + tree)",
+        text.len() as u64,
+        runs,
+        || {
+            let p = parse_callgrind(
+                &mut Input::from_slice(&text),
+                &BuildOptions::default(),
+                &mut Context::silent(),
+            )
+            .expect("callgrind parse");
+            std::hint::black_box(p);
+        },
+    );
+}

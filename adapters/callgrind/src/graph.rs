@@ -1,0 +1,180 @@
+//! The call graph a callgrind file describes, as read: functions, self costs per position, call
+//! edges with call counts and inclusive costs. [`crate::build_profile`] turns it into a tree.
+
+use profconv_plugin::ir::NONE;
+
+/// Costs: `stride` values per row, one per event column. Rows are widened in place when a later
+/// part of the file adds events.
+#[derive(Clone, Debug, Default)]
+pub struct Costs {
+    stride: usize,
+    data: Vec<i64>,
+}
+
+impl Costs {
+    /// Number of columns.
+    pub fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.data.len().checked_div(self.stride).unwrap_or(0)
+    }
+
+    /// True when there is no row.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// Row `i`.
+    pub fn row(&self, i: usize) -> &[i64] {
+        &self.data[i * self.stride..(i + 1) * self.stride]
+    }
+
+    pub(crate) fn push_zero(&mut self) -> usize {
+        let i = self.len();
+        self.data.resize(self.data.len() + self.stride, 0);
+        i
+    }
+
+    /// Adds `v` to column `col` of row `i`; false on overflow.
+    pub(crate) fn add(&mut self, i: usize, col: usize, v: i64) -> bool {
+        let cell = &mut self.data[i * self.stride + col];
+        match cell.checked_add(v) {
+            Some(s) => {
+                *cell = s;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Widens every row to `stride` columns (new columns are 0).
+    pub(crate) fn widen(&mut self, stride: usize) {
+        if stride <= self.stride {
+            return;
+        }
+        let rows = self.len();
+        let mut data = vec![0i64; rows * stride];
+        for r in 0..rows {
+            data[r * stride..r * stride + self.stride].copy_from_slice(self.row(r));
+        }
+        self.data = data;
+        self.stride = stride;
+    }
+}
+
+/// An event column.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// Short name (`Ir`).
+    pub name: String,
+    /// Long name from an `event:` line, if any.
+    pub long_name: Option<String>,
+}
+
+/// A function: (object, file, name), each an index into [`Graph::strings`] ([`NONE`]: never
+/// given).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Func {
+    /// Object (`ob=`/`cob=`).
+    pub object: u32,
+    /// Source file (`fl=`, or `fi=`/`fe=` for inlined code, `cfi=`/`cfl=` for a callee).
+    pub file: u32,
+    /// Name (`fn=`/`cfn=`).
+    pub name: u32,
+    /// True when some `fn=` line named this function (its own block).
+    pub has_block: bool,
+    /// For code of another file inlined into a function (`fi=`/`fe=`): that function
+    /// ([`NONE`] otherwise).
+    pub inlined_into: u32,
+    /// The target line of the first `calls=` into it (its first line; 0: unknown).
+    pub line: u32,
+}
+
+/// Self cost of a function at a position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SelfCost {
+    /// The function.
+    pub func: u32,
+    /// Instruction address (with `positions: instr ...`), else `None`.
+    pub addr: Option<u64>,
+    /// Line (0: no line information).
+    pub line: u32,
+}
+
+/// A call edge: calls from a function at a call site into a callee.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Edge {
+    /// Calling function.
+    pub caller: u32,
+    /// Call site address (with instruction positions), else `None`.
+    pub addr: Option<u64>,
+    /// Call site line (0: no line information).
+    pub line: u32,
+    /// Called function.
+    pub callee: u32,
+    /// Sum of the `calls=` counts.
+    pub calls: u64,
+}
+
+/// Everything a callgrind file said, aggregated: memory grows with distinct functions,
+/// positions and edges, not with the file's size.
+#[derive(Clone, Debug, Default)]
+pub struct Graph {
+    /// Every distinct name (objects, files, functions), in first-seen order.
+    pub strings: Vec<String>,
+    /// Event columns (the union of every part's `events:` line, by name).
+    pub events: Vec<Event>,
+    /// Functions, in first-seen order.
+    pub funcs: Vec<Func>,
+    /// Self-cost positions, in first-seen order; their costs are the rows of `self_costs`.
+    pub selfs: Vec<SelfCost>,
+    /// Costs of `selfs`.
+    pub self_costs: Costs,
+    /// Call edges, in first-seen order; their inclusive costs are the rows of `edge_costs`.
+    pub edges: Vec<Edge>,
+    /// Inclusive costs of `edges`.
+    pub edge_costs: Costs,
+    /// Sum of the `summary:` lines, per event column.
+    pub summary: Option<Vec<i64>>,
+    /// Sum of the `totals:` lines, per event column.
+    pub totals: Option<Vec<i64>>,
+    /// Header facts worth keeping (`creator`, `cmd`, `positions`).
+    pub meta: Vec<(String, String)>,
+    /// Number of parts read.
+    pub parts: u32,
+}
+
+impl Graph {
+    /// A string by index (`""` for [`NONE`]).
+    pub fn str(&self, id: u32) -> &str {
+        if id == NONE {
+            return "";
+        }
+        self.strings.get(id as usize).map_or("", |s| s.as_str())
+    }
+
+    /// `file:name` as callgrind_annotate names a function (`???` for no file).
+    pub fn annotate_name(&self, f: u32) -> String {
+        let func = &self.funcs[f as usize];
+        let file = if func.file == NONE {
+            "???"
+        } else {
+            self.str(func.file)
+        };
+        format!("{file}:{}", self.str(func.name))
+    }
+
+    /// Sum of the self costs, per event column.
+    pub fn self_total(&self) -> Vec<i64> {
+        let mut t = vec![0i64; self.events.len()];
+        for i in 0..self.selfs.len() {
+            for (k, v) in self.self_costs.row(i).iter().enumerate() {
+                t[k] = t[k].saturating_add(*v);
+            }
+        }
+        t
+    }
+}

@@ -1,0 +1,951 @@
+//! Callgrind reader: one streaming pass over the lines into a [`Graph`].
+//!
+//! Follows the format specification (valgrind's `cl-format`) and, where readers differ, what
+//! `callgrind_annotate` does, so self costs per function are the ones it reports:
+//!
+//! * a function is (object, file, name); `fn=` takes the current file (the last `fl=`, `fi=` or
+//!   `fe=`), `fi=`/`fe=` switch the current function to the same name in another file (code
+//!   inlined from that file), `fl=` alone does not change the current function;
+//! * `cfn=` resolves the callee at once: the `cob=`/`cfi=` given since the last `cfn=`, else the
+//!   current object and file;
+//! * `calls=0` is no call: its cost line is self cost (callgrind_annotate counts it so);
+//! * name compression tables are per kind (objects; files for `fl fi fe cfi cfl jfi`; functions
+//!   for `fn cfn jfn`), for the whole file; redefining an id takes the new name;
+//! * relative subpositions (`+N`, `-N`, `*`) are relative to the previous cost line, across
+//!   functions; a `calls=` target is relative to it too but does not change it.
+//!
+//! Every error names the line, the column and the byte offset, and what was expected.
+
+use crate::graph::{Costs, Edge, Event, Func, Graph, SelfCost};
+use crate::lines::for_each_line;
+use nom::branch::alt;
+use nom::bytes::complete::tag;
+use nom::character::complete::{digit1, hex_digit1};
+use nom::combinator::{all_consuming, map, map_res, value};
+use nom::sequence::preceded;
+use nom::{IResult, Parser};
+use profconv_plugin::ir::{NO_ADDRESS, NONE};
+use profconv_plugin::{Context, Input, PluginError};
+use std::collections::HashMap;
+
+/// `0x1F` or `31`.
+fn number(i: &[u8]) -> IResult<&[u8], u64> {
+    alt((
+        map_res(preceded(tag(&b"0x"[..]), hex_digit1), |d: &[u8]| {
+            u64::from_str_radix(std::str::from_utf8(d).unwrap_or("x"), 16)
+        }),
+        map_res(digit1, |d: &[u8]| {
+            std::str::from_utf8(d).unwrap_or("x").parse::<u64>()
+        }),
+    ))
+    .parse(i)
+}
+
+/// A subposition: absolute, relative to the previous cost line's (`+N`, `-N`), or the same (`*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sub {
+    Abs(u64),
+    Plus(u64),
+    Minus(u64),
+    Same,
+}
+
+fn subposition(i: &[u8]) -> IResult<&[u8], Sub> {
+    alt((
+        value(Sub::Same, tag(&b"*"[..])),
+        map(preceded(tag(&b"+"[..]), number), Sub::Plus),
+        map(preceded(tag(&b"-"[..]), number), Sub::Minus),
+        map(number, Sub::Abs),
+    ))
+    .parse(i)
+}
+
+fn whole_number(token: &[u8]) -> Option<u64> {
+    all_consuming(number).parse(token).ok().map(|(_, v)| v)
+}
+
+fn whole_subposition(token: &[u8]) -> Option<Sub> {
+    all_consuming(subposition).parse(token).ok().map(|(_, v)| v)
+}
+
+/// Space- or tab-separated tokens with their start index.
+fn tokens(s: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
+    let mut pos = 0;
+    std::iter::from_fn(move || {
+        while pos < s.len() && (s[pos] == b' ' || s[pos] == b'\t') {
+            pos += 1;
+        }
+        if pos >= s.len() {
+            return None;
+        }
+        let start = pos;
+        while pos < s.len() && s[pos] != b' ' && s[pos] != b'\t' {
+            pos += 1;
+        }
+        Some((start, &s[start..pos]))
+    })
+}
+
+fn show(token: &[u8]) -> String {
+    let t = &token[..token.len().min(40)];
+    let mut s = String::from_utf8_lossy(t).into_owned();
+    if token.len() > 40 {
+        s.push('…');
+    }
+    s
+}
+
+/// Name-compression tables.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Object = 0,
+    File = 1,
+    Function = 2,
+}
+
+/// What a subposition of `positions:` is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PosKind {
+    Instr,
+    Line,
+}
+
+struct Reader<'c, 'x> {
+    g: Graph,
+    cx: &'c mut Context<'x>,
+    names: HashMap<String, u32>,
+    compressed: [HashMap<u64, u32>; 3],
+    func_index: HashMap<(u32, u32, u32), u32>,
+    self_index: HashMap<(u32, u64, u32), u32>,
+    edge_index: HashMap<(u32, u64, u32, u32), u32>,
+    long_names: Vec<(String, String)>,
+    /// Column of each event of the current part; `None` before the first `events:`.
+    cols: Option<Vec<usize>>,
+    positions: Vec<PosKind>,
+    last: [u64; 2],
+    in_body: bool,
+    ob: u32,
+    file: u32,
+    fn_name: u32,
+    fn_ob: u32,
+    func: u32,
+    primary: u32,
+    cob: u32,
+    cfi: u32,
+    callee: u32,
+    /// A `calls=` waiting for its cost line: (count, its line number).
+    pending: Option<(u64, u64)>,
+    line_no: u64,
+    offset: u64,
+    lead: usize,
+    row: Vec<i64>,
+    redefined: u64,
+    zero_calls: u64,
+    unknown_headers: u64,
+}
+
+impl Reader<'_, '_> {
+    /// An error at byte `col` of the current line (after its leading whitespace).
+    fn err(&self, col: usize, msg: impl Into<String>) -> PluginError {
+        let col = self.lead + col;
+        PluginError::invalid_input(msg)
+            .at_offset(self.offset + col as u64)
+            .at_line(self.line_no, col as u64 + 1)
+    }
+
+    fn intern(&mut self, raw: &[u8]) -> u32 {
+        let s = String::from_utf8_lossy(raw);
+        if let Some(&id) = self.names.get(s.as_ref()) {
+            return id;
+        }
+        let id = self.g.strings.len() as u32;
+        self.g.strings.push(s.clone().into_owned());
+        self.names.insert(s.into_owned(), id);
+        id
+    }
+
+    fn func_of(&mut self, object: u32, file: u32, name: u32) -> u32 {
+        let next = self.g.funcs.len() as u32;
+        let id = *self.func_index.entry((object, file, name)).or_insert(next);
+        if id == next {
+            self.g.funcs.push(Func {
+                object,
+                file,
+                name,
+                has_block: false,
+                inlined_into: NONE,
+                line: 0,
+            });
+        }
+        id
+    }
+
+    fn line(&mut self, raw: &[u8], offset: u64) -> Result<(), PluginError> {
+        self.line_no += 1;
+        self.offset = offset;
+        let end = raw
+            .iter()
+            .rposition(|c| !c.is_ascii_whitespace())
+            .map_or(0, |p| p + 1);
+        self.lead = raw[..end]
+            .iter()
+            .position(|c| !c.is_ascii_whitespace())
+            .unwrap_or(end);
+        let line = &raw[self.lead..end];
+        if line.is_empty() || line[0] == b'#' {
+            return Ok(());
+        }
+        if matches!(line[0], b'0'..=b'9' | b'+' | b'-' | b'*') {
+            return self.cost_line(line);
+        }
+        if let Some((_, at)) = self.pending {
+            return Err(self.err(
+                0,
+                format!(
+                    "expected the cost line of the `calls=` at line {at} (the call site and the call's inclusive costs), found `{}`",
+                    show(line)
+                ),
+            ));
+        }
+        let klen = line
+            .iter()
+            .position(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
+            .unwrap_or(line.len());
+        match line.get(klen) {
+            Some(b'=') if klen > 0 => self.spec(&line[..klen], &line[klen + 1..], klen + 1),
+            Some(b':') if klen > 0 => self.header(&line[..klen], &line[klen + 1..], klen + 1),
+            _ => Err(self.err(
+                0,
+                format!(
+                    "unknown line `{}`: expected a cost line (subpositions, then costs), a `key=name` position line (fn=, fl=, calls=, ...) or a `key: value` header line",
+                    show(line)
+                ),
+            )),
+        }
+    }
+
+    /// `(ID) name`, `(ID)` or `name`; `col` is where `v` starts in the line.
+    fn name(&mut self, kind: Kind, key: &str, v: &[u8], col: usize) -> Result<u32, PluginError> {
+        let skip = v
+            .iter()
+            .position(|c| *c != b' ' && *c != b'\t')
+            .unwrap_or(v.len());
+        let (v, col) = (&v[skip..], col + skip);
+        if v.first() != Some(&b'(') || !v.get(1).is_some_and(|c| c.is_ascii_digit()) {
+            return Ok(self.intern(v));
+        }
+        let Some(close) = v.iter().position(|&c| c == b')') else {
+            return Err(self.err(
+                col,
+                format!(
+                    "expected `({key}ID)` or `(ID) name` after `{key}=`: the `(` is not closed"
+                ),
+            ));
+        };
+        let id = std::str::from_utf8(&v[1..close])
+            .ok()
+            .filter(|d| d.bytes().all(|c| c.is_ascii_digit()))
+            .and_then(|d| d.parse::<u64>().ok())
+            .ok_or_else(|| {
+                self.err(
+                    col + 1,
+                    format!(
+                        "expected a compressed-name id (decimal digits that fit in 64 bits) in `{}`",
+                        show(&v[..=close])
+                    ),
+                )
+            })?;
+        let rest = &v[close + 1..];
+        let skip = rest
+            .iter()
+            .position(|c| *c != b' ' && *c != b'\t')
+            .unwrap_or(rest.len());
+        let rest = &rest[skip..];
+        if rest.is_empty() {
+            return self.compressed[kind as usize]
+                .get(&id)
+                .copied()
+                .ok_or_else(|| {
+                    self.err(
+                        col,
+                        format!(
+                            "undefined compressed name ({id}) in `{key}=`: an id must first be defined as `{key}=({id}) name`"
+                        ),
+                    )
+                });
+        }
+        let n = self.intern(rest);
+        if let Some(old) = self.compressed[kind as usize].insert(id, n) {
+            if old != n {
+                self.redefined += 1;
+                if self.redefined == 1 {
+                    self.cx.warn(&format!(
+                        "line {}: compressed name ({id}) is redefined from `{}` to `{}`; the new name is used from here on (as callgrind_annotate does)",
+                        self.line_no,
+                        self.g.str(old),
+                        self.g.str(n)
+                    ));
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    fn spec(&mut self, key: &[u8], v: &[u8], col: usize) -> Result<(), PluginError> {
+        match key {
+            b"ob" => self.ob = self.name(Kind::Object, "ob", v, col)?,
+            b"fl" => self.file = self.name(Kind::File, "fl", v, col)?,
+            b"fi" | b"fe" => {
+                let key = if key == b"fi" { "fi" } else { "fe" };
+                let file = self.name(Kind::File, key, v, col)?;
+                if self.fn_name == NONE {
+                    return Err(self.err(
+                        0,
+                        format!("`{key}=` before any `fn=`: expected a function to put the inlined code in"),
+                    ));
+                }
+                self.file = file;
+                let primary_file = self.g.funcs[self.primary as usize].file;
+                self.func = if file == primary_file {
+                    self.primary
+                } else {
+                    let f = self.func_of(self.fn_ob, file, self.fn_name);
+                    let func = &mut self.g.funcs[f as usize];
+                    if !func.has_block && func.inlined_into == NONE {
+                        func.inlined_into = self.primary;
+                    }
+                    f
+                };
+            }
+            b"fn" => {
+                let name = self.name(Kind::Function, "fn", v, col)?;
+                self.fn_name = name;
+                self.fn_ob = self.ob;
+                let f = self.func_of(self.ob, self.file, name);
+                self.g.funcs[f as usize].has_block = true;
+                self.g.funcs[f as usize].inlined_into = NONE;
+                self.func = f;
+                self.primary = f;
+            }
+            b"cob" => self.cob = self.name(Kind::Object, "cob", v, col)?,
+            b"cfi" | b"cfl" => self.cfi = self.name(Kind::File, "cfi", v, col)?,
+            b"cfn" => {
+                let name = self.name(Kind::Function, "cfn", v, col)?;
+                let object = if self.cob != NONE { self.cob } else { self.ob };
+                let file = if self.cfi != NONE {
+                    self.cfi
+                } else {
+                    self.file
+                };
+                self.callee = self.func_of(object, file, name);
+                self.cob = NONE;
+                self.cfi = NONE;
+            }
+            b"calls" => self.calls(v, col)?,
+            // Jumps (--collect-jumps) carry no cost; their names still define ids.
+            b"jump" | b"jcnd" => {}
+            b"jfi" => {
+                self.name(Kind::File, "jfi", v, col)?;
+            }
+            b"jfn" => {
+                self.name(Kind::Function, "jfn", v, col)?;
+            }
+            _ => {
+                return Err(self.err(
+                    0,
+                    format!(
+                        "unknown position line `{}=`: expected one of ob=, fl=, fi=, fe=, fn=, cob=, cfi=, cfl=, cfn=, calls=, jump=, jcnd=, jfi=, jfn=",
+                        show(key)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn calls(&mut self, v: &[u8], col: usize) -> Result<(), PluginError> {
+        if self.callee == NONE {
+            return Err(self.err(
+                0,
+                "`calls=` without a `cfn=` before it: expected the called function first",
+            ));
+        }
+        let mut toks = tokens(v);
+        let Some((at, count)) = toks.next() else {
+            return Err(self.err(col, "expected a call count after `calls=`"));
+        };
+        let count = whole_number(count).ok_or_else(|| {
+            self.err(
+                col + at,
+                format!(
+                    "expected a call count (decimal or 0x hex, fitting in 64 bits), found `{}`",
+                    show(count)
+                ),
+            )
+        })?;
+        for (k, (at, tok)) in toks.enumerate() {
+            if k >= self.positions.len() {
+                return Err(self.err(
+                    col + at,
+                    format!(
+                        "too many target subpositions after `calls=`: `positions:` has {}",
+                        self.positions.len()
+                    ),
+                ));
+            }
+            let sub = whole_subposition(tok).ok_or_else(|| {
+                self.err(
+                    col + at,
+                    format!(
+                        "expected a target subposition (a number, +N, -N or *), found `{}`",
+                        show(tok)
+                    ),
+                )
+            })?;
+            let v = self.resolve(k, sub, col + at)?;
+            let callee = &mut self.g.funcs[self.callee as usize];
+            if self.positions[k] == PosKind::Line && callee.line == 0 && v < u32::MAX as u64 {
+                callee.line = v as u32;
+            }
+        }
+        if count == 0 {
+            self.zero_calls += 1;
+        }
+        self.pending = Some((count, self.line_no));
+        Ok(())
+    }
+
+    /// The absolute value of subposition `k`.
+    fn resolve(&self, k: usize, sub: Sub, col: usize) -> Result<u64, PluginError> {
+        let last = self.last[k];
+        match sub {
+            Sub::Abs(v) => Ok(v),
+            Sub::Same => Ok(last),
+            Sub::Plus(d) => last.checked_add(d).ok_or_else(|| {
+                self.err(col, format!("`+{d}` after {last} does not fit in 64 bits"))
+            }),
+            Sub::Minus(d) => last.checked_sub(d).ok_or_else(|| {
+                self.err(
+                    col,
+                    format!("`-{d}` goes below 0: the previous subposition was {last}"),
+                )
+            }),
+        }
+    }
+
+    fn cost_line(&mut self, line: &[u8]) -> Result<(), PluginError> {
+        let Some(ncols) = self.cols.as_ref().map(|c| c.len()) else {
+            return Err(self.err(0, "a cost line before the `events:` line: expected the header (`events:` names the cost columns)"));
+        };
+        if self.func == NONE {
+            return Err(self.err(
+                0,
+                "a cost line before any `fn=`: expected the function the costs belong to",
+            ));
+        }
+        let npos = self.positions.len();
+        let mut pos = [0u64; 2];
+        let mut seen = 0;
+        self.row.iter_mut().for_each(|v| *v = 0);
+        for (at, tok) in tokens(line) {
+            if seen < npos {
+                let sub = whole_subposition(tok).ok_or_else(|| {
+                    self.err(
+                        at,
+                        format!(
+                            "expected a subposition (a number, 0x hex, +N, -N or *), found `{}`",
+                            show(tok)
+                        ),
+                    )
+                })?;
+                pos[seen] = self.resolve(seen, sub, at)?;
+                seen += 1;
+                continue;
+            }
+            let k = seen - npos;
+            if k >= ncols {
+                return Err(self.err(
+                    at,
+                    format!(
+                        "too many costs: `events:` names {ncols} event(s), this is cost {}",
+                        k + 1
+                    ),
+                ));
+            }
+            let v = whole_number(tok)
+                .filter(|&v| v <= i64::MAX as u64)
+                .ok_or_else(|| {
+                    self.err(
+                        at,
+                        format!(
+                            "expected a cost (decimal or 0x hex, below 2^63), found `{}`",
+                            show(tok)
+                        ),
+                    )
+                })?;
+            self.row[k] = v as i64;
+            seen += 1;
+        }
+        if seen < npos {
+            return Err(self.err(
+                line.len(),
+                format!("expected {npos} subposition(s) (`positions:` has {npos}), found {seen}"),
+            ));
+        }
+        self.last[..npos].copy_from_slice(&pos[..npos]);
+        let mut addr = NO_ADDRESS;
+        let mut line_no = 0u64;
+        for (k, kind) in self.positions.iter().enumerate() {
+            match kind {
+                PosKind::Instr => addr = pos[k],
+                PosKind::Line => line_no = pos[k],
+            }
+        }
+        if line_no >= u32::MAX as u64 {
+            return Err(self.err(
+                0,
+                format!(
+                    "line number {line_no} is too large (at most {})",
+                    u32::MAX - 1
+                ),
+            ));
+        }
+        let line_no = line_no as u32;
+        if !self.in_body {
+            self.in_body = true;
+            self.g.parts += 1;
+        }
+        match self.pending.take() {
+            Some((calls, _)) if calls > 0 => {
+                let key = (self.func, addr, line_no, self.callee);
+                let next = self.g.edges.len() as u32;
+                let e = *self.edge_index.entry(key).or_insert(next);
+                if e == next {
+                    self.g.edges.push(Edge {
+                        caller: self.func,
+                        addr: (addr != NO_ADDRESS).then_some(addr),
+                        line: line_no,
+                        callee: self.callee,
+                        calls: 0,
+                    });
+                    self.g.edge_costs.push_zero();
+                }
+                let edge = &mut self.g.edges[e as usize];
+                edge.calls = edge.calls.saturating_add(calls);
+                self.add_costs(true, e as usize)
+            }
+            _ => {
+                let key = (self.func, addr, line_no);
+                let next = self.g.selfs.len() as u32;
+                let s = *self.self_index.entry(key).or_insert(next);
+                if s == next {
+                    self.g.selfs.push(SelfCost {
+                        func: self.func,
+                        addr: (addr != NO_ADDRESS).then_some(addr),
+                        line: line_no,
+                    });
+                    self.g.self_costs.push_zero();
+                }
+                self.add_costs(false, s as usize)
+            }
+        }
+    }
+
+    fn add_costs(&mut self, edge: bool, row: usize) -> Result<(), PluginError> {
+        let Some(cols) = &self.cols else {
+            return Ok(());
+        };
+        let table = if edge {
+            &mut self.g.edge_costs
+        } else {
+            &mut self.g.self_costs
+        };
+        for (k, &col) in cols.iter().enumerate() {
+            if !table.add(row, col, self.row[k]) {
+                return Err(PluginError::invalid_input(
+                    "the sum of the costs at this position does not fit in 64 bits",
+                )
+                .at_offset(self.offset)
+                .at_line(self.line_no, 1));
+            }
+        }
+        Ok(())
+    }
+
+    /// A header line ends the previous part's body: positions and function state reset.
+    fn new_part(&mut self) {
+        if !self.in_body {
+            return;
+        }
+        self.in_body = false;
+        self.ob = NONE;
+        self.file = NONE;
+        self.fn_name = NONE;
+        self.fn_ob = NONE;
+        self.func = NONE;
+        self.primary = NONE;
+        self.cob = NONE;
+        self.cfi = NONE;
+        self.callee = NONE;
+        self.last = [0; 2];
+    }
+
+    fn header(&mut self, key: &[u8], v: &[u8], col: usize) -> Result<(), PluginError> {
+        let text = String::from_utf8_lossy(v).trim().to_string();
+        match key {
+            b"version" => {
+                let ok = whole_number(text.as_bytes()).is_some_and(|n| n < 2);
+                if !ok {
+                    return Err(self.err(
+                        col,
+                        format!("unsupported `version: {text}`: this reader knows version 1"),
+                    ));
+                }
+            }
+            b"creator" | b"cmd" => {
+                let k = if key == b"creator" { "creator" } else { "cmd" };
+                if !self.g.meta.iter().any(|(m, _)| m == k) {
+                    self.g.meta.push((k.to_string(), text));
+                }
+            }
+            b"pid" | b"thread" | b"part" => self.new_part(),
+            b"desc" => {}
+            b"positions" => {
+                self.new_part();
+                let mut kinds = Vec::new();
+                for (at, tok) in tokens(v) {
+                    let kind = match tok {
+                        b"instr" | b"addr" => PosKind::Instr,
+                        b"line" => PosKind::Line,
+                        _ => {
+                            return Err(self.err(
+                                col + at,
+                                format!(
+                                    "expected `instr` or `line` in `positions:`, found `{}`",
+                                    show(tok)
+                                ),
+                            ));
+                        }
+                    };
+                    if kinds.contains(&kind) || kinds.len() == 2 {
+                        return Err(self.err(col + at, "`positions:` names a subposition twice"));
+                    }
+                    kinds.push(kind);
+                }
+                if kinds.is_empty() {
+                    return Err(self.err(col, "`positions:` names no subposition: expected `line`, `instr` or `instr line`"));
+                }
+                if !self.g.meta.iter().any(|(m, _)| m == "positions") {
+                    self.g.meta.push(("positions".into(), text));
+                }
+                self.positions = kinds;
+            }
+            b"event" => {
+                // `event: NAME [= INHERITED] [: LONG NAME]`
+                let name_end = text
+                    .find(|c: char| c.is_whitespace() || c == '=' || c == ':')
+                    .unwrap_or(text.len());
+                let name = &text[..name_end];
+                if name.is_empty() {
+                    return Err(self.err(col, "expected an event name after `event:`"));
+                }
+                let rest = &text[name_end..];
+                if let Some(i) = rest.find(':') {
+                    let long = rest[i + 1..].trim();
+                    if !long.is_empty() && !rest[..i].contains('=') {
+                        self.long_names.push((name.to_string(), long.to_string()));
+                    }
+                }
+            }
+            b"events" => {
+                self.new_part();
+                let mut cols = Vec::new();
+                for (at, tok) in tokens(v) {
+                    let name = String::from_utf8_lossy(tok);
+                    let col_idx = match self.g.events.iter().position(|e| e.name == name) {
+                        Some(c) => c,
+                        None => {
+                            self.g.events.push(Event {
+                                name: name.into_owned(),
+                                long_name: None,
+                            });
+                            self.g.events.len() - 1
+                        }
+                    };
+                    if cols.contains(&col_idx) {
+                        return Err(self.err(
+                            col + at,
+                            format!("event `{}` is named twice in `events:`", show(tok)),
+                        ));
+                    }
+                    cols.push(col_idx);
+                }
+                if cols.is_empty() {
+                    return Err(self.err(
+                        col,
+                        "`events:` names no event: expected at least one event name",
+                    ));
+                }
+                let n = self.g.events.len();
+                self.g.self_costs.widen(n);
+                self.g.edge_costs.widen(n);
+                self.row = vec![0; cols.len()];
+                self.cols = Some(cols);
+            }
+            b"summary" | b"totals" => {
+                let Some(cols) = self.cols.clone() else {
+                    return Err(self.err(0, "`summary:`/`totals:` before the `events:` line"));
+                };
+                let mut sums = vec![0i64; self.g.events.len()];
+                for (k, (at, tok)) in tokens(v).enumerate() {
+                    if k >= cols.len() {
+                        return Err(self.err(
+                            col + at,
+                            format!("too many costs: `events:` names {} event(s)", cols.len()),
+                        ));
+                    }
+                    let n = whole_number(tok)
+                        .filter(|&n| n <= i64::MAX as u64)
+                        .ok_or_else(|| {
+                            self.err(
+                                col + at,
+                                format!("expected a cost (below 2^63), found `{}`", show(tok)),
+                            )
+                        })?;
+                    sums[cols[k]] = n as i64;
+                }
+                let target = if key == b"summary" {
+                    &mut self.g.summary
+                } else {
+                    &mut self.g.totals
+                };
+                let t = target.get_or_insert_with(Vec::new);
+                t.resize(sums.len(), 0);
+                for (a, b) in t.iter_mut().zip(&sums) {
+                    *a = a.saturating_add(*b);
+                }
+            }
+            _ => {
+                self.unknown_headers += 1;
+                if self.unknown_headers == 1 {
+                    self.cx.warn(&format!(
+                        "line {}: unknown header line `{}:` ignored (the format allows any `key: value` header)",
+                        self.line_no,
+                        show(key)
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads a callgrind file into its call graph.
+pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph, PluginError> {
+    let mut r = Reader {
+        g: Graph::default(),
+        cx,
+        names: HashMap::new(),
+        compressed: [HashMap::new(), HashMap::new(), HashMap::new()],
+        func_index: HashMap::new(),
+        self_index: HashMap::new(),
+        edge_index: HashMap::new(),
+        long_names: Vec::new(),
+        cols: None,
+        positions: vec![PosKind::Line],
+        last: [0; 2],
+        in_body: false,
+        ob: NONE,
+        file: NONE,
+        fn_name: NONE,
+        fn_ob: NONE,
+        func: NONE,
+        primary: NONE,
+        cob: NONE,
+        cfi: NONE,
+        callee: NONE,
+        pending: None,
+        line_no: 0,
+        offset: 0,
+        lead: 0,
+        row: Vec::new(),
+        redefined: 0,
+        zero_calls: 0,
+        unknown_headers: 0,
+    };
+    r.g.self_costs = Costs::default();
+    r.g.edge_costs = Costs::default();
+    for_each_line(input, |line, offset| r.line(line, offset))?;
+    if let Some((_, at)) = r.pending {
+        return Err(PluginError::invalid_input(format!(
+            "the input ends after the `calls=` at line {at}: its cost line (call site and inclusive costs) is missing"
+        ))
+        .at_line(at, 1));
+    }
+    if r.cols.is_none() {
+        return Err(PluginError::invalid_input(
+            "no `events:` line: a callgrind file must name its cost columns (`events: Ir ...`)",
+        )
+        .at_line(r.line_no.max(1), 1));
+    }
+    if r.redefined > 1 {
+        r.cx.warn(&format!(
+            "{} compressed names were redefined in all",
+            r.redefined
+        ));
+    }
+    if r.zero_calls > 0 {
+        r.cx.warn(&format!(
+            "{} `calls=0` line(s): no call; their cost lines were read as self cost, as callgrind_annotate does",
+            r.zero_calls
+        ));
+    }
+    let mut g = r.g;
+    for (name, long) in r.long_names {
+        if let Some(e) = g.events.iter_mut().find(|e| e.name == name) {
+            e.long_name = Some(long);
+        }
+    }
+    let total = g.self_total();
+    let n = g.events.len();
+    for sums in [&mut g.summary, &mut g.totals].into_iter().flatten() {
+        sums.resize(n, 0);
+    }
+    if let Some(t) = &g.totals {
+        if *t != total {
+            r.cx.warn(&format!(
+                "`totals:` says {t:?} but the self costs add up to {total:?}; the self costs are used"
+            ));
+        }
+    }
+    if let Some(s) = &g.summary {
+        if s.iter().zip(&total).any(|(s, t)| s < t) {
+            r.cx.warn(&format!(
+                "`summary:` {s:?} is below the sum of the self costs {total:?}"
+            ));
+        }
+    }
+    Ok(g)
+}
+
+/// Confidence that `head` is a callgrind file.
+pub fn sniff(head: &[u8]) -> u32 {
+    if head.starts_with(b"# callgrind format") {
+        return 100;
+    }
+    let (mut events, mut body, mut header) = (false, false, false);
+    for line in head.split(|&c| c == b'\n').take(256) {
+        let l = line.trim_ascii();
+        if l.starts_with(b"events:") {
+            events = true;
+        } else if l.starts_with(b"fn=") || l.starts_with(b"fl=") || l.starts_with(b"ob=") {
+            body = true;
+        } else if l.starts_with(b"version:")
+            || l.starts_with(b"creator:")
+            || l.starts_with(b"positions:")
+            || l.starts_with(b"cmd:")
+        {
+            header = true;
+        }
+    }
+    match (events, body, header) {
+        (true, true, _) => 90,
+        (true, false, true) => 60,
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn graph(text: &str) -> Result<Graph, PluginError> {
+        parse_graph(
+            &mut Input::from_slice(text.as_bytes()),
+            &mut Context::silent(),
+        )
+    }
+
+    fn graph_streaming(text: &str) -> Result<Graph, PluginError> {
+        let mut r = text.as_bytes();
+        parse_graph(&mut Input::from_reader(&mut r), &mut Context::silent())
+    }
+
+    #[test]
+    fn numbers_and_subpositions() {
+        assert_eq!(whole_number(b"0x1f"), Some(31));
+        assert_eq!(whole_number(b"42"), Some(42));
+        assert_eq!(whole_number(b"18446744073709551616"), None);
+        assert_eq!(whole_number(b"4x"), None);
+        assert_eq!(whole_subposition(b"*"), Some(Sub::Same));
+        assert_eq!(whole_subposition(b"+3"), Some(Sub::Plus(3)));
+        assert_eq!(whole_subposition(b"-0x10"), Some(Sub::Minus(16)));
+        assert_eq!(whole_subposition(b"+"), None);
+    }
+
+    #[test]
+    fn spec_example_with_compression() {
+        let text = "# callgrind format\nevents: Instructions\n\nfl=(1) file1.c\nfn=(1) main\n16 20\ncfn=(2) func1\ncalls=1 50\n16 400\ncfi=(2) file2.c\ncfn=(3) func2\ncalls=3 20\n16 400\n\nfn=(2)\n51 100\ncfi=(2)\ncfn=(3)\ncalls=2 20\n51 300\n\nfl=(2)\nfn=(3)\n20 700\n";
+        for g in [graph(text).unwrap(), graph_streaming(text).unwrap()] {
+            assert_eq!(g.funcs.len(), 3);
+            assert_eq!(g.self_total(), vec![820]);
+            let names: Vec<String> = (0..3).map(|f| g.annotate_name(f)).collect();
+            assert_eq!(names, ["file1.c:main", "file1.c:func1", "file2.c:func2"]);
+            assert_eq!(g.edges.len(), 3);
+            assert_eq!(g.edges[1].calls, 3);
+            assert_eq!(g.edge_costs.row(2), &[300]);
+        }
+    }
+
+    #[test]
+    fn relative_positions_and_calls_targets() {
+        let g = graph("positions: instr line\nevents: Ir\nfn=f\n0x10 5 1\n+2 * 1\ncfn=g\ncalls=1 0x20 +7\n* -1 4\n").unwrap();
+        assert_eq!(g.selfs[1].addr, Some(0x12));
+        assert_eq!(g.selfs[1].line, 5);
+        // The calls= target (0x20, 12) does not move the previous position: * is 0x12, -1 is 4.
+        assert_eq!(g.edges[0].addr, Some(0x12));
+        assert_eq!(g.edges[0].line, 4);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let cases: &[(&str, &str, u64)] = &[
+            ("events: A\nfn=f\n1 2\nbogus\n", "unknown line", 4),
+            ("events: A\nfn=f\nxx=1\n", "unknown position line", 3),
+            (
+                "events: A\nfn=f\ncfn=g\ncalls=1 2\nfn=h\n",
+                "expected the cost line",
+                5,
+            ),
+            ("events: A\nfn=f\ncfn=g\ncalls=1 2\n", "its cost line", 4),
+            ("events: A\nfn=(3)\n", "undefined compressed name (3)", 2),
+            ("events: A\nfn=f\n1 2x\n", "expected a cost", 3),
+            ("events: A\nfn=f\n1 2 3\n", "too many costs", 3),
+            ("events: A\nfn=f\n1 2\n-5 1\n", "goes below 0", 4),
+            ("events: A\nfn=f\ncalls=1 2\n", "without a `cfn=`", 3),
+            ("fn=f\n1 2\n", "before the `events:` line", 2),
+            ("events: A\n1 2\n", "before any `fn=`", 2),
+            ("version: 2\nevents: A\n", "unsupported", 1),
+            ("", "no `events:` line", 1),
+            (
+                "events: A\nfn=f\n1 99999999999999999999\n",
+                "expected a cost",
+                3,
+            ),
+            ("events: A\nfn=(1\n", "not closed", 2),
+        ];
+        for (text, want, line) in cases {
+            let e = graph(text).unwrap_err();
+            assert!(e.message.contains(want), "{text:?}: {e}");
+            assert_eq!(e.line, Some(*line), "{text:?}: {e}");
+            assert_eq!(graph_streaming(text).unwrap_err(), e);
+        }
+    }
+
+    #[test]
+    fn sniffing() {
+        assert_eq!(sniff(b"# callgrind format\nversion: 1\n"), 100);
+        assert_eq!(sniff(b"events: Ir\nfl=a.c\nfn=main\n1 2\n"), 90);
+        assert_eq!(sniff(b"main;a 1\nmain;b 2\n"), 0);
+    }
+}
