@@ -164,7 +164,10 @@ fn usage_errors_list_what_is_known() {
     let out = run(&["convert", input.to_str().unwrap(), "--to", "nosuch"]);
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
-    assert!(err.contains("available: ") && err.contains("folded"), "{err}");
+    assert!(
+        err.contains("available: ") && err.contains("folded"),
+        "{err}"
+    );
     let out = run(&["tree", input.to_str().unwrap(), "--value", "ticks"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("samples"));
@@ -288,7 +291,10 @@ fn the_install_script_gives_a_profconv_that_finds_every_plugin() {
     let profile = target.file_name().unwrap().to_str().unwrap().to_string();
     let prefix = tmp();
     let status = Command::new("bash")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/install.sh"))
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../scripts/install.sh"
+        ))
         .arg(prefix.path())
         .args(["--profile", &profile, "--no-build"])
         .env("CARGO_TARGET_DIR", target.parent().unwrap())
@@ -303,8 +309,18 @@ fn the_install_script_gives_a_profconv_that_finds_every_plugin() {
         .unwrap();
     let s = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    for plugin in ["folded", "pvm", "deep", "callgrind", "flamegraph", "firefox"] {
-        assert!(s.contains(&format!("plugin {plugin} ")), "{plugin} missing: {s}");
+    for plugin in [
+        "folded",
+        "pvm",
+        "deep",
+        "callgrind",
+        "flamegraph",
+        "firefox",
+    ] {
+        assert!(
+            s.contains(&format!("plugin {plugin} ")),
+            "{plugin} missing: {s}"
+        );
     }
     assert!(s.contains("[installed plugins]"), "{s}");
     assert!(!s.contains("testplugin") && !s.contains("ancient"), "{s}");
