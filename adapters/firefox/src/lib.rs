@@ -1,12 +1,87 @@
-//! Firefox Profiler (gzipped processed JSON) and speedscope JSON emitters.
+//! Emitters for two profile viewers:
+//!
+//! * [`Firefox`] (`firefox`, `*.json.gz`): the Firefox Profiler's **processed** profile format,
+//!   pinned at version 55, gzip-compressed with a fixed header (no mtime) and a fixed level. Open
+//!   it at profiler.firefox.com ("Load a profile from file", or drag and drop).
+//! * [`Speedscope`] (`speedscope`, `*.speedscope.json`): speedscope's JSON file format; evented
+//!   profiles for ordered traces with exact calls, sampled profiles otherwise.
+//!
+//! Both write one thread (profile) per IR thread, take the sample weight from `-O value=NAME` or
+//! the first `Weight` column, and produce the same bytes for the same input every time.
+//! See `docs/formats/firefox.md`.
 
-use profconv_plugin::Format;
+mod categories;
+pub mod check;
+mod common;
+mod firefox;
+mod speedscope;
 
-/// The firefox format.
+pub use categories::{Categories, Category, ModuleClass, categorize, mercury_module_class};
+pub use common::{DEFAULT_THREAD_NAME, weight_column};
+pub use firefox::{
+    FirefoxOptions, GECKO_VERSION, GZIP_LEVEL, INTERVAL_MS, PROCESSED_PROFILE_VERSION,
+    emit_firefox, firefox_json_pretty,
+};
+pub use speedscope::{SCHEMA, SpeedscopeOptions, emit_speedscope, speedscope_json_pretty};
+
+use profconv_plugin::ir::ProfileRef;
+use profconv_plugin::{Context, Format, OptionDesc, Options, Output, PluginError};
+
+/// The Firefox Profiler format (emit only).
 pub struct Firefox;
 
 impl Format for Firefox {
     const ID: &'static str = "firefox";
     const DESCRIPTION: &'static str =
-        "Firefox Profiler (gzipped processed JSON) and speedscope JSON emitters (in progress)";
+        "Firefox Profiler processed profile (version 55), gzip-compressed JSON (emit only)";
+    const EXTENSIONS: &'static str = "json.gz";
+    const OPTIONS: &'static [OptionDesc] = &[OptionDesc::string(
+        "value",
+        "",
+        "emit: the value type used as the sample weight (default: the first weight)",
+    )];
+    const CAN_EMIT: bool = true;
+
+    fn emit(
+        profile: &ProfileRef<'_>,
+        output: &mut Output<'_>,
+        options: &Options,
+        cx: &mut Context<'_>,
+    ) -> Result<(), PluginError> {
+        let opts = FirefoxOptions {
+            value: options.get("value"),
+        };
+        emit_firefox(profile, output, opts, cx)
+    }
 }
+
+/// speedscope's JSON format (emit only).
+pub struct Speedscope;
+
+impl Format for Speedscope {
+    const ID: &'static str = "speedscope";
+    const DESCRIPTION: &'static str =
+        "speedscope JSON (evented for traces with exact calls, else sampled; emit only)";
+    const EXTENSIONS: &'static str = "speedscope.json";
+    const OPTIONS: &'static [OptionDesc] = &[OptionDesc::string(
+        "value",
+        "",
+        "emit: the value type used as the weight (default: the first weight)",
+    )];
+    const CAN_EMIT: bool = true;
+
+    fn emit(
+        profile: &ProfileRef<'_>,
+        output: &mut Output<'_>,
+        options: &Options,
+        cx: &mut Context<'_>,
+    ) -> Result<(), PluginError> {
+        let opts = SpeedscopeOptions {
+            value: options.get("value"),
+        };
+        emit_speedscope(profile, output, opts, cx)
+    }
+}
+
+#[cfg(test)]
+mod tests;

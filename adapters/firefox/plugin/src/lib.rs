@@ -3,5 +3,5 @@
 profconv_plugin::export_plugin!(
     name: "firefox",
     version: env!("CARGO_PKG_VERSION"),
-    formats: [profconv_firefox::Firefox],
+    formats: [profconv_firefox::Firefox, profconv_firefox::Speedscope],
 );

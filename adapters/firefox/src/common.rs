@@ -1,0 +1,319 @@
+//! What both emitters share: the choice of the weight column, units, the time axis, samples per
+//! thread, the depth-first order of stacks and aggregation per stack.
+
+use profconv_plugin::PluginError;
+use profconv_plugin::ir::{IrError, NONE, ProfileRef, ValueKind};
+use serde::{Serialize, Serializer};
+
+/// Name of the one thread written for a profile without threads.
+pub const DEFAULT_THREAD_NAME: &str = "Main";
+
+/// A JSON number: an exact integer, an unsigned integer (addresses) or a float.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Num {
+    /// An integer, written exactly.
+    I(i64),
+    /// An unsigned integer (code addresses), written exactly.
+    U(u64),
+    /// A fraction, written as the shortest decimal that reads back to the same `f64`.
+    F(f64),
+}
+
+impl Serialize for Num {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Num::I(v) => s.serialize_i64(v),
+            Num::U(v) => s.serialize_u64(v),
+            Num::F(v) => s.serialize_f64(v),
+        }
+    }
+}
+
+/// A column of `n` copies of one value, written without storing them.
+pub struct Fill<T>(pub T, pub usize);
+
+impl<T: Serialize> Serialize for Fill<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.1))?;
+        for _ in 0..self.1 {
+            seq.serialize_element(&self.0)?;
+        }
+        seq.end()
+    }
+}
+
+/// Largest integer a JavaScript number holds exactly (2^53).
+const JS_EXACT: i128 = 1 << 53;
+
+/// `v × 10^exp10` as a JSON number: an integer when it is one (and fits), else a float computed
+/// with one correctly rounded division or multiplication.
+pub fn scaled(v: i128, exp10: i32) -> Num {
+    if exp10 >= 0 {
+        if let Some(x) = 10i128
+            .checked_pow(exp10 as u32)
+            .and_then(|m| v.checked_mul(m))
+        {
+            if let Ok(i) = i64::try_from(x) {
+                return Num::I(i);
+            }
+        }
+        return Num::F(v as f64 * 10f64.powi(exp10));
+    }
+    let d = 10i128
+        .checked_pow(exp10.unsigned_abs())
+        .unwrap_or(i128::MAX);
+    if v % d == 0 {
+        if let Ok(i) = i64::try_from(v / d) {
+            return Num::I(i);
+        }
+    }
+    let x = v as f64 / d as f64;
+    if x.fract() == 0.0 && (x as i128).abs() < JS_EXACT {
+        Num::I(x as i64)
+    } else {
+        Num::F(x)
+    }
+}
+
+/// What a unit measures, as far as the viewers care.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnitKind {
+    /// A duration; `exp10` converts it to milliseconds (ns: -6, µs: -3, ms: 0, s: 3).
+    Time {
+        /// Power of ten from this unit to milliseconds.
+        exp10_to_ms: i32,
+        /// speedscope's name of the unit.
+        speedscope: &'static str,
+    },
+    /// Bytes (allocation sizes).
+    Bytes,
+    /// Anything else: sample counts, ticks, instructions, calls.
+    Other,
+}
+
+/// The kind of a unit name (`nanoseconds`, `ns`, `bytes`, `ticks`, ...).
+pub fn unit_kind(unit: &str) -> UnitKind {
+    let t = |exp10_to_ms, speedscope| UnitKind::Time {
+        exp10_to_ms,
+        speedscope,
+    };
+    match unit.to_ascii_lowercase().as_str() {
+        "ns" | "nanosecond" | "nanoseconds" | "nsec" => t(-6, "nanoseconds"),
+        "us" | "µs" | "microsecond" | "microseconds" | "usec" => t(-3, "microseconds"),
+        "ms" | "millisecond" | "milliseconds" | "msec" => t(0, "milliseconds"),
+        "s" | "sec" | "second" | "seconds" => t(3, "seconds"),
+        "b" | "byte" | "bytes" => UnitKind::Bytes,
+        _ => UnitKind::Other,
+    }
+}
+
+/// The value column written as the sample weight: `-O value=NAME`, else the first `Weight`
+/// column, else the first column; `None` when the profile has no value column (every sample then
+/// weighs 1).
+pub fn weight_column(
+    p: &ProfileRef<'_>,
+    value: Option<&str>,
+) -> Result<Option<usize>, PluginError> {
+    match value.filter(|v| !v.is_empty()) {
+        Some(name) => p.value_type_index(name).map(Some).ok_or_else(|| {
+            let known: Vec<&str> = (0..p.value_types.len())
+                .map(|i| p.value_type_name(i))
+                .collect();
+            PluginError::bad_option(format!(
+                "no value type '{name}' in this profile (it has: {})",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ))
+        }),
+        None => Ok(p
+            .default_weight()
+            .or((!p.value_types.is_empty()).then_some(0))),
+    }
+}
+
+/// The clock of the sample times of an ordered profile: the column the `time_unit` metadata
+/// names (by column name or unit), else the first `Weight` column. Its values are each sample's
+/// duration.
+pub fn time_column(p: &ProfileRef<'_>) -> Option<usize> {
+    let by_meta = p.meta("time_unit").and_then(|u| {
+        let kind = unit_kind(u);
+        (0..p.value_types.len()).find(|&i| {
+            p.value_type_name(i) == u
+                || p.value_type_unit(i) == u
+                || (kind != UnitKind::Other && unit_kind(p.value_type_unit(i)) == kind)
+        })
+    });
+    by_meta.or_else(|| p.default_weight())
+}
+
+/// Sample indices of each output thread: one list per IR thread, or one list with every sample
+/// when the profile has no threads.
+pub fn samples_by_thread(p: &ProfileRef<'_>) -> Vec<Vec<u32>> {
+    let n = p.n_samples();
+    if p.n_threads() <= 1 {
+        return vec![(0..n as u32).collect()];
+    }
+    let mut lists = vec![Vec::new(); p.n_threads()];
+    for i in 0..n {
+        let t = p.sample_thread_of(i) as usize;
+        // `validate` guarantees the index; a bad one goes to the first thread rather than panic.
+        let t = if t < lists.len() { t } else { 0 };
+        lists[t].push(i as u32);
+    }
+    lists
+}
+
+/// The name of output thread `t`.
+pub fn thread_name<'p>(p: &ProfileRef<'p>, t: usize) -> &'p str {
+    match p.thread_name.get(t) {
+        Some(&s) => p.strings.get(s),
+        None => DEFAULT_THREAD_NAME,
+    }
+}
+
+/// Position of each stack in a depth-first walk of the stack tree with siblings by function
+/// name (bytewise; ties by frame, then first-seen): the order of a flame graph, so every
+/// subtree's samples are contiguous. One pass to link children, one walk; no recursion, no
+/// hashing.
+pub fn stack_rank(p: &ProfileRef<'_>) -> Vec<u32> {
+    let n = p.n_stacks();
+    let mut first_child = vec![NONE; n];
+    let mut next_sibling = vec![NONE; n];
+    let mut roots = Vec::new();
+    // Linked in reverse so each list ends up in first-seen order.
+    for i in (0..n).rev() {
+        match p.stack_prefix[i] {
+            NONE => roots.push(i as u32),
+            pre => {
+                next_sibling[i] = first_child[pre as usize];
+                first_child[pre as usize] = i as u32;
+            }
+        }
+    }
+    // Funcs ranked by name once, so sibling sorts compare integers.
+    let mut funcs: Vec<u32> = (0..p.n_funcs() as u32).collect();
+    funcs.sort_by(|&a, &b| {
+        p.func_name_str(a)
+            .as_bytes()
+            .cmp(p.func_name_str(b).as_bytes())
+            .then(a.cmp(&b))
+    });
+    let mut func_rank = vec![0u32; funcs.len()];
+    for (r, &f) in funcs.iter().enumerate() {
+        func_rank[f as usize] = r as u32;
+    }
+    let key = |s: &u32| {
+        let frame = p.stack_frame[*s as usize];
+        (func_rank[p.frame_func[frame as usize] as usize], frame, *s)
+    };
+    let by_name = |a: &u32, b: &u32| key(a).cmp(&key(b));
+    let mut rank = vec![0u32; n];
+    roots.sort_by(by_name);
+    roots.reverse();
+    let mut todo = roots;
+    let mut kids = Vec::new();
+    let mut next = 0u32;
+    while let Some(s) = todo.pop() {
+        rank[s as usize] = next;
+        next += 1;
+        kids.clear();
+        let mut c = first_child[s as usize];
+        while c != NONE {
+            kids.push(c);
+            c = next_sibling[c as usize];
+        }
+        if kids.len() > 1 {
+            kids.sort_by(by_name);
+        }
+        todo.extend(kids.iter().rev());
+    }
+    rank
+}
+
+/// Sums of one thread's samples per stack, sorted in depth-first order ([`stack_rank`]): one
+/// row per distinct stack with its self value (`col`'s values, or the number of samples without
+/// a column). Scratch `acc` has one slot per stack, all `NONE`, and is left so.
+pub fn aggregate_per_stack(
+    p: &ProfileRef<'_>,
+    samples: &[u32],
+    col: Option<usize>,
+    rank: &[u32],
+    acc: &mut [u32],
+) -> Result<Vec<(u32, i64)>, PluginError> {
+    let mut rows: Vec<(u32, i64)> = Vec::new();
+    for &i in samples {
+        let i = i as usize;
+        let s = p.sample_stack[i];
+        let v = col.map_or(1, |c| p.sample_values[c][i]);
+        let slot = &mut acc[s as usize];
+        if *slot == NONE {
+            *slot = rows.len() as u32;
+            rows.push((s, v));
+        } else {
+            let cell = &mut rows[*slot as usize].1;
+            *cell = cell.checked_add(v).ok_or_else(|| {
+                PluginError::from(IrError::Overflow(format!(
+                    "{cell} + {v} does not fit in 64 bits"
+                )))
+            })?;
+        }
+    }
+    for &(s, _) in &rows {
+        acc[s as usize] = NONE;
+    }
+    rows.sort_unstable_by_key(|&(s, _)| rank[s as usize]);
+    Ok(rows)
+}
+
+/// True when value column `col` is a `Count` (never summed into parents).
+pub fn is_count(p: &ProfileRef<'_>, col: usize) -> bool {
+    p.value_types[col].kind == ValueKind::Count
+}
+
+/// The `calls` column of a profile with exact call counts.
+pub fn calls_column(p: &ProfileRef<'_>) -> Option<usize> {
+    p.value_type_index("calls").filter(|&c| is_count(p, c))
+}
+
+/// Product name for viewers: `profconv (SOURCE_FORMAT)`, from the `source_format` metadata.
+pub fn product_name(p: &ProfileRef<'_>) -> String {
+    match p.meta("source_format").filter(|s| !s.is_empty()) {
+        Some(f) => format!("profconv ({f})"),
+        None => "profconv".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scaled_numbers_are_integers_when_they_can_be() {
+        assert_eq!(scaled(1500, -6), Num::F(0.0015));
+        assert_eq!(scaled(3_000_000, -6), Num::I(3));
+        assert_eq!(scaled(7, 0), Num::I(7));
+        assert_eq!(scaled(7, 3), Num::I(7000));
+        assert_eq!(scaled(3123, -2), Num::F(31.23));
+        assert_eq!(scaled(i64::MAX as i128, 0), Num::I(i64::MAX));
+        assert_eq!(scaled(-5, -1), Num::F(-0.5));
+        assert!(matches!(scaled(i64::MAX as i128, 3), Num::F(_)));
+    }
+
+    #[test]
+    fn units() {
+        assert_eq!(
+            unit_kind("nanoseconds"),
+            UnitKind::Time {
+                exp10_to_ms: -6,
+                speedscope: "nanoseconds"
+            }
+        );
+        assert_eq!(unit_kind("bytes"), UnitKind::Bytes);
+        assert_eq!(unit_kind("ticks"), UnitKind::Other);
+        assert_eq!(unit_kind("count"), UnitKind::Other);
+    }
+}

@@ -1,0 +1,309 @@
+//! speedscope's JSON file format (`https://www.speedscope.app/file-format-schema.json`).
+//!
+//! * `shared.frames`: one frame per IR func (name, `file`, `line` where known), so speedscope's
+//!   call tree merges exactly what profconv's does.
+//! * One profile per IR thread (or one for a profile without threads), named after it.
+//! * An ordered trace with exact calls (a `calls` count column) becomes an **evented** profile:
+//!   open (`O`) and close (`C`) events rebuilt from the time-ordered samples, a new call wherever a
+//!   sample starts one, so back-to-back calls of one function stay apart.
+//! * Anything else becomes a **sampled** profile: for an ordered profile, one sample per IR sample
+//!   in time order; for an aggregated one, one sample per distinct stack with its self value, in
+//!   depth-first order with siblings by name.
+
+use crate::common::{
+    Num, UnitKind, aggregate_per_stack, calls_column, product_name, samples_by_thread, scaled,
+    stack_rank, thread_name, time_column, unit_kind, weight_column,
+};
+use profconv_plugin::ir::{NONE, ProfileRef};
+use profconv_plugin::{Context, PluginError};
+use serde::ser::SerializeSeq;
+use serde::{Serialize, Serializer};
+use std::io::{BufWriter, Write};
+
+/// The schema URL speedscope recognises the format by.
+pub const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
+
+/// What the emitter was asked for.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SpeedscopeOptions<'a> {
+    /// The value type written as the weight (default: the first weight).
+    pub value: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct File<'r, 'p> {
+    #[serde(rename = "$schema")]
+    schema: &'static str,
+    shared: Shared<'p>,
+    profiles: Vec<Profile<'r, 'p>>,
+    name: String,
+    #[serde(rename = "activeProfileIndex")]
+    active_profile_index: u32,
+    exporter: &'static str,
+}
+
+#[derive(Serialize)]
+struct Shared<'p> {
+    frames: Vec<Frame<'p>>,
+}
+
+#[derive(Serialize)]
+struct Frame<'p> {
+    name: &'p str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<&'p str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<u32>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Profile<'r, 'p> {
+    Evented(Evented<'p>),
+    Sampled(Sampled<'r, 'p>),
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Evented<'p> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'p str,
+    unit: &'static str,
+    start_value: Num,
+    end_value: Num,
+    events: Vec<Event>,
+}
+
+#[derive(Serialize)]
+struct Event {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    frame: u32,
+    at: Num,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Sampled<'r, 'p> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'p str,
+    unit: &'static str,
+    start_value: Num,
+    end_value: Num,
+    samples: Stacks<'r, 'p>,
+    weights: Vec<Num>,
+}
+
+/// Each sample's stack as frame (func) indices, root first, written from the IR's stack table
+/// without storing it.
+struct Stacks<'r, 'p> {
+    p: &'r ProfileRef<'p>,
+    stacks: Vec<u32>,
+}
+
+impl Serialize for Stacks<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.stacks.len()))?;
+        let mut path = Vec::new();
+        for &stack in &self.stacks {
+            func_path(self.p, stack, &mut path);
+            seq.serialize_element(&path)?;
+        }
+        seq.end()
+    }
+}
+
+/// The funcs of `stack` from the root (iteratively).
+fn func_path(p: &ProfileRef<'_>, stack: u32, path: &mut Vec<u32>) {
+    path.clear();
+    let mut s = stack;
+    while s != NONE {
+        path.push(p.stack_func(s));
+        s = p.stack_prefix[s as usize];
+    }
+    path.reverse();
+}
+
+/// speedscope's unit for an IR unit.
+fn speedscope_unit(unit: &str) -> &'static str {
+    match unit_kind(unit) {
+        UnitKind::Time { speedscope, .. } => speedscope,
+        UnitKind::Bytes => "bytes",
+        UnitKind::Other => "none",
+    }
+}
+
+/// Writes `p` as a speedscope JSON file.
+pub fn emit_speedscope(
+    p: &ProfileRef<'_>,
+    out: &mut impl Write,
+    opts: SpeedscopeOptions<'_>,
+    cx: &mut Context<'_>,
+) -> Result<(), PluginError> {
+    let file = build_file(p, opts, cx)?;
+    let mut w = BufWriter::with_capacity(1 << 17, out);
+    serde_json::to_writer(&mut w, &file).map_err(|e| {
+        if e.is_io() {
+            PluginError::from(std::io::Error::from(e))
+        } else {
+            PluginError::internal(format!("cannot serialize the profile: {e}"))
+        }
+    })?;
+    w.flush()?;
+    Ok(())
+}
+
+/// The speedscope JSON, pretty-printed (for tests and inspection).
+pub fn speedscope_json_pretty(
+    p: &ProfileRef<'_>,
+    opts: SpeedscopeOptions<'_>,
+    cx: &mut Context<'_>,
+) -> Result<String, PluginError> {
+    let file = build_file(p, opts, cx)?;
+    serde_json::to_string_pretty(&file)
+        .map_err(|e| PluginError::internal(format!("cannot serialize the profile: {e}")))
+}
+
+fn build_file<'r, 'p>(
+    p: &'r ProfileRef<'p>,
+    opts: SpeedscopeOptions<'_>,
+    cx: &mut Context<'_>,
+) -> Result<File<'r, 'p>, PluginError> {
+    let col = weight_column(p, opts.value)?;
+    let (unit, decimals) = match col {
+        Some(c) => (
+            speedscope_unit(p.value_type_unit(c)),
+            p.value_types[c].decimals,
+        ),
+        None => ("none", 0),
+    };
+    let value = |i: usize| col.map_or(1, |c| p.sample_values[c][i]);
+    let num = |v: i128| scaled(v, -(decimals as i32));
+    let frames = (0..p.n_funcs())
+        .map(|f| Frame {
+            name: p.func_name_str(f as u32),
+            file: (p.func_file[f] != NONE).then(|| p.strings.get(p.func_file[f])),
+            line: (p.func_line[f] != NONE).then_some(p.func_line[f]),
+        })
+        .collect();
+    let calls = calls_column(p);
+    let evented = p.is_ordered() && calls.is_some();
+    // The sample times are usable for events when they are in the weight's own clock.
+    let times = p
+        .sample_time
+        .filter(|_| col.is_some() && col == time_column(p));
+    let rank = (!p.is_ordered()).then(|| stack_rank(p));
+    let mut acc = vec![NONE; if rank.is_some() { p.n_stacks() } else { 0 }];
+    let mut dropped = 0usize;
+    let mut profiles = Vec::new();
+    for (t, samples) in samples_by_thread(p).iter().enumerate() {
+        let name = thread_name(p, t);
+        if let (true, Some(calls)) = (evented, calls) {
+            let times = times.filter(|t| {
+                samples
+                    .windows(2)
+                    .all(|w| t[w[0] as usize] <= t[w[1] as usize])
+            });
+            let mut events = Vec::new();
+            let mut open: Vec<u32> = Vec::new();
+            let mut chain: Vec<u32> = Vec::new();
+            let mut prev_end: Option<i128> = None;
+            let mut running: i128 = 0;
+            let mut first: Option<i128> = None;
+            // Open calls by func, from the root: the call node is the func path.
+            let close_to = |open: &mut Vec<u32>, keep: usize, at: i128, ev: &mut Vec<Event>| {
+                while open.len() > keep {
+                    let f = open.pop().unwrap_or(NONE);
+                    ev.push(Event {
+                        kind: "C",
+                        frame: f,
+                        at: num(at),
+                    });
+                }
+            };
+            for &i in samples {
+                let i = i as usize;
+                let start = times.map_or(running, |t| t[i] as i128);
+                first.get_or_insert(start);
+                if prev_end.is_some_and(|e| start > e) {
+                    close_to(&mut open, 0, prev_end.unwrap_or(start), &mut events);
+                }
+                func_path(p, p.sample_stack[i], &mut chain);
+                let mut keep = open.iter().zip(&chain).take_while(|(a, b)| a == b).count();
+                if p.sample_values[calls][i] > 0 && keep == chain.len() {
+                    keep -= 1; // a new call of the function already open here
+                }
+                close_to(&mut open, keep, start, &mut events);
+                for &f in &chain[keep..] {
+                    events.push(Event {
+                        kind: "O",
+                        frame: f,
+                        at: num(start),
+                    });
+                    open.push(f);
+                }
+                let end = start + (value(i) as i128).abs();
+                prev_end = Some(end);
+                running = end;
+            }
+            let end = prev_end.unwrap_or(0);
+            close_to(&mut open, 0, end, &mut events);
+            profiles.push(Profile::Evented(Evented {
+                kind: "evented",
+                name,
+                unit,
+                start_value: num(first.unwrap_or(0)),
+                end_value: num(end),
+                events,
+            }));
+            continue;
+        }
+        let rows: Vec<(u32, i64)> = match &rank {
+            // Aggregated: per stack (call node), in depth-first order.
+            Some(rank) => aggregate_per_stack(p, samples, col, rank, &mut acc)?,
+            // Ordered: every sample, in time order.
+            None => samples
+                .iter()
+                .map(|&i| (p.sample_stack[i as usize], value(i as usize)))
+                .collect(),
+        };
+        let mut stacks = Vec::with_capacity(rows.len());
+        let mut weights = Vec::with_capacity(rows.len());
+        let mut total: i128 = 0;
+        for (stack, v) in rows {
+            if v < 0 {
+                dropped += 1;
+            }
+            if v <= 0 {
+                continue;
+            }
+            stacks.push(stack);
+            weights.push(num(v as i128));
+            total += v as i128;
+        }
+        profiles.push(Profile::Sampled(Sampled {
+            kind: "sampled",
+            name,
+            unit,
+            start_value: Num::I(0),
+            end_value: num(total),
+            samples: Stacks { p, stacks },
+            weights,
+        }));
+    }
+    if dropped > 0 {
+        cx.warn(&format!(
+            "speedscope cannot show negative weights: {dropped} samples left out"
+        ));
+    }
+    Ok(File {
+        schema: SCHEMA,
+        shared: Shared { frames },
+        profiles,
+        name: product_name(p),
+        active_profile_index: 0,
+        exporter: concat!("profconv ", env!("CARGO_PKG_VERSION")),
+    })
+}

@@ -1,0 +1,531 @@
+//! Unit tests of both emitters on small profiles built in code.
+
+use crate::check::{TreeNode, check_firefox, check_speedscope, gunzip, tree_text};
+use crate::{Firefox, Speedscope};
+use profconv_plugin::ir::{Profile, ProfileBuilder, TraceBuilder, ValueKind, flags};
+use profconv_plugin::{Context, Format, Options, Output, PluginError, Status};
+use serde_json::Value;
+use std::io::Write;
+
+fn emit<F: Format>(p: &Profile, options: &[(&str, &str)]) -> Result<Vec<u8>, PluginError> {
+    let opts = Options::new(
+        options
+            .iter()
+            .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+            .collect(),
+    );
+    let mut buf = Vec::new();
+    {
+        let mut out = Output::from_writer(&mut buf);
+        F::emit(&p.view(), &mut out, &opts, &mut Context::silent())?;
+        out.flush()?;
+    }
+    Ok(buf)
+}
+
+fn firefox(p: &Profile, options: &[(&str, &str)]) -> (Vec<u8>, Value) {
+    let gz = emit::<Firefox>(p, options).expect("firefox emit");
+    assert_eq!(&gz[..4], &[0x1f, 0x8b, 0x08, 0x00], "gzip magic, no flags");
+    assert_eq!(&gz[4..8], &[0, 0, 0, 0], "no mtime");
+    let json = gunzip(&gz).expect("gunzip");
+    check_firefox(&json).unwrap_or_else(|e| panic!("invalid Firefox profile: {e}"));
+    (json.clone(), serde_json::from_slice(&json).expect("json"))
+}
+
+fn speedscope(p: &Profile, options: &[(&str, &str)]) -> (Vec<u8>, Value) {
+    let json = emit::<Speedscope>(p, options).expect("speedscope emit");
+    check_speedscope(&json).unwrap_or_else(|e| panic!("invalid speedscope file: {e}"));
+    (json.clone(), serde_json::from_slice(&json).expect("json"))
+}
+
+fn seed_001() -> Profile {
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("samples", "count", ValueKind::Weight);
+    b.add_meta("source_format", "folded");
+    for s in ["A;B;C;D;E", "A;B;C;F;G", "A;B;H;F"] {
+        let names: Vec<&str> = s.split(';').collect();
+        b.add_stack(&names, &[1]).unwrap();
+    }
+    b.finish()
+}
+
+/// Seed 000's example: f 0..160, g 10..100, h 30..60, with ticks and exact calls.
+fn seed_000(ordered: bool) -> Profile {
+    let mut b = ProfileBuilder::new();
+    let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);
+    let calls = b.add_value_type("calls", "count", ValueKind::Count);
+    let mut t = TraceBuilder::new(&b, vec![ticks], Some(calls), ordered);
+    let fr = |b: &mut ProfileBuilder, n: &str| {
+        let f = b.func(n);
+        b.frame(f)
+    };
+    let (f, g, h) = (fr(&mut b, "f"), fr(&mut b, "g"), fr(&mut b, "h"));
+    t.enter(&mut b, f, &[0]).unwrap();
+    t.enter(&mut b, g, &[10]).unwrap();
+    t.enter(&mut b, h, &[30]).unwrap();
+    t.exit(&mut b, &[60]).unwrap();
+    t.exit(&mut b, &[100]).unwrap();
+    t.exit(&mut b, &[160]).unwrap();
+    if ordered {
+        b.set_flags(flags::ORDERED);
+        b.add_meta("time_unit", "ticks");
+    }
+    b.add_meta("source_format", "pvm");
+    b.finish()
+}
+
+fn node(path: &str, self_value: f64, total: f64) -> TreeNode {
+    TreeNode {
+        path: path.split(';').map(str::to_string).collect(),
+        self_value,
+        total,
+    }
+}
+
+fn thread(v: &Value, i: usize) -> &Value {
+    &v["threads"][i]
+}
+
+fn ints(v: &Value) -> Vec<i64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_i64().unwrap_or(-999))
+        .collect()
+}
+
+#[test]
+fn seed_001_firefox_tree_and_structure() {
+    let (json, v) = firefox(&seed_001(), &[]);
+    let s = check_firefox(&json).unwrap();
+    assert_eq!(s.version, 55);
+    assert_eq!(v["meta"]["preprocessedProfileVersion"], 55);
+    assert_eq!(v["meta"]["product"], "profconv (folded)");
+    assert_eq!(s.threads, ["Main"]);
+    assert_eq!(s.weight_types, ["samples"]);
+    assert_eq!(
+        tree_text(&s.tree),
+        "A self=0 total=3\n  B self=0 total=3\n    C self=0 total=2\n      D self=0 total=1\n        E self=1 total=1\n      F self=0 total=1\n        G self=1 total=1\n    H self=0 total=1\n      F self=1 total=1\n"
+    );
+    let t = thread(&v, 0);
+    // One sample per stack with a self value, depth first by name, at the running sum.
+    assert_eq!(ints(&t["samples"]["time"]), [0, 1, 2]);
+    assert_eq!(ints(&t["samples"]["weight"]), [1, 1, 1]);
+    // Strings once, in one table.
+    assert_eq!(t["stringArray"].as_array().unwrap().len(), 8);
+}
+
+#[test]
+fn output_is_deterministic() {
+    let a = emit::<Firefox>(&seed_000(true), &[]).unwrap();
+    let b = emit::<Firefox>(&seed_000(true), &[]).unwrap();
+    assert_eq!(a, b);
+    let a = emit::<Speedscope>(&seed_001(), &[]).unwrap();
+    let b = emit::<Speedscope>(&seed_001(), &[]).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn ordered_trace_keeps_time_order_with_an_end_marker() {
+    let (json, v) = firefox(&seed_000(true), &[]);
+    let t = thread(&v, 0);
+    let samples = &t["samples"];
+    // f [0,10) g [10,30) h [30,60) g [60,100) f [100,160), then the end (null stack).
+    assert_eq!(ints(&samples["time"]), [0, 10, 30, 60, 100, 160]);
+    assert_eq!(ints(&samples["weight"]), [10, 20, 30, 40, 60, 0]);
+    assert!(samples["stack"][5].is_null());
+    assert_eq!(
+        samples["weightType"], "samples",
+        "ticks are written as samples"
+    );
+    let s = check_firefox(&json).unwrap();
+    assert_eq!(
+        s.tree,
+        [
+            node("f", 70.0, 160.0),
+            node("f;g", 60.0, 90.0),
+            node("f;g;h", 30.0, 30.0)
+        ]
+    );
+    assert_eq!(s.categories, ["Other"], "no phases, no kernel_run");
+}
+
+#[test]
+fn aggregated_trace_has_one_sample_per_stack() {
+    let (json, v) = firefox(&seed_000(false), &[]);
+    let t = thread(&v, 0);
+    assert_eq!(ints(&t["samples"]["weight"]), [70, 60, 30]);
+    assert_eq!(ints(&t["samples"]["time"]), [0, 70, 130]);
+    let s = check_firefox(&json).unwrap();
+    assert_eq!(s.tree[0], node("f", 70.0, 160.0));
+}
+
+#[test]
+fn gaps_in_a_trace_get_a_null_sample() {
+    let mut b = ProfileBuilder::new();
+    let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);
+    let calls = b.add_value_type("calls", "count", ValueKind::Count);
+    let mut t = TraceBuilder::new(&b, vec![ticks], Some(calls), true);
+    let f = b.func("f");
+    let f = b.frame(f);
+    t.enter(&mut b, f, &[0]).unwrap();
+    t.exit(&mut b, &[5]).unwrap();
+    t.enter(&mut b, f, &[20]).unwrap();
+    t.exit(&mut b, &[30]).unwrap();
+    b.set_flags(flags::ORDERED);
+    let p = b.finish();
+    let (_, v) = firefox(&p, &[]);
+    let samples = &thread(&v, 0)["samples"];
+    assert_eq!(ints(&samples["time"]), [0, 5, 20, 30]);
+    assert!(samples["stack"][1].is_null() && samples["stack"][3].is_null());
+    // speedscope: two calls of f, closed in between.
+    let (_, v) = speedscope(&p, &[]);
+    let events: Vec<(String, i64)> = v["profiles"][0]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap().to_string(),
+                e["at"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    let expect: Vec<(String, i64)> = [("O", 0), ("C", 5), ("O", 20), ("C", 30)]
+        .iter()
+        .map(|(k, a)| (k.to_string(), *a))
+        .collect();
+    assert_eq!(events, expect);
+}
+
+#[test]
+fn speedscope_seed_000_is_evented_with_exact_calls() {
+    let (json, v) = speedscope(&seed_000(true), &[]);
+    let p = &v["profiles"][0];
+    assert_eq!(p["type"], "evented");
+    assert_eq!(p["unit"], "none");
+    assert_eq!(p["endValue"], 160);
+    let frames: Vec<&str> = v["shared"]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    let events: Vec<String> = p["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {} {}",
+                e["type"].as_str().unwrap(),
+                frames[e["frame"].as_u64().unwrap() as usize],
+                e["at"]
+            )
+        })
+        .collect();
+    assert_eq!(
+        events,
+        ["O f 0", "O g 10", "O h 30", "C h 60", "C g 100", "C f 160"]
+    );
+    let s = check_speedscope(&json).unwrap();
+    assert_eq!(s.tree[1], node("f;g", 60.0, 90.0));
+}
+
+#[test]
+fn back_to_back_calls_stay_apart_in_speedscope() {
+    let mut b = ProfileBuilder::new();
+    let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);
+    let calls = b.add_value_type("calls", "count", ValueKind::Count);
+    let mut t = TraceBuilder::new(&b, vec![ticks], Some(calls), true);
+    let (f, g) = {
+        let f = b.func("f");
+        let g = b.func("g");
+        (b.frame(f), b.frame(g))
+    };
+    t.enter(&mut b, f, &[0]).unwrap();
+    t.enter(&mut b, g, &[10]).unwrap();
+    t.exit(&mut b, &[20]).unwrap();
+    t.enter(&mut b, g, &[20]).unwrap();
+    t.exit(&mut b, &[30]).unwrap();
+    t.exit(&mut b, &[40]).unwrap();
+    b.set_flags(flags::ORDERED);
+    let p = b.finish();
+    let (_, v) = speedscope(&p, &[]);
+    let kinds: Vec<String> = v["profiles"][0]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| format!("{}{}@{}", e["type"].as_str().unwrap(), e["frame"], e["at"]))
+        .collect();
+    assert_eq!(
+        kinds,
+        ["O0@0", "O1@10", "C1@20", "O1@20", "C1@30", "C0@40"],
+        "g is closed and opened again at 20"
+    );
+}
+
+#[test]
+fn speedscope_seed_001_is_sampled() {
+    let (json, v) = speedscope(&seed_001(), &[]);
+    let p = &v["profiles"][0];
+    assert_eq!(p["type"], "sampled");
+    assert_eq!(
+        p["samples"],
+        serde_json::json!([[0, 1, 2, 3, 4], [0, 1, 2, 5, 6], [0, 1, 7, 5]])
+    );
+    assert_eq!(p["weights"], serde_json::json!([1, 1, 1]));
+    let s = check_speedscope(&json).unwrap();
+    assert_eq!(s.tree.len(), 9);
+    assert_eq!(s.tree[0], node("A", 0.0, 3.0));
+}
+
+/// Two threads, several value types, file and line information, an address.
+fn rich() -> Profile {
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("samples", "count", ValueKind::Weight);
+    b.add_value_type("time_ns", "nanoseconds", ValueKind::Weight);
+    b.add_value_type("alloc", "bytes", ValueKind::Weight);
+    b.add_meta("source_format", "test");
+    let main = b.func_with("main", Some("main.c"), Some(3), Some("app"));
+    let work = b.func_with("work", Some("work.c"), Some(10), Some("libwork.so"));
+    let m = b.frame_at(main, None, Some(5));
+    let w1 = b.frame_at(work, Some(0x1234), Some(12));
+    let w2 = b.frame_at(work, None, Some(14));
+    let t1 = b.add_thread("thread one");
+    let s0 = b.stack(profconv_plugin::ir::NONE, m);
+    let s1 = b.stack(s0, w1);
+    b.add_to_stack(s1, &[2, 1500, 64]).unwrap();
+    let t2 = b.add_thread("thread two");
+    let s2 = b.stack(s0, w2);
+    b.add_to_stack(s2, &[3, 3_000_000, 128]).unwrap();
+    b.set_thread(t1);
+    b.add_to_stack(s0, &[1, 500, 0]).unwrap();
+    let _ = t2;
+    b.finish()
+}
+
+#[test]
+fn threads_values_files_and_lines() {
+    let p = rich();
+    let (json, v) = firefox(&p, &[]);
+    let s = check_firefox(&json).unwrap();
+    assert_eq!(s.threads, ["thread one", "thread two"]);
+    assert_eq!(
+        v["meta"]["initialVisibleThreads"],
+        serde_json::json!([0, 1])
+    );
+    // Thread two reaches only main and work@14.
+    let t2 = thread(&v, 1);
+    assert_eq!(t2["stackTable"]["length"], 2);
+    assert_eq!(t2["frameTable"]["line"], serde_json::json!([5, 14]));
+    assert_eq!(t2["frameTable"]["address"], serde_json::json!([-1, -1]));
+    let t1 = thread(&v, 0);
+    assert_eq!(t1["frameTable"]["address"], serde_json::json!([-1, 0x1234]));
+    assert_eq!(t1["funcTable"]["lineNumber"], serde_json::json!([3, 10]));
+    let strings = t1["stringArray"].as_array().unwrap();
+    let file_of_work = t1["funcTable"]["fileName"][1].as_u64().unwrap() as usize;
+    assert_eq!(strings[file_of_work], "work.c");
+    assert_eq!(t1["resourceTable"]["length"], 2);
+    assert_eq!(
+        tree_text(&s.tree),
+        "main self=1 total=6\n  work self=5 total=5\n",
+        "threads merge by function identity"
+    );
+
+    // Time in ns becomes tracing-ms.
+    let (json, v) = firefox(&p, &[("value", "time_ns")]);
+    assert_eq!(thread(&v, 0)["samples"]["weightType"], "tracing-ms");
+    assert_eq!(thread(&v, 1)["samples"]["weight"], serde_json::json!([3]));
+    let s = check_firefox(&json).unwrap();
+    assert!(
+        (s.tree[0].total - 3.002).abs() < 1e-12,
+        "{}",
+        s.tree[0].total
+    );
+    // Bytes.
+    let (_, v) = firefox(&p, &[("value", "alloc")]);
+    assert_eq!(thread(&v, 0)["samples"]["weightType"], "bytes");
+
+    // speedscope: one profile per thread, frames with file and line.
+    let (json, v) = speedscope(&p, &[("value", "time_ns")]);
+    assert_eq!(v["profiles"].as_array().unwrap().len(), 2);
+    assert_eq!(v["profiles"][1]["name"], "thread two");
+    assert_eq!(v["profiles"][0]["unit"], "nanoseconds");
+    assert_eq!(
+        v["shared"]["frames"][1],
+        serde_json::json!({"name": "work", "file": "work.c", "line": 10})
+    );
+    let s = check_speedscope(&json).unwrap();
+    assert_eq!(s.tree[0].total, 3_002_000.0);
+}
+
+#[test]
+fn unknown_value_is_a_bad_option() {
+    for e in [
+        emit::<Firefox>(&seed_001(), &[("value", "nope")]).unwrap_err(),
+        emit::<Speedscope>(&seed_001(), &[("value", "nope")]).unwrap_err(),
+    ] {
+        assert_eq!(e.status, Status::BAD_OPTIONS);
+        assert!(
+            e.message.contains("nope") && e.message.contains("samples"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn fractional_and_negative_weights() {
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("samples", "count", ValueKind::Weight);
+    b.add_stack(&["a", "b"], &[150]).unwrap();
+    b.add_stack(&["a", "c"], &[-25]).unwrap();
+    b.rescale(0, 2).unwrap(); // 150.00 and -25.00: integral values are written as integers
+    let p = b.finish();
+    let (json, v) = firefox(&p, &[]);
+    let w = &thread(&v, 0)["samples"]["weight"];
+    assert_eq!(w, &serde_json::json!([150, -25]));
+    let s = check_firefox(&json).unwrap();
+    assert_eq!(s.tree[0], node("a", 0.0, 125.0));
+
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("samples", "count", ValueKind::Weight);
+    b.rescale(0, 2).unwrap();
+    b.add_stack(&["a", "b"], &[150]).unwrap();
+    b.add_stack(&["a", "c"], &[-25]).unwrap();
+    let p = b.finish();
+    let (_, v) = firefox(&p, &[]);
+    assert_eq!(
+        thread(&v, 0)["samples"]["weight"],
+        serde_json::json!([1.5, -0.25])
+    );
+    let mut warnings = Vec::new();
+    let mut sink = |_: u32, m: &str| warnings.push(m.to_string());
+    let mut buf = Vec::new();
+    {
+        let mut out = Output::from_writer(&mut buf);
+        Speedscope::emit(
+            &p.view(),
+            &mut out,
+            &Options::default(),
+            &mut Context::with_sink(&mut sink),
+        )
+        .unwrap();
+        out.flush().unwrap();
+    }
+    assert!(warnings[0].contains("negative"), "{warnings:?}");
+    let s = check_speedscope(&buf).unwrap();
+    assert_eq!(s.tree[0], node("a", 0.0, 1.5));
+}
+
+#[test]
+fn empty_profiles_are_valid() {
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("samples", "count", ValueKind::Weight);
+    let p = b.finish();
+    let (json, _) = firefox(&p, &[]);
+    assert!(check_firefox(&json).unwrap().tree.is_empty());
+    let (json, _) = speedscope(&p, &[]);
+    assert!(check_speedscope(&json).unwrap().tree.is_empty());
+    // No value column at all: every sample weighs 1.
+    let mut b = ProfileBuilder::new();
+    let s = b.stack_of_names(&["x"]);
+    b.push_sample(s, None, &[]);
+    b.push_sample(s, None, &[]);
+    let p = b.finish();
+    let (json, _) = firefox(&p, &[]);
+    assert_eq!(check_firefox(&json).unwrap().tree, [node("x", 2.0, 2.0)]);
+    let (json, _) = speedscope(&p, &[]);
+    assert_eq!(check_speedscope(&json).unwrap().tree, [node("x", 2.0, 2.0)]);
+}
+
+#[test]
+fn pvm_phases_are_categories() {
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("ticks", "ticks", ValueKind::Weight);
+    b.add_stack(&["%interpreter(decode)"], &[5]).unwrap();
+    b.add_stack(&["kernel_run", "kernel_loop"], &[7]).unwrap();
+    let p = b.finish();
+    let (json, v) = firefox(&p, &[]);
+    let s = check_firefox(&json).unwrap();
+    assert_eq!(s.categories, ["Other", "Interpreter", "Kernel"]);
+    let t = thread(&v, 0);
+    assert_eq!(t["frameTable"]["category"], serde_json::json!([1, 2, null]));
+    assert_eq!(
+        t["frameTable"]["subcategory"],
+        serde_json::json!([1, 0, null])
+    );
+}
+
+#[test]
+fn a_very_deep_stack_needs_no_recursion() {
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("samples", "count", ValueKind::Weight);
+    let names: Vec<String> = (0..100_000).map(|i| format!("f{}", i % 7)).collect();
+    b.add_stack(&names, &[1]).unwrap();
+    let p = b.finish();
+    let gz = emit::<Firefox>(&p, &[]).unwrap();
+    let json = gunzip(&gz).unwrap();
+    let v: Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(thread(&v, 0)["stackTable"]["length"], 100_000);
+    let out = emit::<Speedscope>(&p, &[]).unwrap();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(
+        v["profiles"][0]["samples"][0].as_array().unwrap().len(),
+        100_000
+    );
+}
+
+#[test]
+fn folded_input_through_both() {
+    let text = b"main;parse;read 42\nmain;parse 8\nmain;write_[k] 50\n";
+    let p = profconv_folded::parse_folded(
+        &mut profconv_plugin::Input::from_slice(text),
+        false,
+        &mut Context::silent(),
+    )
+    .unwrap();
+    let (json, _) = firefox(&p, &[]);
+    let s = check_firefox(&json).unwrap();
+    assert_eq!(s.categories, ["Other", "User", "Kernel"]);
+    assert_eq!(s.tree[0], node("main", 0.0, 100.0));
+    let (json, _) = speedscope(&p, &[]);
+    assert_eq!(check_speedscope(&json).unwrap().tree[0].total, 100.0);
+}
+
+#[test]
+fn a_trace_with_real_time_draws_its_timeline_in_real_time() {
+    let mut b = ProfileBuilder::new();
+    let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);
+    let calls = b.add_value_type("calls", "count", ValueKind::Count);
+    let ns = b.add_value_type("time_ns", "nanoseconds", ValueKind::Weight);
+    let mut t = TraceBuilder::new(&b, vec![ticks, ns], Some(calls), true);
+    let (f, g) = {
+        let f = b.func("f");
+        let g = b.func("g");
+        (b.frame(f), b.frame(g))
+    };
+    t.enter(&mut b, f, &[0, 1_000_000]).unwrap();
+    t.enter(&mut b, g, &[10, 3_000_000]).unwrap();
+    t.exit(&mut b, &[30, 3_500_000]).unwrap();
+    t.exit(&mut b, &[40, 6_000_000]).unwrap();
+    b.set_flags(flags::ORDERED);
+    b.add_meta("time_unit", "ticks");
+    let p = b.finish();
+    let (_, v) = firefox(&p, &[]);
+    let samples = &thread(&v, 0)["samples"];
+    // f 2 ms, g 0.5 ms, f 2.5 ms of real time; the weights stay ticks.
+    assert_eq!(
+        samples["time"],
+        serde_json::json!([0, 2, 2.5, 5]),
+        "{samples}"
+    );
+    assert_eq!(samples["weight"], serde_json::json!([10, 20, 10, 0]));
+    assert_eq!(samples["weightType"], "samples");
+    // speedscope measures the weight (ticks) on its own axis.
+    let (_, v) = speedscope(&p, &[]);
+    assert_eq!(v["profiles"][0]["endValue"], 40);
+    let (_, v) = speedscope(&p, &[("value", "time_ns")]);
+    assert_eq!(v["profiles"][0]["unit"], "nanoseconds");
+    assert_eq!(v["profiles"][0]["endValue"], 5_000_000);
+}
