@@ -1,11 +1,481 @@
-//! Tezos smart-rollup WASM PVM traces (PVMTRACE events and the Octez debugger's output).
+//! Tezos smart-rollup WASM PVM profiles: the `PVMTRACE 1` event format and the files the Octez
+//! WASM debugger's `profile` command writes (see `docs/formats/pvm.md` and the spec
+//! `shared/formats/pvm-trace.md`).
+//!
+//! * `pvm` (parse, sniff): a pvmtrace (name table, call/end events with absolute or relative
+//!   ticks and optional timestamps, traps, run ends, trace end, sections) is folded into the IR
+//!   as it streams, with seed 000's algorithm (`TraceBuilder`); the debugger's own output (one
+//!   line per call in time order, or `--collapsed`, glued runs included) is detected and read
+//!   too. Value columns: `ticks`, `calls`, `time_ns` (when the trace has time), `unfinished`,
+//!   `trapped` (when some call is); one IR thread per kernel run.
+//! * `pvm-summary` (emit): the debugger's per-run console summary.
 
-use profconv_plugin::Format;
+mod lines;
+mod model;
+mod octez;
+mod summary;
+mod trace;
 
-/// The pvm format.
+use lines::Lines;
+use memchr::memchr;
+use profconv_plugin::ir::{Profile, ProfileRef};
+use profconv_plugin::{Context, Format, Input, OptionDesc, Options, Output, PluginError};
+
+pub use octez::Variant as DebuggerVariant;
+pub use summary::emit_summary;
+
+/// What the input is, when not detected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputVariant {
+    /// `PVMTRACE 1` events.
+    Pvmtrace,
+    /// One of the debugger's outputs.
+    Debugger(DebuggerVariant),
+}
+
+/// Parser options (`-O` keys of the `pvm` format).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ParseOptions {
+    /// `aggregate`: sum per stack (memory bounded by distinct stacks); no time order.
+    pub aggregate: bool,
+    /// `debugger-compat`: leave out the runs the debugger reports as inconsistent.
+    pub compat: bool,
+    /// `strict`: the spec's warnings about the event stream are errors.
+    pub strict: bool,
+    /// `variant`: the input's variant; `None` detects it.
+    pub variant: Option<InputVariant>,
+}
+
+impl ParseOptions {
+    /// Reads the `-O` options.
+    pub fn from_options(o: &Options) -> Result<Self, PluginError> {
+        let variant = match o.get("variant").unwrap_or("auto") {
+            "auto" | "" => None,
+            "pvmtrace" => Some(InputVariant::Pvmtrace),
+            "flamechart" => Some(InputVariant::Debugger(DebuggerVariant::Flamechart)),
+            "collapsed" => Some(InputVariant::Debugger(DebuggerVariant::Collapsed)),
+            "folded" => Some(InputVariant::Debugger(DebuggerVariant::Folded)),
+            other => {
+                return Err(PluginError::bad_option(format!(
+                    "variant={other}: expected auto, pvmtrace, flamechart, collapsed or folded"
+                )));
+            }
+        };
+        Ok(ParseOptions {
+            aggregate: o.flag("aggregate"),
+            compat: o.flag("debugger-compat"),
+            strict: o.flag("strict"),
+            variant,
+        })
+    }
+}
+
+/// Bytes looked at, at most, to find the first meaningful line.
+const FIRST_LINE_LIMIT: usize = 1 << 20;
+
+/// The first line that is neither blank nor a comment, if `head` holds it completely (or the
+/// input ends). `Err(())` when more input is needed.
+fn first_meaningful(head: &[u8], eof: bool) -> Result<Option<&[u8]>, ()> {
+    let mut rest = head;
+    loop {
+        let (line, next, complete) = match memchr(b'\n', rest) {
+            Some(i) => (&rest[..i], &rest[i + 1..], true),
+            None => (rest, &rest[rest.len()..], eof),
+        };
+        let t = line.trim_ascii();
+        if !t.is_empty() && t[0] != b'#' {
+            // `PVMTRACE` is recognised from the line's start, complete or not.
+            return if complete || t.len() >= 8 {
+                Ok(Some(t))
+            } else {
+                Err(())
+            };
+        }
+        if !complete {
+            return if eof { Ok(None) } else { Err(()) };
+        }
+        if next.is_empty() {
+            return if eof { Ok(None) } else { Err(()) };
+        }
+        rest = next;
+    }
+}
+
+fn starts_pvmtrace(line: &[u8]) -> bool {
+    line.starts_with(b"PVMTRACE") && line.get(8).is_none_or(|c| c.is_ascii_whitespace())
+}
+
+/// Reads a PVM trace or a debugger output file (detected unless `opts.variant` says).
+pub fn parse_pvm(
+    input: &mut Input<'_>,
+    opts: &ParseOptions,
+    cx: &mut Context<'_>,
+) -> Result<Profile, PluginError> {
+    let mut lines = Lines::new(input);
+    let variant = match opts.variant {
+        Some(v) => v,
+        None => {
+            let mut want = 1 << 16;
+            loop {
+                let (head, eof) = lines.peek(want)?;
+                match first_meaningful(head, eof) {
+                    Ok(first) => {
+                        break if first.is_some_and(starts_pvmtrace) {
+                            InputVariant::Pvmtrace
+                        } else {
+                            InputVariant::Debugger(DebuggerVariant::Folded)
+                        };
+                    }
+                    Err(()) if want < FIRST_LINE_LIMIT => want *= 2,
+                    Err(()) => break InputVariant::Debugger(DebuggerVariant::Folded),
+                }
+            }
+        }
+    };
+    match (variant, opts.variant) {
+        (InputVariant::Pvmtrace, _) => trace::parse_trace(&mut lines, opts, cx),
+        (InputVariant::Debugger(v), Some(_)) => octez::parse_octez(&mut lines, Some(v), opts, cx),
+        (InputVariant::Debugger(_), None) => octez::parse_octez(&mut lines, None, opts, cx),
+    }
+}
+
+/// Confidence that `head` is a pvmtrace or a debugger output file.
+///
+/// * `PVMTRACE` as the first meaningful line: 95.
+/// * `<stack> <ticks>` lines (glued runs repaired) whose toplevel frames are the PVM's phases
+///   (`%interpreter(...)`) and `kernel_run`, at least one phase: 85; all `kernel_run`: 75.
+///   The folded sniffer gives folded stacks 70 (30 without `;`), so these PVM-shaped files go
+///   to `pvm`, which knows their calls and runs, and any other folded file stays `folded`.
+pub fn sniff(head: &[u8]) -> u32 {
+    if head.is_empty() || memchr(0, head).is_some() {
+        return 0;
+    }
+    if let Ok(Some(first)) = first_meaningful(head, true) {
+        if starts_pvmtrace(first) {
+            return 95;
+        }
+    }
+    let complete = match memchr::memrchr(b'\n', head) {
+        Some(i) => &head[..i],
+        None if head.len() < 4096 => head,
+        None => return 0,
+    };
+    let mut cuts = Vec::new();
+    let (mut lines, mut phases) = (0u32, 0u32);
+    for line in complete.split(|&c| c == b'\n').take(2000) {
+        let line = octez::trim_end(line);
+        if line.is_empty() || line[0] == b'#' {
+            continue;
+        }
+        octez::glue_cuts(line, &mut cuts);
+        for k in 0..cuts.len() {
+            let piece = &line[cuts[k]..cuts.get(k + 1).copied().unwrap_or(line.len())];
+            let Some((stack, _)) = octez::entry(octez::trim_end(piece)) else {
+                return 0;
+            };
+            let root = stack.split(|&c| c == b';').next().unwrap_or(stack);
+            if root.starts_with(b"%interpreter(") && root.ends_with(b")") {
+                phases += 1;
+            } else if root != b"kernel_run" {
+                return 0;
+            }
+            lines += 1;
+        }
+    }
+    match (lines, phases) {
+        (0, _) => 0,
+        (_, 0) => 75,
+        _ => 85,
+    }
+}
+
+/// The `pvm` format: parse and sniff.
 pub struct Pvm;
 
 impl Format for Pvm {
     const ID: &'static str = "pvm";
-    const DESCRIPTION: &'static str = "Tezos smart-rollup WASM PVM traces (PVMTRACE events and the Octez debugger's output) (in progress)";
+    const DESCRIPTION: &'static str = "Tezos WASM PVM profiles: PVMTRACE 1 event traces, and the Octez debugger's profile output (flame chart or --collapsed)";
+    const EXTENSIONS: &'static str = "pvmtrace,wasm-debugger-profiling-*";
+    const OPTIONS: &'static [OptionDesc] = &[
+        OptionDesc::flag(
+            "aggregate",
+            "parse: sum ticks per stack instead of keeping time order: memory grows with distinct stacks, not events (no flame chart)",
+        ),
+        OptionDesc::flag(
+            "debugger-compat",
+            "parse: leave out kernel runs the Octez debugger reports as inconsistent (a trap, calls left open), as its own output does",
+        ),
+        OptionDesc::flag(
+            "strict",
+            "parse: the pvmtrace warnings (tick going backwards, wrong end, name defined twice, calls left open, partial time) are errors",
+        ),
+        OptionDesc::string(
+            "variant",
+            "auto",
+            "parse: auto, pvmtrace, flamechart, collapsed or folded (debugger outputs are detected by default)",
+        ),
+    ];
+    const CAN_PARSE: bool = true;
+    const CAN_SNIFF: bool = true;
+    const STREAMING_INPUT: bool = true;
+
+    fn sniff(head: &[u8]) -> u32 {
+        sniff(head)
+    }
+
+    fn parse(
+        input: &mut Input<'_>,
+        options: &Options,
+        cx: &mut Context<'_>,
+    ) -> Result<Profile, PluginError> {
+        parse_pvm(input, &ParseOptions::from_options(options)?, cx)
+    }
+}
+
+/// The `pvm-summary` format: the debugger's per-run console summary (emit only).
+pub struct PvmSummary;
+
+impl Format for PvmSummary {
+    const ID: &'static str = "pvm-summary";
+    const DESCRIPTION: &'static str = "per kernel run, the ticks (and time) of each toplevel call, like the Octez debugger's console summary";
+    const CAN_EMIT: bool = true;
+
+    fn emit(
+        profile: &ProfileRef<'_>,
+        output: &mut Output<'_>,
+        _options: &Options,
+        _cx: &mut Context<'_>,
+    ) -> Result<(), PluginError> {
+        emit_summary(profile, output)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use profconv_plugin::ir::{CallTree, TreeOrder, TreeTextOptions, render_tree};
+
+    fn parse_opts(text: &str, opts: ParseOptions) -> (Result<Profile, PluginError>, Vec<String>) {
+        let mut warnings = Vec::new();
+        let mut sink = |_: u32, m: &str| warnings.push(m.to_string());
+        let r = parse_pvm(
+            &mut Input::from_slice(text.as_bytes()),
+            &opts,
+            &mut Context::with_sink(&mut sink),
+        );
+        (r, warnings)
+    }
+
+    fn tree_of(p: &Profile) -> String {
+        p.view().validate().unwrap();
+        let t = CallTree::build(&p.view()).unwrap();
+        render_tree(
+            &p.view(),
+            &t,
+            &TreeTextOptions {
+                order: TreeOrder::FirstSeen,
+                all_values: true,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    }
+
+    fn tree(text: &str) -> String {
+        tree_of(&parse_opts(text, ParseOptions::default()).0.unwrap())
+    }
+
+    fn summary(p: &Profile) -> String {
+        let mut out = Vec::new();
+        emit_summary(&p.view(), &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    const SEED: &str = "PVMTRACE 1\nC 0 f\n C 10 g\n  C 30 h\n  E 60 h\n E 100 g\nE 160 f\n";
+
+    #[test]
+    fn seed_000_worked_example() {
+        assert_eq!(
+            tree(SEED),
+            "f self=70 total=160 calls=1\n  g self=60 total=90 calls=1\n    h self=30 total=30 calls=1\n"
+        );
+        let agg = ParseOptions {
+            aggregate: true,
+            ..Default::default()
+        };
+        let (p, _) = parse_opts(SEED, agg);
+        let p = p.unwrap();
+        assert_eq!(tree_of(&p), tree(SEED));
+        assert_eq!(p.samples.stack.len(), 3, "one row per stack");
+        assert!(!p.view().is_ordered());
+    }
+
+    #[test]
+    fn relative_ticks_and_times_and_crlf() {
+        let rel = "PVMTRACE 1\r\nC +5 @+100 f\r\nC +10 @+50 g\r\nE +20 @+20\r\nE +5 @+5\r\n";
+        assert_eq!(
+            tree(rel),
+            "f self=15 total=35 calls=1 self_time_ns=55 total_time_ns=75\n  g self=20 total=20 calls=1 self_time_ns=20 total_time_ns=20\n"
+        );
+    }
+
+    #[test]
+    fn runs_are_threads_and_an_r_at_the_end_opens_none() {
+        let (p, _) = parse_opts(
+            "PVMTRACE 1\nC 0 k\nE 5\nR 9 reboot\nR 10\nC 11 k\nE 12\nR 20 yield\n",
+            ParseOptions::default(),
+        );
+        let p = p.unwrap();
+        let v = p.view();
+        let names: Vec<&str> = v.thread_name.iter().map(|&t| v.strings.get(t)).collect();
+        assert_eq!(names, ["run 1 (reboot)", "run 2", "run 3 (yield)"]);
+        assert_eq!(
+            summary(&p),
+            "run 1 (reboot)\nk: 5 ticks\nFull execution: 5 ticks\nrun 2\nFull execution: 0 ticks\nrun 3 (yield)\nk: 1 ticks\nFull execution: 1 ticks\n"
+        );
+        // One run: no thread column, one thread name.
+        let (p, _) = parse_opts(SEED, ParseOptions::default());
+        let p = p.unwrap();
+        assert!(p.samples.thread.is_none());
+        assert_eq!(p.threads.len(), 1);
+    }
+
+    #[test]
+    fn ends_with_nothing_open_are_ignored_and_counted() {
+        let (p, w) = parse_opts(
+            "PVMTRACE 1\nE 1\nC 2 f\nE 4 f\nE 5 anything at all\n",
+            ParseOptions::default(),
+        );
+        let p = p.unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(p.view().meta("ignored_ends"), Some("2"));
+        assert_eq!(p.view().meta("unattributed_ticks"), Some("2"));
+    }
+
+    #[test]
+    fn huge_ticks_are_rebased_on_the_first() {
+        let (p, _) = parse_opts(
+            "PVMTRACE 1\nC 18446744073709551000 f\nE 18446744073709551615\n",
+            ParseOptions::default(),
+        );
+        let p = p.unwrap();
+        assert_eq!(tree_of(&p), "f self=615 total=615 calls=1\n");
+        assert_eq!(p.view().meta("tick_base"), Some("18446744073709551000"));
+    }
+
+    #[test]
+    fn latin1_names_from_the_debugger_and_fnx() {
+        let input = b"kernel_run 1\nkernel_run;caf\xe9 2\n".to_vec();
+        let (p, w) = {
+            let mut warnings = Vec::new();
+            let mut sink = |_: u32, m: &str| warnings.push(m.to_string());
+            let r = parse_pvm(
+                &mut Input::from_slice(&input),
+                &ParseOptions::default(),
+                &mut Context::with_sink(&mut sink),
+            );
+            (r.unwrap(), warnings)
+        };
+        assert!(tree_of(&p).contains("  café self=2"), "{}", tree_of(&p));
+        assert!(w.iter().any(|m| m.contains("Latin-1")), "{w:?}");
+        assert_eq!(
+            tree("PVMTRACE 1\nC 0 fnx:636166e9\nE 1\n"),
+            "café self=1 total=1 calls=1\n"
+        );
+    }
+
+    #[test]
+    fn kinds_are_kept_as_the_func_resource() {
+        let (p, _) = parse_opts(
+            "PVMTRACE 1\nN 1 named\nC 0 internal:init\nE 1\nC 1 direct:1\nC 2 direct:2\nC 3 ref:0\nE 4\nE 5\nE 6\n",
+            ParseOptions::default(),
+        );
+        let p = p.unwrap();
+        let v = p.view();
+        let kinds: Vec<(&str, &str)> = (0..v.n_funcs())
+            .map(|f| (v.func_name_str(f as u32), v.strings.get(v.func_resource[f])))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("%interpreter(init)", "internal"),
+                ("named", "function"),
+                ("function[2]", "direct"),
+                ("function_ref[0]", "ref"),
+            ]
+        );
+    }
+
+    #[test]
+    fn options_and_forced_variants() {
+        let o = Options::new(vec![
+            ("variant".into(), Some("collapsed".into())),
+            ("aggregate".into(), None),
+        ]);
+        let opts = ParseOptions::from_options(&o).unwrap();
+        assert!(opts.aggregate && !opts.compat && !opts.strict);
+        assert_eq!(
+            opts.variant,
+            Some(InputVariant::Debugger(DebuggerVariant::Collapsed))
+        );
+        let bad = Options::new(vec![("variant".into(), Some("svg".into()))]);
+        assert!(ParseOptions::from_options(&bad).is_err());
+        // A flame chart read as collapsed: calls unknown, same ticks.
+        let chart = "k 1\nk;f 2\nk 3\n";
+        let (p, _) = parse_opts(chart, opts);
+        assert_eq!(
+            tree_of(&p.unwrap()),
+            "k self=4 total=6 calls=?\n  f self=2 total=2 calls=?\n"
+        );
+        let (p, _) = parse_opts(chart, ParseOptions::default());
+        assert_eq!(
+            tree_of(&p.unwrap()),
+            "k self=4 total=6 calls=2\n  f self=2 total=2 calls=1\n"
+        );
+        // A pvmtrace forced on other text is a header error.
+        let forced = ParseOptions {
+            variant: Some(InputVariant::Pvmtrace),
+            ..Default::default()
+        };
+        let e = parse_opts("k 1\n", forced).0.unwrap_err();
+        assert_eq!((e.line, e.column), (Some(1), Some(1)));
+        let e = parse_opts("", forced).0.unwrap_err();
+        assert!(e.message.contains("empty input"), "{e}");
+        // Empty input, detected: an empty profile.
+        assert_eq!(
+            tree_of(&parse_opts("\n\n", ParseOptions::default()).0.unwrap()),
+            ""
+        );
+    }
+
+    #[test]
+    fn warnings_are_limited_and_counted() {
+        let mut text = String::from("PVMTRACE 1\nC 100 f\n");
+        for _ in 0..25 {
+            text.push_str("C 50 g\nE 50 h\n");
+        }
+        text.push_str("E 200\n");
+        let (p, w) = parse_opts(&text, ParseOptions::default());
+        p.unwrap();
+        assert_eq!(w.len(), 10 + 10 + 2, "{w:#?}");
+        assert!(w.iter().any(|m| m.contains("15 more warnings")));
+        assert!(w.iter().any(|m| m.contains("40 more warnings")));
+    }
+
+    #[test]
+    fn sniff_scores() {
+        assert_eq!(sniff(b"PVMTRACE 1\n"), 95);
+        assert_eq!(sniff(b"  # c\n\nPVMTRACE 1 source=x\n"), 95);
+        assert_eq!(sniff(b"PVMTRACEX\n"), 0);
+        assert_eq!(
+            sniff(b"%interpreter(decode) 1\n%interpreter(init) 2\nkernel_run;a 3\n"),
+            85
+        );
+        assert_eq!(sniff(b"kernel_run 1\nkernel_run;f 2\n"), 75);
+        assert_eq!(sniff(b"main;f 1\n"), 0);
+        assert_eq!(sniff(b"kernel_run 1\nnot a line\n"), 0);
+        assert_eq!(sniff(b""), 0);
+        // A glued collapsed line is repaired before it is judged.
+        assert_eq!(sniff(b"kernel_run;w 30%interpreter(decode) 35948\n"), 85);
+    }
 }

@@ -3,5 +3,5 @@
 profconv_plugin::export_plugin!(
     name: "pvm",
     version: env!("CARGO_PKG_VERSION"),
-    formats: [profconv_pvm::Pvm],
+    formats: [profconv_pvm::Pvm, profconv_pvm::PvmSummary],
 );

@@ -1,0 +1,125 @@
+//! PVM trace → IR → folded throughput, in both parse modes.
+//!
+//! ```sh
+//! PROFCONV_BENCH_INPUT=big.pvmtrace cargo bench -p profconv-pvm --bench pvm
+//! ```
+//!
+//! For each mode (`ordered`, the default, and `-O aggregate`) the input is parsed from a file
+//! through `Input` as `Read` (as the host streams it) and emitted as folded stacks into a sink,
+//! `PROFCONV_BENCH_RUNS` times (default 5). Prints the median wall and CPU time of the parse and
+//! of parse + emit, the parse throughput in MB/s, the IR's size, and the peak RSS of the mode
+//! (Linux: reset through `/proc/self/clear_refs` before each mode, read from `VmHWM`).
+
+use profconv_plugin::{Context, Input};
+use profconv_pvm::{ParseOptions, parse_pvm};
+use std::io::BufReader;
+use std::time::{Duration, Instant};
+
+/// CPU time of this thread (Linux `schedstat`, nanoseconds), if available.
+fn cpu() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
+}
+
+fn peak_rss_kb() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.3} s", d.as_secs_f64())
+}
+
+fn main() {
+    let Ok(path) = std::env::var("PROFCONV_BENCH_INPUT") else {
+        eprintln!("set PROFCONV_BENCH_INPUT to a pvmtrace file (see bench/pvm.sh)");
+        return;
+    };
+    let runs: usize = std::env::var("PROFCONV_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5)
+        .max(1);
+    let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "input: {path} ({:.1} MB), {runs} runs per mode",
+        size as f64 / 1e6
+    );
+    for (mode, aggregate) in [("ordered (default)", false), ("aggregate", true)] {
+        let opts = ParseOptions {
+            aggregate,
+            ..Default::default()
+        };
+        reset_peak_rss();
+        let (mut parse_wall, mut parse_cpu, mut all_wall, mut all_cpu) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut shape = String::new();
+        for _ in 0..runs {
+            let file = std::fs::File::open(&path).expect("open input");
+            let mut reader = BufReader::with_capacity(1 << 16, file);
+            let (w0, c0) = (Instant::now(), cpu());
+            let p = parse_pvm(
+                &mut Input::from_reader(&mut reader),
+                &opts,
+                &mut Context::silent(),
+            )
+            .expect("parse");
+            let (w1, c1) = (Instant::now(), cpu());
+            profconv_folded::emit_folded(
+                &p.view(),
+                &mut std::io::sink(),
+                profconv_folded::EmitOptions::default(),
+            )
+            .expect("emit");
+            let (w2, c2) = (Instant::now(), cpu());
+            parse_wall.push(w1 - w0);
+            all_wall.push(w2 - w0);
+            if let (Some(c0), Some(c1), Some(c2)) = (c0, c1, c2) {
+                parse_cpu.push(c1 - c0);
+                all_cpu.push(c2 - c0);
+            }
+            shape = format!(
+                "{} samples, {} stacks, {} funcs, {} threads",
+                p.samples.stack.len(),
+                p.stacks.prefix.len(),
+                p.funcs.name.len(),
+                p.threads.len()
+            );
+        }
+        let pw = median(parse_wall);
+        println!("{mode}: {shape}");
+        println!(
+            "  parse:        wall {} (median), {:.0} MB/s{}",
+            secs(pw),
+            size as f64 / 1e6 / pw.as_secs_f64(),
+            if parse_cpu.is_empty() {
+                String::new()
+            } else {
+                format!(", CPU {}", secs(median(parse_cpu)))
+            }
+        );
+        println!(
+            "  parse + emit: wall {}{}",
+            secs(median(all_wall)),
+            if all_cpu.is_empty() {
+                String::new()
+            } else {
+                format!(", CPU {}", secs(median(all_cpu)))
+            }
+        );
+        if let Some(kb) = peak_rss_kb() {
+            println!("  peak RSS: {:.0} MB", kb as f64 / 1024.0);
+        }
+    }
+}

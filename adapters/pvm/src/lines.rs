@@ -1,0 +1,215 @@
+//! Lines of the input, read in blocks through `Input` as `Read` (or straight from memory when
+//! the host already holds the whole input). A line longer than the buffer grows it, bounded by
+//! that line, never by the input.
+
+use memchr::memchr;
+use profconv_plugin::Input;
+use std::io::{self, Read};
+
+/// Bytes asked of the input per read.
+pub(crate) const BLOCK: usize = 1 << 20;
+/// The buffer's first size.
+const FIRST_BLOCK: usize = 1 << 14;
+
+/// One line, without its `\n`.
+pub(crate) struct Line<'a> {
+    pub bytes: &'a [u8],
+    /// 1-based line number.
+    pub no: u64,
+    /// Input offset of the line's first byte.
+    pub offset: u64,
+}
+
+/// A line splitter over a streamed or in-memory input.
+pub(crate) struct Lines<'i, 'a> {
+    input: &'i mut Input<'a>,
+    whole: Option<&'a [u8]>,
+    buf: Vec<u8>,
+    /// First byte of the next line in `data()`.
+    start: usize,
+    /// End of valid bytes in `data()`.
+    end: usize,
+    /// Where the next `\n` search starts (bytes before it, from `start`, hold none).
+    scan: usize,
+    eof: bool,
+    /// Input offset of `data()[start]`.
+    offset: u64,
+    line_no: u64,
+}
+
+impl<'i, 'a> Lines<'i, 'a> {
+    pub(crate) fn new(input: &'i mut Input<'a>) -> Self {
+        let whole = input.whole();
+        let (end, eof) = match whole {
+            Some(w) => (w.len(), true),
+            None => (0, false),
+        };
+        Lines {
+            input,
+            whole,
+            buf: Vec::new(),
+            start: 0,
+            end,
+            scan: 0,
+            eof,
+            offset: 0,
+            line_no: 0,
+        }
+    }
+
+    fn data(&self) -> &[u8] {
+        match self.whole {
+            Some(w) => w,
+            None => &self.buf,
+        }
+    }
+
+    /// Reads more input into the buffer; false at the end of the input.
+    fn fill(&mut self) -> io::Result<bool> {
+        if self.eof {
+            return Ok(false);
+        }
+        if self.buf.is_empty() {
+            self.buf.resize(FIRST_BLOCK, 0);
+        }
+        if self.end == self.buf.len() {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.scan -= self.start;
+                self.start = 0;
+            }
+            if self.end == self.buf.len() || self.buf.len() < BLOCK {
+                // Start small (most inputs are small), grow to BLOCK-sized reads; past that,
+                // only a line longer than the buffer grows it (bounded by the line).
+                let n = self.buf.len() * 2;
+                self.buf.resize(n, 0);
+            }
+        }
+        loop {
+            match self.input.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(false);
+                }
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The unread input from the next line on, reading until it holds at least `min` bytes or
+    /// the input ends. Does not consume anything. The second value is true when this is
+    /// everything that is left.
+    pub(crate) fn peek(&mut self, min: usize) -> io::Result<(&[u8], bool)> {
+        while self.end - self.start < min && self.fill()? {}
+        let eof = self.eof;
+        Ok((&self.data()[self.start..self.end], eof))
+    }
+
+    /// The next line, or `None` at the end of the input. A final line without `\n` counts.
+    pub(crate) fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+        if self.scan < self.start {
+            self.scan = self.start;
+        }
+        loop {
+            if let Some(i) = memchr(b'\n', &self.data()[self.scan..self.end]) {
+                let nl = self.scan + i;
+                let (s, off) = (self.start, self.offset);
+                self.offset += (nl + 1 - s) as u64;
+                self.start = nl + 1;
+                self.scan = self.start;
+                self.line_no += 1;
+                return Ok(Some(Line {
+                    bytes: &self.data()[s..nl],
+                    no: self.line_no,
+                    offset: off,
+                }));
+            }
+            self.scan = self.end;
+            if !self.fill()? {
+                if self.start < self.end {
+                    let (s, e, off) = (self.start, self.end, self.offset);
+                    self.offset += (e - s) as u64;
+                    self.start = e;
+                    self.scan = e;
+                    self.line_no += 1;
+                    return Ok(Some(Line {
+                        bytes: &self.data()[s..e],
+                        no: self.line_no,
+                        offset: off,
+                    }));
+                }
+                return Ok(None);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hands out at most `n` bytes per read.
+    struct Small<'a>(&'a [u8], usize);
+    impl Read for Small<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = buf.len().min(self.1).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    fn collect(input: &mut Input<'_>) -> Vec<(Vec<u8>, u64, u64)> {
+        let mut lines = Lines::new(input);
+        let mut out = Vec::new();
+        while let Some(l) = lines.next_line().unwrap() {
+            out.push((l.bytes.to_vec(), l.no, l.offset));
+        }
+        out
+    }
+
+    #[test]
+    fn streamed_and_whole_agree_with_long_lines_and_no_final_newline() {
+        let mut text = Vec::new();
+        for i in 0..5000 {
+            text.extend_from_slice(format!("line {i}\n").as_bytes());
+        }
+        text.extend(std::iter::repeat_n(b'x', 3 * BLOCK));
+        text.extend_from_slice(b"\n\nlast");
+        let a = collect(&mut Input::from_slice(&text));
+        let mut r = Small(&text, 7777);
+        let b = collect(&mut Input::from_reader(&mut r));
+        assert_eq!(a.len(), 5003);
+        assert!(a == b);
+        assert_eq!(a[5002].0, b"last");
+        assert_eq!(a[5000].0.len(), 3 * BLOCK);
+        assert_eq!(a[1].2, 7);
+    }
+
+    #[test]
+    fn peek_does_not_consume() {
+        let text = b"a 1\nb 2\nc 3";
+        let mut r = Small(text, 2);
+        let mut input = Input::from_reader(&mut r);
+        let mut lines = Lines::new(&mut input);
+        let (head, eof) = lines.peek(6).unwrap();
+        assert!(head.len() >= 6 && head.starts_with(b"a 1\nb "));
+        assert!(!eof);
+        let first = lines.next_line().unwrap().unwrap();
+        assert_eq!(first.bytes, b"a 1");
+        let (rest, eof) = lines.peek(100).unwrap();
+        assert_eq!(rest, b"b 2\nc 3");
+        assert!(eof);
+        let mut n = 1;
+        while lines.next_line().unwrap().is_some() {
+            n += 1;
+        }
+        assert_eq!(n, 3);
+    }
+}

@@ -1,0 +1,925 @@
+//! The `PVMTRACE 1` event format (spec part B): one event per line, parsed with nom, folded
+//! into the IR by `TraceBuilder` (seed 000's algorithm written with intervals) as it streams.
+
+use crate::ParseOptions;
+use crate::lines::{Line, Lines};
+use crate::model::{At, Cols, Diag, IndexCache, Kind, Mark, Model, Warn, latin1_or_utf8};
+use nom::bytes::complete::{tag, take_till1, take_while};
+use nom::combinator::{all_consuming, opt};
+use nom::error::ErrorKind;
+use nom::{IResult, Parser};
+use profconv_plugin::ir::{NONE, Profile, TraceBuilder, ValueKind};
+use profconv_plugin::{Context, PluginError};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+/// Largest function or table index (exclusive): 2^31.
+const MAX_INDEX: u64 = 1 << 31;
+/// First clock value above which values are stored relative to the first event's.
+const REBASE_ABOVE: u64 = 1 << 62;
+
+#[inline]
+fn is_blank(c: u8) -> bool {
+    c == b' ' || c == b'\t'
+}
+
+/// Zero or more spaces and tabs.
+fn blanks(i: &[u8]) -> IResult<&[u8], &[u8]> {
+    take_while(is_blank).parse(i)
+}
+
+/// A field: everything up to the next space or tab.
+fn field(i: &[u8]) -> IResult<&[u8], &[u8]> {
+    take_till1(is_blank).parse(i)
+}
+
+/// Decimal digits and their value in one pass (`None` when it does not fit in 64 bits).
+#[inline]
+fn decimal(i: &[u8]) -> IResult<&[u8], Option<u64>> {
+    let mut v: u64 = 0;
+    let mut n = 0;
+    while let Some(&c) = i.get(n) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        v = v.wrapping_mul(10).wrapping_add(d as u64);
+        n += 1;
+    }
+    if n == 0 {
+        return Err(nom::Err::Error(nom::error::Error::new(i, ErrorKind::Digit)));
+    }
+    // Up to 19 digits cannot overflow; longer runs are checked.
+    let v = if n <= 19 { Some(v) } else { to_u64(&i[..n]) };
+    Ok((&i[n..], v))
+}
+
+/// A tick or a time: `digits` or `+digits`: whether it is relative, and its value.
+#[inline]
+fn clock(i: &[u8]) -> IResult<&[u8], (bool, Option<u64>)> {
+    (opt(tag(&b"+"[..])).map(|p| p.is_some()), decimal).parse(i)
+}
+
+/// Decimal digits as u64, `None` on overflow (checked digit by digit: the slow path of
+/// [`decimal`] for more than 19 digits).
+fn to_u64(digits: &[u8]) -> Option<u64> {
+    let mut v: u64 = 0;
+    for &d in digits {
+        v = v.checked_mul(10)?.checked_add((d - b'0') as u64)?;
+    }
+    Some(v)
+}
+
+/// A function or table index: decimal digits below 2^31.
+#[inline]
+fn index(body: &[u8]) -> Option<u32> {
+    let (_, v) = all_consuming(decimal).parse(body).ok()?;
+    v.filter(|&v| v < MAX_INDEX).map(|v| v as u32)
+}
+
+/// Hex digits as bytes (an even number of them).
+fn hex(body: &[u8]) -> Option<Vec<u8>> {
+    if body.is_empty() || body.len() % 2 != 0 {
+        return None;
+    }
+    let nib = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    body.chunks(2)
+        .map(|p| Some(nib(p[0])? << 4 | nib(p[1])?))
+        .collect()
+}
+
+/// Where the current line is, for messages.
+#[derive(Clone, Copy)]
+struct Loc {
+    no: u64,
+    /// Input offset of the trimmed line's first byte.
+    offset: u64,
+    /// Bytes of leading blanks.
+    lead: usize,
+    /// Length of the trimmed line.
+    len: usize,
+}
+
+impl Loc {
+    /// The record's place, for warnings.
+    fn at(&self) -> At {
+        At {
+            line: self.no,
+            offset: self.offset,
+            col: self.lead as u64 + 1,
+        }
+    }
+
+    /// An error about the whole record (at its first column).
+    fn record_err(&self, msg: impl Into<String>) -> PluginError {
+        PluginError::invalid_input(msg)
+            .at_offset(self.offset)
+            .at_line(self.no, self.lead as u64 + 1)
+    }
+
+    /// An error at `at`, a suffix of the trimmed line.
+    fn err(&self, at: &[u8], msg: impl Into<String>) -> PluginError {
+        let idx = self.len - at.len().min(self.len);
+        PluginError::invalid_input(msg)
+            .at_offset(self.offset + idx as u64)
+            .at_line(self.no, (self.lead + idx) as u64 + 1)
+    }
+}
+
+/// A parsed identifier (spec B.4).
+enum Id<'t> {
+    Direct(u32),
+    Ref(u32),
+    /// A display name, its kind, and whether the input bytes were not UTF-8 (read as Latin-1).
+    Name(Cow<'t, str>, Kind, bool),
+}
+
+/// Text for messages: at most 60 bytes, lossy.
+fn shown(b: &[u8]) -> String {
+    let cut = &b[..b.len().min(60)];
+    let mut s = String::from_utf8_lossy(cut).into_owned();
+    if b.len() > 60 {
+        s.push('…');
+    }
+    s
+}
+
+struct Reader {
+    m: Model,
+    diag: Diag,
+    compat: bool,
+    header_seen: bool,
+    /// The `N` records: function index → name.
+    names: BTreeMap<u32, String>,
+    direct: IndexCache,
+    refs: IndexCache,
+    t: Option<TraceBuilder>,
+    cols: Option<Cols>,
+    /// Clock columns: 1 (ticks) or 2 (ticks, time).
+    n_clocks: usize,
+    zeros: Vec<i64>,
+    /// Frames of the open calls, outermost first.
+    open: Vec<u32>,
+    prev_tick: Option<u64>,
+    prev_time: Option<u64>,
+    tick_base: u64,
+    time_base: u64,
+    /// The clock values last given to the trace builder (ticks, time).
+    now: [i64; 2],
+    time_seen: bool,
+    time_missing: bool,
+    /// First event line whose time presence differs from the first event's.
+    time_mismatch_line: u64,
+    seen_event: bool,
+    seen_end: bool,
+    sections: u64,
+    unattributed: u64,
+    ignored_ends: u64,
+    /// The last record's place (for what is found at the end of the input).
+    last: At,
+}
+
+impl Reader {
+    fn new(opts: &ParseOptions) -> Self {
+        Reader {
+            m: Model::new(!opts.aggregate),
+            diag: Diag::new(opts.strict),
+            compat: opts.compat,
+            header_seen: false,
+            names: BTreeMap::new(),
+            direct: IndexCache::default(),
+            refs: IndexCache::default(),
+            t: None,
+            cols: None,
+            n_clocks: 1,
+            zeros: Vec::new(),
+            open: Vec::new(),
+            prev_tick: None,
+            prev_time: None,
+            tick_base: 0,
+            time_base: 0,
+            now: [0, 0],
+            time_seen: false,
+            time_missing: false,
+            time_mismatch_line: 0,
+            seen_event: false,
+            seen_end: false,
+            sections: 0,
+            unattributed: 0,
+            ignored_ends: 0,
+            last: At::default(),
+        }
+    }
+
+    #[inline]
+    fn line(&mut self, line: &Line<'_>, cx: &mut Context<'_>) -> Result<(), PluginError> {
+        let raw = line.bytes;
+        let mut end = raw.len();
+        while end > 0 && matches!(raw[end - 1], b' ' | b'\t' | b'\r') {
+            end -= 1;
+        }
+        let mut lead = 0;
+        while lead < end && is_blank(raw[lead]) {
+            lead += 1;
+        }
+        let text = &raw[lead..end];
+        if text.is_empty() || text[0] == b'#' {
+            return Ok(());
+        }
+        let loc = Loc {
+            no: line.no,
+            offset: line.offset + lead as u64,
+            lead,
+            len: text.len(),
+        };
+        self.last = loc.at();
+        // The hot path: a call or an end after the header.
+        if self.header_seen && !self.seen_end && text.len() > 1 && is_blank(text[1]) {
+            if let op @ (b'C' | b'E') = text[0] {
+                let (rest, _) = blanks(&text[1..]).unwrap_or((text, &[]));
+                return self.event(op, rest, loc, cx);
+            }
+        }
+        // `text` is not empty and does not start with a blank: there is a first field.
+        let Ok((rest, op)) = field(text) else {
+            return Err(loc.err(text, "expected a record"));
+        };
+        let (rest, _) = blanks(rest).unwrap_or((rest, &[]));
+        if !self.header_seen {
+            return self.header(op, rest, text, loc);
+        }
+        if self.seen_end {
+            return Err(loc.err(
+                text,
+                "no record may follow the trace end record (T), which must be the last",
+            ));
+        }
+        match op {
+            b"C" | b"E" | b"X" | b"R" | b"T" => self.event(op[0], rest, loc, cx),
+            b"N" => self.name(rest, text, loc, cx),
+            b"SB" | b"SE" => self.section(op, rest, loc, cx),
+            _ => Err(loc.err(
+                text,
+                format!(
+                    "unknown record `{}`: expected N, C, E, X, R, T, SB or SE",
+                    shown(op)
+                ),
+            )),
+        }
+    }
+
+    fn header(&mut self, op: &[u8], rest: &[u8], text: &[u8], loc: Loc) -> Result<(), PluginError> {
+        if op != b"PVMTRACE" {
+            return Err(loc.err(
+                text,
+                format!(
+                    "expected the `PVMTRACE 1` header as the first line that is not blank or a comment, found `{}`",
+                    shown(text)
+                ),
+            ));
+        }
+        let Ok((mut items, version)) = field(rest) else {
+            return Err(loc.err(rest, "expected the version after PVMTRACE (`PVMTRACE 1`)"));
+        };
+        if version != b"1" {
+            return Err(loc.err(
+                rest,
+                format!(
+                    "unsupported pvmtrace version `{}`: this reader knows version 1",
+                    shown(version)
+                ),
+            ));
+        }
+        loop {
+            (items, _) = blanks(items).unwrap_or((items, &[]));
+            let Ok((next, item)) = field(items) else {
+                break;
+            };
+            if let Some(unit) = item.strip_prefix(b"time_unit=") {
+                if unit != b"ns" {
+                    return Err(loc.err(
+                        items,
+                        format!(
+                            "unsupported time_unit `{}`: pvmtrace v1 defines only `ns`",
+                            shown(unit)
+                        ),
+                    ));
+                }
+            }
+            items = next;
+        }
+        self.header_seen = true;
+        Ok(())
+    }
+
+    fn name(
+        &mut self,
+        rest: &[u8],
+        text: &[u8],
+        loc: Loc,
+        cx: &mut Context<'_>,
+    ) -> Result<(), PluginError> {
+        if self.seen_event {
+            return Err(loc.err(
+                text,
+                "a name record (N) after the first event: the name table must come first",
+            ));
+        }
+        let (after, idx) = match field(rest) {
+            Ok((after, tok)) => (after, index(tok)),
+            Err(_) => (rest, None),
+        };
+        let Some(idx) = idx else {
+            return Err(loc.err(
+                rest,
+                "expected `N <index> <name>`: a function index (decimal, below 2^31)",
+            ));
+        };
+        let (name, _) = blanks(after).unwrap_or((after, &[]));
+        if name.is_empty() {
+            return Err(loc.err(name, "expected a name after the function index"));
+        }
+        let (name, lossy) = latin1_or_utf8(name);
+        if lossy {
+            self.diag.warn(cx, Warn::NotUtf8, loc.at(), || {
+                ("a name that is not UTF-8".into(), "read as Latin-1".into())
+            })?;
+        }
+        if let Some(old) = self.names.insert(idx, name.clone().into_owned()) {
+            self.diag.warn(cx, Warn::DuplicateName, loc.at(), || {
+                (
+                    format!("index {idx} is named twice (`{old}`, then `{name}`)"),
+                    "the later name is used".into(),
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `<tick> [@<time>]` and what follows.
+    #[inline]
+    fn stamp<'t>(
+        &self,
+        rest: &'t [u8],
+        loc: Loc,
+    ) -> Result<(u64, Option<u64>, &'t [u8]), PluginError> {
+        let Ok((r, (plus, v))) = clock(rest) else {
+            return Err(loc.err(
+                rest,
+                "expected a tick: decimal digits, or +digits relative to the previous event",
+            ));
+        };
+        if r.first().is_some_and(|&c| !is_blank(c)) {
+            return Err(loc.err(r, "expected a space after the tick"));
+        }
+        let v = v.ok_or_else(|| loc.err(rest, "tick does not fit in 64 bits"))?;
+        let tick = if plus {
+            self.prev_tick
+                .unwrap_or(0)
+                .checked_add(v)
+                .ok_or_else(|| loc.err(rest, "relative tick does not fit in 64 bits"))?
+        } else {
+            v
+        };
+        let (r, _) = blanks(r).unwrap_or((r, &[]));
+        let Some(body) = r.strip_prefix(b"@") else {
+            return Ok((tick, None, r));
+        };
+        let Ok((after, (plus, v))) = clock(body) else {
+            return Err(loc.err(
+                r,
+                "expected a timestamp after `@`: nanoseconds as digits, or @+digits (a name starting with `@` is written `fn:@...`)",
+            ));
+        };
+        if after.first().is_some_and(|&c| !is_blank(c)) {
+            return Err(loc.err(after, "expected a space after the timestamp"));
+        }
+        let v = v.ok_or_else(|| loc.err(r, "timestamp does not fit in 64 bits"))?;
+        let time = if plus {
+            self.prev_time
+                .unwrap_or(0)
+                .checked_add(v)
+                .ok_or_else(|| loc.err(r, "relative timestamp does not fit in 64 bits"))?
+        } else {
+            v
+        };
+        let (after, _) = blanks(after).unwrap_or((after, &[]));
+        Ok((tick, Some(time), after))
+    }
+
+    /// The clocks at an event: clamps what goes backwards, counts unattributed ticks, and
+    /// creates the value columns and the trace builder at the first event.
+    #[inline]
+    fn advance(
+        &mut self,
+        tick: u64,
+        time: Option<u64>,
+        loc: Loc,
+        cx: &mut Context<'_>,
+    ) -> Result<(), PluginError> {
+        if !self.seen_event {
+            self.seen_event = true;
+            self.start(tick, time);
+        }
+        let prev = self.prev_tick.unwrap_or(tick);
+        let tick = if tick < prev {
+            self.diag.warn(cx, Warn::TickBackwards, loc.at(), || {
+                (
+                    format!("tick {tick} goes backwards (previous event at tick {prev})"),
+                    format!("clamped to {prev}"),
+                )
+            })?;
+            prev
+        } else {
+            tick
+        };
+        if self.open.is_empty() {
+            self.unattributed = self.unattributed.saturating_add(tick - prev);
+        }
+        if time.is_some() {
+            self.time_seen = true;
+        } else {
+            self.time_missing = true;
+        }
+        let has_time_col = self.n_clocks == 2;
+        if self.time_mismatch_line == 0 && time.is_some() != has_time_col {
+            self.time_mismatch_line = loc.no;
+        }
+        let time = match (time, self.prev_time) {
+            (Some(t), Some(p)) if t < p => {
+                self.diag.warn(cx, Warn::TimeBackwards, loc.at(), || {
+                    (
+                        format!("timestamp {t} goes backwards (previous {p})"),
+                        format!("clamped to {p}"),
+                    )
+                })?;
+                Some(p)
+            }
+            (t, _) => t,
+        };
+        self.prev_tick = Some(tick);
+        self.prev_time = time;
+        self.now[0] = i64::try_from(tick - self.tick_base).map_err(|_| {
+            loc.record_err(format!(
+                "tick {tick} is out of range: more than 2^63-1 ticks after the first event"
+            ))
+        })?;
+        if has_time_col {
+            if let Some(t) = time {
+                match t
+                    .checked_sub(self.time_base)
+                    .and_then(|d| i64::try_from(d).ok())
+                {
+                    Some(v) if v >= self.now[1] => self.now[1] = v,
+                    Some(_) => {}
+                    None if self.time_missing => {}
+                    None => {
+                        return Err(loc.record_err(format!(
+                            "timestamp {t} is out of range: more than 2^63-1 ns after the first one"
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Value columns and the trace builder, once the first event says whether there is time.
+    fn start(&mut self, tick: u64, time: Option<u64>) {
+        if tick > REBASE_ABOVE {
+            self.tick_base = tick;
+            self.m.meta.push(("tick_base".into(), tick.to_string()));
+        }
+        let b = &mut self.m.b;
+        let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);
+        let calls = b.add_value_type("calls", "count", ValueKind::Count);
+        let time_col = time.map(|t| {
+            if t > REBASE_ABOVE {
+                self.time_base = t;
+            }
+            b.add_value_type("time_ns", "nanoseconds", ValueKind::Weight)
+        });
+        let mut clocks = vec![ticks];
+        clocks.extend(time_col);
+        self.n_clocks = clocks.len();
+        self.t = Some(TraceBuilder::new(b, clocks, Some(calls), self.m.ordered));
+        self.zeros = vec![0; b.n_value_types()];
+        self.cols = Some(Cols {
+            ticks,
+            calls: Some(calls),
+            time: time_col,
+        });
+    }
+
+    fn event(
+        &mut self,
+        op: u8,
+        rest: &[u8],
+        loc: Loc,
+        cx: &mut Context<'_>,
+    ) -> Result<(), PluginError> {
+        let (tick, time, rest) = self.stamp(rest, loc)?;
+        self.advance(tick, time, loc, cx)?;
+        let tick = self.prev_tick.unwrap_or(tick);
+        let ir = |e: profconv_plugin::ir::IrError| loc.record_err(e.to_string());
+        match op {
+            b'C' => {
+                if rest.is_empty() {
+                    return Err(loc.err(
+                        rest,
+                        "missing identifier after the tick (`C <tick> [@<time>] <identifier>`)",
+                    ));
+                }
+                // The common case first: a direct call already seen.
+                let cached = rest
+                    .strip_prefix(b"direct:")
+                    .and_then(index)
+                    .and_then(|i| self.direct.get(i));
+                let frame = match cached {
+                    Some(f) => f,
+                    None => {
+                        let id = parse_id(rest).map_err(|(at, msg)| loc.err(at, msg))?;
+                        if let Id::Name(_, _, true) = id {
+                            self.diag.warn(cx, Warn::NotUtf8, loc.at(), || {
+                                ("a name that is not UTF-8".into(), "read as Latin-1".into())
+                            })?;
+                        }
+                        self.frame_of(id)
+                    }
+                };
+                self.m.ensure_thread();
+                let t = self
+                    .t
+                    .as_mut()
+                    .ok_or_else(|| PluginError::internal("no trace builder"))?;
+                t.enter(&mut self.m.b, frame, &self.now[..self.n_clocks])
+                    .map_err(ir)?;
+                self.open.push(frame);
+                let run = self.m.run();
+                self.m.runs[run].calls += 1;
+            }
+            b'E' => {
+                let Some(&top) = self.open.last() else {
+                    // The end of a frame the profiler never saw start (the evaluation's
+                    // outer frame after kernel_run, spec A.3): ignored and counted.
+                    self.ignored_ends += 1;
+                    return Ok(());
+                };
+                if !rest.is_empty() {
+                    let id = parse_id(rest).map_err(|(at, msg)| loc.err(at, msg))?;
+                    if let Some(name) = self.mismatch(id, top) {
+                        let open = self.frame_name(top).to_owned();
+                        self.diag.warn(cx, Warn::EndMismatch, loc.at(), || {
+                            (
+                                format!("end of `{name}` while `{open}` is open"),
+                                format!("`{open}` is closed"),
+                            )
+                        })?;
+                    }
+                }
+                let t = self
+                    .t
+                    .as_mut()
+                    .ok_or_else(|| PluginError::internal("no trace builder"))?;
+                t.exit(&mut self.m.b, &self.now[..self.n_clocks])
+                    .map_err(ir)?;
+                self.open.pop();
+            }
+            b'X' => {
+                if self.open.is_empty() {
+                    self.diag.warn(cx, Warn::TrapNothingOpen, loc.at(), || {
+                        (
+                            format!("trap at tick {tick} with no open call"),
+                            "ignored".into(),
+                        )
+                    })?;
+                } else {
+                    let run = self.m.run();
+                    let what = String::from_utf8_lossy(rest);
+                    self.m.runs[run].inconsistent.get_or_insert_with(|| {
+                        if what.is_empty() {
+                            format!("a trap at tick {tick} (line {})", loc.no)
+                        } else {
+                            format!("a trap at tick {tick} (line {}: {what})", loc.no)
+                        }
+                    });
+                    self.close_all(Mark::Trapped, loc)?;
+                }
+            }
+            b'R' => {
+                if !self.open.is_empty() {
+                    let n = self.open.len();
+                    self.diag.warn(cx, Warn::OpenAtRunEnd, loc.at(), || {
+                        (format!("{n} call(s) still open at the end of the kernel run (R) at tick {tick}"), "closed there, marked unfinished".into())
+                    })?;
+                    let run = self.m.run();
+                    self.m.runs[run].inconsistent.get_or_insert_with(|| {
+                        format!("{n} call(s) still open at its end (line {})", loc.no)
+                    });
+                    self.close_all(Mark::Unfinished, loc)?;
+                }
+                let run = self.m.run();
+                if !rest.is_empty() {
+                    let (reason, _) = latin1_or_utf8(rest);
+                    self.m.runs[run].reason = Some(reason.into_owned());
+                }
+                self.m.runs.push(Default::default());
+            }
+            _ => {
+                self.seen_end = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes every open call at the current clocks, innermost first, with `mark`.
+    fn close_all(&mut self, mark: Mark, loc: Loc) -> Result<(), PluginError> {
+        let mut stacks = Vec::with_capacity(self.open.len());
+        let mut s = NONE;
+        for &f in &self.open {
+            s = self.m.b.stack(s, f);
+            stacks.push(s);
+        }
+        let n_clocks = self.n_clocks;
+        let now = self.now;
+        let t = self
+            .t
+            .as_mut()
+            .ok_or_else(|| PluginError::internal("no trace builder"))?;
+        while let Some(stack) = stacks.pop() {
+            t.exit(&mut self.m.b, &now[..n_clocks])
+                .map_err(|e| loc.record_err(e.to_string()))?;
+            self.open.pop();
+            self.m.mark(stack, now[0], &self.zeros, mark);
+        }
+        Ok(())
+    }
+
+    fn section(
+        &mut self,
+        op: &[u8],
+        rest: &[u8],
+        loc: Loc,
+        cx: &mut Context<'_>,
+    ) -> Result<(), PluginError> {
+        // Sections are checked for nesting only; they do not move the clock (spec B.3).
+        let _ = self.stamp(rest, loc)?;
+        if op == b"SB" {
+            self.sections += 1;
+        } else if self.sections == 0 {
+            self.diag.warn(cx, Warn::Section, loc.at(), || {
+                (
+                    "section end (SE) without a section begin (SB)".into(),
+                    "ignored".into(),
+                )
+            })?;
+        } else {
+            self.sections -= 1;
+        }
+        Ok(())
+    }
+
+    /// The display name of a frame.
+    fn frame_name(&self, frame: u32) -> &str {
+        let p = self.m.b.profile();
+        p.strings
+            .get(p.funcs.name[p.frames.func[frame as usize] as usize])
+    }
+
+    fn frame_of(&mut self, id: Id<'_>) -> u32 {
+        let b = &mut self.m.b;
+        let frames = &mut self.m.frames;
+        match id {
+            Id::Direct(i) => match self.direct.get(i) {
+                Some(f) => f,
+                None => {
+                    let f = match self.names.get(&i) {
+                        Some(name) => frames.named(b, name, Kind::Function),
+                        None => frames.named(b, &format!("function[{i}]"), Kind::Direct),
+                    };
+                    self.direct.set(i, f);
+                    f
+                }
+            },
+            Id::Ref(i) => match self.refs.get(i) {
+                Some(f) => f,
+                None => {
+                    let f = frames.named(b, &format!("function_ref[{i}]"), Kind::Ref);
+                    self.refs.set(i, f);
+                    f
+                }
+            },
+            Id::Name(name, kind, _) => frames.named(b, &name, kind),
+        }
+    }
+
+    /// `Some(display name)` when the identifier of an `E` differs from the open call's.
+    fn mismatch(&self, id: Id<'_>, top: u32) -> Option<String> {
+        let name: Cow<'_, str> = match id {
+            Id::Direct(i) => {
+                if let Some(f) = self.direct.get(i) {
+                    return (f != top).then(|| self.frame_name(f).to_owned());
+                }
+                match self.names.get(&i) {
+                    Some(n) => n.as_str().into(),
+                    None => format!("function[{i}]").into(),
+                }
+            }
+            Id::Ref(i) => {
+                if let Some(f) = self.refs.get(i) {
+                    return (f != top).then(|| self.frame_name(f).to_owned());
+                }
+                format!("function_ref[{i}]").into()
+            }
+            Id::Name(n, _, _) => n,
+        };
+        (name != self.frame_name(top)).then(|| name.into_owned())
+    }
+
+    fn finish(mut self, cx: &mut Context<'_>) -> Result<Profile, PluginError> {
+        if !self.header_seen {
+            return Err(PluginError::invalid_input(
+                "empty input: no `PVMTRACE 1` header",
+            ));
+        }
+        let last = self.last;
+        if !self.open.is_empty() {
+            let n = self.open.len();
+            let tick = self.prev_tick.unwrap_or(0);
+            let why = if self.seen_end {
+                "the trace ends (T)"
+            } else {
+                "the input ends (truncated trace)"
+            };
+            self.diag.warn(cx, Warn::Truncated, last, || {
+                (
+                    format!("{n} call(s) still open when {why}"),
+                    format!("closed at tick {tick}, marked unfinished"),
+                )
+            })?;
+            let run = self.m.run();
+            self.m.runs[run]
+                .inconsistent
+                .get_or_insert_with(|| format!("{n} call(s) still open at the end of the trace"));
+            let loc = Loc {
+                no: last.line,
+                offset: last.offset,
+                lead: last.col.saturating_sub(1) as usize,
+                len: 0,
+            };
+            self.close_all(Mark::Unfinished, loc)?;
+        }
+        if self.sections > 0 {
+            let n = self.sections;
+            self.diag.warn(cx, Warn::Section, last, || {
+                (
+                    format!("{n} section(s) begun (SB) and never ended (SE)"),
+                    String::new(),
+                )
+            })?;
+        }
+        let partial_time = self.time_seen && self.time_missing;
+        if partial_time {
+            let at = self.time_mismatch_line;
+            self.diag.warn(cx, Warn::PartialTime, At::line(at, 0), || {
+                (
+                    "some events have a timestamp and others not".into(),
+                    "time is ignored for the whole trace".into(),
+                )
+            })?;
+        }
+        if self.m.runs.len() > 1 && self.m.runs.last().is_some_and(|r| r.calls == 0) {
+            // An `R` as the last event does not open a run.
+            self.m.runs.pop();
+        }
+        if self.cols.is_none() {
+            let b = &mut self.m.b;
+            let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);
+            let calls = b.add_value_type("calls", "count", ValueKind::Count);
+            self.cols = Some(Cols {
+                ticks,
+                calls: Some(calls),
+                time: None,
+            });
+        }
+        self.m
+            .meta
+            .insert(0, ("source_format".into(), "pvm".into()));
+        self.m
+            .meta
+            .insert(1, ("pvm_variant".into(), "pvmtrace".into()));
+        if self.unattributed > 0 {
+            self.m
+                .meta
+                .push(("unattributed_ticks".into(), self.unattributed.to_string()));
+        }
+        if self.ignored_ends > 0 {
+            self.m
+                .meta
+                .push(("ignored_ends".into(), self.ignored_ends.to_string()));
+        }
+        self.diag.summarize(cx);
+        let cols = self.cols;
+        self.m
+            .finish(cols, partial_time, self.compat, &mut self.diag, cx)
+    }
+}
+
+/// Parses an identifier (spec B.4); on error, where in `text` and what was expected.
+fn parse_id(text: &[u8]) -> Result<Id<'_>, (&[u8], String)> {
+    let bad_index = |what: &str| {
+        (
+            text,
+            format!(
+                "bad {what} in `{}`: expected decimal digits below 2^31",
+                shown(text)
+            ),
+        )
+    };
+    if let Some(body) = text.strip_prefix(b"direct:") {
+        return index(body)
+            .map(Id::Direct)
+            .ok_or_else(|| bad_index("function index"));
+    }
+    if let Some(body) = text.strip_prefix(b"ref:") {
+        return index(body)
+            .map(Id::Ref)
+            .ok_or_else(|| bad_index("table index"));
+    }
+    let empty = || (text, format!("empty identifier `{}`", shown(text)));
+    if let Some(body) = text.strip_prefix(b"internal:") {
+        if body.is_empty() {
+            return Err(empty());
+        }
+        let (phase, _) = latin1_or_utf8(body);
+        return Ok(Id::Name(
+            format!("%interpreter({phase})").into(),
+            Kind::Internal,
+            false,
+        ));
+    }
+    if let Some(body) = text.strip_prefix(b"fnx:") {
+        let bytes = hex(body).ok_or_else(|| {
+            (
+                text,
+                format!(
+                    "bad hex name in `{}`: expected an even number of hex digits",
+                    shown(text)
+                ),
+            )
+        })?;
+        let (name, _) = latin1_or_utf8(&bytes);
+        return Ok(Id::Name(name.into_owned().into(), Kind::Function, false));
+    }
+    let body = text.strip_prefix(b"fn:").unwrap_or(text);
+    if body.is_empty() {
+        return Err(empty());
+    }
+    let (name, lossy) = latin1_or_utf8(body);
+    Ok(Id::Name(name, Kind::Function, lossy))
+}
+
+/// Reads a pvmtrace from `lines` into a profile.
+pub(crate) fn parse_trace(
+    lines: &mut Lines<'_, '_>,
+    opts: &ParseOptions,
+    cx: &mut Context<'_>,
+) -> Result<Profile, PluginError> {
+    let mut r = Reader::new(opts);
+    while let Some(line) = lines.next_line()? {
+        r.line(&line, cx)?;
+    }
+    r.finish(cx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_in_one_pass() {
+        for text in [
+            "0",
+            "7",
+            "12345678",
+            "123456789",
+            "11000237782",
+            "18446744073709551615",
+            "0000000000000000000042",
+            "99999999",
+            "100000000",
+        ] {
+            let (rest, v) = decimal(text.as_bytes()).unwrap();
+            assert!(rest.is_empty());
+            assert_eq!(v, text.parse::<u64>().ok(), "{text}");
+        }
+        assert_eq!(decimal(b"18446744073709551616").unwrap().1, None);
+        assert_eq!(decimal(b"123456789012345678901").unwrap().1, None);
+        let (rest, v) = decimal(b"1234567/9 x").unwrap();
+        assert_eq!((rest, v), (&b"/9 x"[..], Some(1234567)));
+        let (rest, v) = decimal(b"12345678:0").unwrap();
+        assert_eq!((rest, v), (&b":0"[..], Some(12345678)));
+        assert!(decimal(b"x1").is_err());
+        assert!(decimal(b"").is_err());
+    }
+}
