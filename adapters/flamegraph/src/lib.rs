@@ -1,11 +1,239 @@
-//! Interactive SVG flamegraphs and flame charts.
+//! Interactive SVG flame graphs, icicle graphs, flame charts and differential flame graphs, in
+//! the style of inferno's `flamegraph` module and Brendan Gregg's flamegraph.pl.
+//!
+//! One concern per module, so each can be read alone:
+//!
+//! * [`attrs`]: the `-O` options, declared for the host and parsed into [`FlameOptions`];
+//! * [`color`]: palettes (a hash of the function name picks the shade, so a function keeps its
+//!   colour across runs and profiles), differential colours, themes;
+//! * [`merge`]: which frames are drawn and where, in value units: the merged call tree (from
+//!   the IR's `CallTree`, or straight from the stack table when that is already the call tree,
+//!   which saves building it for large profiles) or the time-ordered flame chart, pruned below
+//!   the minimum width before anything is written;
+//! * [`svg`]: the SVG itself, written with quick-xml, with its embedded script
+//!   (`flamegraph.js`: hover details, click to zoom, regular-expression search);
+//! * `diff`: two profiles compared ([`emit_diff`]).
+//!
+//! The output is deterministic: the same profile and options give the same bytes.
 
-use profconv_plugin::Format;
+pub mod attrs;
+pub mod color;
+mod diff;
+pub mod merge;
+pub mod svg;
 
-/// The flamegraph format.
+pub use attrs::FlameOptions;
+pub use diff::{emit_diff, emit_diff_with};
+/// The XML library the SVG is written with, for callers that read it back (tests).
+pub use quick_xml;
+
+use color::{Palette, Rgb};
+use merge::{ChartColumns, Frame, Layout};
+use profconv_plugin::ir::{CallTree, NONE, ProfileRef, Transform, ValueKind};
+use profconv_plugin::{Context, Format, OptionDesc, Options, Output, PluginError};
+use std::io::Write;
+use svg::{Describe, Picture};
+
+/// The flamegraph format (emit only).
 pub struct Flamegraph;
 
 impl Format for Flamegraph {
     const ID: &'static str = "flamegraph";
-    const DESCRIPTION: &'static str = "Interactive SVG flamegraphs and flame charts (in progress)";
+    const DESCRIPTION: &'static str =
+        "interactive SVG flame graph, icicle graph or flame chart (hover, zoom, search)";
+    const EXTENSIONS: &'static str = "svg";
+    const OPTIONS: &'static [OptionDesc] = attrs::OPTIONS;
+    const CAN_EMIT: bool = true;
+
+    fn emit(
+        profile: &ProfileRef<'_>,
+        output: &mut Output<'_>,
+        options: &Options,
+        cx: &mut Context<'_>,
+    ) -> Result<(), PluginError> {
+        let o = FlameOptions::from_options(options)?;
+        if o.normalize || o.negate {
+            cx.warn("options normalize and negate only apply to differential flame graphs");
+        }
+        // `Output` is buffered already.
+        emit_unbuffered(profile, output, &o, cx)
+    }
 }
+
+/// Writes `p` as an SVG flame graph (or icicle graph, or flame chart, as `o` says), through a
+/// 64 KiB buffer (so `out` may be a plain file).
+pub fn emit_flamegraph<W: Write + ?Sized>(
+    p: &ProfileRef<'_>,
+    out: &mut W,
+    o: &FlameOptions,
+    cx: &mut Context<'_>,
+) -> Result<(), PluginError> {
+    let mut buf = std::io::BufWriter::with_capacity(1 << 16, out);
+    emit_unbuffered(p, &mut buf, o, cx)?;
+    buf.flush()?;
+    Ok(())
+}
+
+fn emit_unbuffered<W: Write + ?Sized>(
+    p: &ProfileRef<'_>,
+    out: &mut W,
+    o: &FlameOptions,
+    cx: &mut Context<'_>,
+) -> Result<(), PluginError> {
+    if o.reverse {
+        // Leaf functions at the base: the call tree of the reversed stacks.
+        let (reversed, _) = profconv_plugin::ir::transform::apply(p, &Transform::Invert)?;
+        return draw(&reversed.view(), out, o, cx);
+    }
+    draw(p, out, o, cx)
+}
+
+/// The value column `name` (default: the first weight, else the first column, else none).
+fn value_column(p: &ProfileRef<'_>, name: Option<&str>) -> Result<Option<usize>, PluginError> {
+    match name {
+        Some(name) => p.value_type_index(name).map(Some).ok_or_else(|| {
+            let known: Vec<&str> = (0..p.value_types.len())
+                .map(|i| p.value_type_name(i))
+                .collect();
+            PluginError::bad_option(format!(
+                "option value={name}: no value type '{name}' in this profile (it has: {})",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ))
+        }),
+        None => Ok(p
+            .default_weight()
+            .or((!p.value_types.is_empty()).then_some(0))),
+    }
+}
+
+/// What a value counts: the option, else the column's unit, or its name when the unit is a
+/// plain `count` (`samples`, `calls`).
+fn count_name(p: &ProfileRef<'_>, col: Option<usize>, o: &FlameOptions) -> String {
+    if let Some(c) = &o.countname {
+        return c.clone();
+    }
+    let Some(c) = col else {
+        return "samples".into();
+    };
+    let unit = p.value_type_unit(c);
+    if unit.is_empty() || unit == "count" {
+        p.value_type_name(c).to_string()
+    } else {
+        unit.to_string()
+    }
+}
+
+/// Frames named by their function, coloured by name.
+struct ByName<'a, 'p> {
+    p: &'a ProfileRef<'p>,
+    palette: Palette,
+}
+
+impl Describe for ByName<'_, '_> {
+    fn name(&self, f: &Frame) -> &str {
+        if f.func == NONE {
+            return merge::ALL;
+        }
+        self.p.func_name_str(f.func)
+    }
+    fn fill(&self, _: &Frame, name: &str) -> Rgb {
+        color::frame_color(self.palette, name)
+    }
+}
+
+/// The frames of the merged graph: from the stack table when it is the call tree where it
+/// matters (no tree to build), else from the IR's `CallTree`.
+fn merged_layout(
+    p: &ProfileRef<'_>,
+    col: Option<usize>,
+    o: &FlameOptions,
+    countname: &str,
+    cx: &mut Context<'_>,
+) -> Result<Layout, PluginError> {
+    let (layout, negatives) =
+        match merge::merged_from_stacks(p, col, |total| o.min_value(total), o.sort) {
+            Some(fast) => fast,
+            None => {
+                let tree = CallTree::build(p)?;
+                let (widths, negatives) = merge::node_widths(p, &tree, col);
+                let total = merge::total_of_roots(&tree, &widths);
+                let layout = merge::merged(p, &tree, &widths, o.min_value(total), o.sort);
+                (layout, negatives)
+            }
+        };
+    if negatives > 0 {
+        cx.warn(&format!(
+            "{negatives} call nodes have a negative self {countname}; drawn as zero"
+        ));
+    }
+    Ok(layout)
+}
+
+fn draw<W: Write + ?Sized>(
+    p: &ProfileRef<'_>,
+    out: &mut W,
+    o: &FlameOptions,
+    cx: &mut Context<'_>,
+) -> Result<(), PluginError> {
+    let col = value_column(p, o.value.as_deref())?;
+    let countname = count_name(p, col, o);
+    let mut layout: Layout = if o.flamechart {
+        if !p.is_ordered() {
+            cx.warn(
+                "this profile does not keep time order (it was aggregated): the flame chart \
+                 shows its samples in stored order, which is not a timeline",
+            );
+        }
+        if col.is_some_and(|c| p.sample_values[c].iter().any(|&v| v < 0)) {
+            cx.warn("samples with negative values are drawn as zero");
+        }
+        let tree = CallTree::build(p)?;
+        let calls = p
+            .value_type_index("calls")
+            .filter(|&c| p.value_types[c].kind == ValueKind::Count);
+        let total = merge::chart_total(p, col);
+        let cols = ChartColumns { value: col, calls };
+        merge::flamechart(p, &tree, cols, total, o.min_value(total))
+    } else {
+        merged_layout(p, col, o, &countname, cx)?
+    };
+    let title = o.title.clone().unwrap_or_else(|| {
+        if o.flamechart {
+            "Flame Chart"
+        } else if o.inverted {
+            "Icicle Graph"
+        } else {
+            "Flame Graph"
+        }
+        .to_string()
+    });
+    let pic = Picture {
+        opts: o,
+        title: &title,
+        countname: &countname,
+        decimals: col.map_or(0, |c| p.value_types[c].decimals),
+        theme: color::theme(o.palette, o.dark),
+    };
+    if layout.total <= 0 || layout.frames.is_empty() {
+        let msg = format!("Nothing to draw: the profile has no {countname}");
+        cx.warn(&format!(
+            "the profile has no {countname} to draw; wrote an empty picture"
+        ));
+        svg::write_message_svg(out, &pic, &msg)?;
+        return Ok(());
+    }
+    layout.add_all_frame();
+    let describe = ByName {
+        p,
+        palette: o.palette,
+    };
+    svg::write_svg(out, &pic, &layout, &describe)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,406 @@
+//! The emitter's options (`-O KEY[=VALUE]`): their declarations for `profconv formats` and
+//! their parsed, checked form.
+//!
+//! Keys follow inferno's and flamegraph.pl's command-line words where they overlap (`title`,
+//! `subtitle`, `notes`, `countname`, `nametype`, `width`, `height`, `fonttype`, `fontsize`,
+//! `fontwidth`, `minwidth`, `colors`, `inverted`, `reverse`, `flamechart`, `negate`), so a user of
+//! either tool finds the same word. `minwidth` is in pixels like flamegraph.pl's, or a
+//! percentage of the total with `%` (inferno's `--minwidth` is always a percentage).
+
+use crate::color::Palette;
+use profconv_plugin::{OptionDesc, Options, PluginError};
+
+/// The options as declared to the host (`profconv formats` lists them).
+pub const OPTIONS: &[OptionDesc] = &[
+    OptionDesc::string(
+        "title",
+        "",
+        "title (default: Flame Graph, Icicle Graph, Flame Chart or Differential Flame Graph)",
+    ),
+    OptionDesc::string("subtitle", "", "second line under the title"),
+    OptionDesc::string(
+        "notes",
+        "",
+        "text kept in an XML comment at the top of the file",
+    ),
+    OptionDesc::string(
+        "countname",
+        "",
+        "what a value counts, shown in tooltips (default: the value type's unit, or its name \
+         when the unit is `count`)",
+    ),
+    OptionDesc::string(
+        "nametype",
+        "Function:",
+        "prefix of the details line on hover",
+    ),
+    OptionDesc::integer("width", "1200", "image width in pixels"),
+    OptionDesc::integer("height", "16", "frame height in pixels"),
+    OptionDesc::string("fonttype", "monospace", "font family"),
+    OptionDesc::number("fontsize", "12", "font size in pixels"),
+    OptionDesc::number(
+        "fontwidth",
+        "0.59",
+        "average character width as a fraction of the font size (fits labels to frames)",
+    ),
+    OptionDesc::string(
+        "minwidth",
+        "0.1",
+        "omit frames narrower than this many pixels, or than N% of the total with `%`",
+    ),
+    OptionDesc::flag("inverted", "icicle graph: roots at the top, growing down"),
+    OptionDesc::flag(
+        "reverse",
+        "reverse every stack: leaf functions at the base (merged from the leaves)",
+    ),
+    OptionDesc::flag(
+        "flamechart",
+        "flame chart: samples in time order, siblings not merged (for ordered profiles)",
+    ),
+    OptionDesc::string(
+        "sort",
+        "name",
+        "sibling order: name (alphabetical, comparable across profiles) or weight (widest first)",
+    ),
+    OptionDesc::string(
+        "colors",
+        "hot",
+        "palette: hot, mem, io, wakeup, java, js, perl, python, rust, red, green, blue, aqua, \
+         yellow, purple, orange (colours follow a hash of the name)",
+    ),
+    OptionDesc::flag("dark", "dark theme"),
+    OptionDesc::string(
+        "value",
+        "",
+        "the value type to draw (default: the first weight, e.g. samples or ticks)",
+    ),
+    OptionDesc::flag(
+        "normalize",
+        "differential: scale the before profile to the after profile's total first",
+    ),
+    OptionDesc::flag(
+        "negate",
+        "differential: swap the colours (blue for growth, red for shrinkage)",
+    ),
+];
+
+/// Default image width in pixels.
+pub const DEFAULT_WIDTH: u32 = 1200;
+/// Default frame height in pixels.
+pub const DEFAULT_FRAME_HEIGHT: u32 = 16;
+/// Default font size in pixels.
+pub const DEFAULT_FONT_SIZE: f64 = 12.0;
+/// Default character width as a fraction of the font size (a monospace digit is 0.6 em).
+pub const DEFAULT_FONT_WIDTH: f64 = 0.59;
+/// Default minimum frame width in pixels (flamegraph.pl's default).
+pub const DEFAULT_MIN_WIDTH_PX: f64 = 0.1;
+/// Horizontal padding on each side of the frames, in pixels.
+pub const XPAD: u32 = 10;
+
+/// Below which width a frame is omitted.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MinWidth {
+    /// Pixels of the drawing.
+    Pixels(f64),
+    /// Percent of the total.
+    Percent(f64),
+}
+
+/// Sibling order in the merged graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SortOrder {
+    /// Alphabetical (bytewise) by function name: the same function sits in the same place in
+    /// two profiles of one program, so they can be compared side by side.
+    #[default]
+    Name,
+    /// Widest first, ties by name.
+    Weight,
+}
+
+/// Every option, parsed and checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlameOptions {
+    /// Title; `None`: chosen from the mode.
+    pub title: Option<String>,
+    /// Subtitle, if any.
+    pub subtitle: Option<String>,
+    /// Notes for the XML comment, if any.
+    pub notes: Option<String>,
+    /// What a value counts; `None`: from the value type.
+    pub countname: Option<String>,
+    /// Prefix of the details line.
+    pub nametype: String,
+    /// Image width in pixels.
+    pub width: u32,
+    /// Frame height in pixels.
+    pub frame_height: u32,
+    /// Font family.
+    pub font_type: String,
+    /// Font size in pixels.
+    pub font_size: f64,
+    /// Character width as a fraction of the font size.
+    pub font_width: f64,
+    /// Pruning threshold.
+    pub min_width: MinWidth,
+    /// Icicle graph.
+    pub inverted: bool,
+    /// Reversed stacks.
+    pub reverse: bool,
+    /// Flame chart (time order, not merged).
+    pub flamechart: bool,
+    /// Sibling order.
+    pub sort: SortOrder,
+    /// Palette.
+    pub palette: Palette,
+    /// Dark theme.
+    pub dark: bool,
+    /// Value type to draw; `None`: the first weight.
+    pub value: Option<String>,
+    /// Differential: scale before to after's total.
+    pub normalize: bool,
+    /// Differential: swap the colours.
+    pub negate: bool,
+}
+
+impl Default for FlameOptions {
+    fn default() -> Self {
+        FlameOptions {
+            title: None,
+            subtitle: None,
+            notes: None,
+            countname: None,
+            nametype: "Function:".into(),
+            width: DEFAULT_WIDTH,
+            frame_height: DEFAULT_FRAME_HEIGHT,
+            font_type: "monospace".into(),
+            font_size: DEFAULT_FONT_SIZE,
+            font_width: DEFAULT_FONT_WIDTH,
+            min_width: MinWidth::Pixels(DEFAULT_MIN_WIDTH_PX),
+            inverted: false,
+            reverse: false,
+            flamechart: false,
+            sort: SortOrder::Name,
+            palette: Palette::Hot,
+            dark: false,
+            value: None,
+            normalize: false,
+            negate: false,
+        }
+    }
+}
+
+impl FlameOptions {
+    /// Parses and checks the host's options. Every error names the key and what it accepts.
+    pub fn from_options(o: &Options) -> Result<FlameOptions, PluginError> {
+        let d = FlameOptions::default();
+        let text = |key: &str| o.get(key).filter(|v| !v.is_empty()).map(str::to_string);
+        let width = o.parse::<u32>("width")?.unwrap_or(d.width);
+        let min_image = 2 * XPAD + 10;
+        if !(min_image..=1_000_000).contains(&width) {
+            return Err(PluginError::bad_option(format!(
+                "option width={width}: expected a width in pixels from {min_image} to 1000000"
+            )));
+        }
+        let frame_height = o.parse::<u32>("height")?.unwrap_or(d.frame_height);
+        if !(2..=1000).contains(&frame_height) {
+            return Err(PluginError::bad_option(format!(
+                "option height={frame_height}: expected a frame height in pixels from 2 to 1000"
+            )));
+        }
+        let font_size = o.parse::<f64>("fontsize")?.unwrap_or(d.font_size);
+        if !(font_size.is_finite() && (1.0..=200.0).contains(&font_size)) {
+            return Err(PluginError::bad_option(format!(
+                "option fontsize={font_size}: expected a size in pixels from 1 to 200"
+            )));
+        }
+        let font_width = o.parse::<f64>("fontwidth")?.unwrap_or(d.font_width);
+        if !(font_width.is_finite() && (0.05..=5.0).contains(&font_width)) {
+            return Err(PluginError::bad_option(format!(
+                "option fontwidth={font_width}: expected a fraction of the font size from 0.05 \
+                 to 5"
+            )));
+        }
+        let min_width = match o.get("minwidth") {
+            None | Some("") => d.min_width,
+            Some(v) => parse_min_width(v)?,
+        };
+        let sort = match o.get("sort") {
+            None | Some("") | Some("name") => SortOrder::Name,
+            Some("weight") => SortOrder::Weight,
+            Some(v) => {
+                return Err(PluginError::bad_option(format!(
+                    "option sort={v}: expected `name` or `weight`"
+                )));
+            }
+        };
+        let palette = match o.get("colors") {
+            None | Some("") => d.palette,
+            Some(v) => v.parse::<Palette>().map_err(|()| {
+                PluginError::bad_option(format!(
+                    "option colors={v}: expected one of {}",
+                    Palette::NAMES.join(", ")
+                ))
+            })?,
+        };
+        let flamechart = o.flag("flamechart");
+        let reverse = o.flag("reverse");
+        if flamechart && reverse {
+            return Err(PluginError::bad_option(
+                "options flamechart and reverse cannot be combined: a flame chart keeps each \
+                 stack in time order from its root",
+            ));
+        }
+        Ok(FlameOptions {
+            title: text("title"),
+            subtitle: text("subtitle"),
+            notes: text("notes"),
+            countname: text("countname"),
+            nametype: o.get("nametype").map_or(d.nametype, str::to_string),
+            width,
+            frame_height,
+            font_type: text("fonttype").unwrap_or(d.font_type),
+            font_size,
+            font_width,
+            min_width,
+            inverted: o.flag("inverted"),
+            reverse,
+            flamechart,
+            sort,
+            palette,
+            dark: o.flag("dark"),
+            value: text("value"),
+            normalize: o.flag("normalize"),
+            negate: o.flag("negate"),
+        })
+    }
+
+    /// Width of the drawing area (the image minus the padding), in pixels.
+    pub fn plot_width(&self) -> f64 {
+        f64::from(self.width - 2 * XPAD)
+    }
+
+    /// The smallest value drawn, for a graph whose root frames add up to `total`.
+    pub fn min_value(&self, total: i64) -> f64 {
+        let total = total as f64;
+        match self.min_width {
+            MinWidth::Pixels(px) => px / self.plot_width() * total,
+            MinWidth::Percent(pc) => pc / 100.0 * total,
+        }
+    }
+}
+
+/// `0.1` (pixels) or `0.01%` (percent of the total).
+fn parse_min_width(v: &str) -> Result<MinWidth, PluginError> {
+    let bad = || {
+        PluginError::bad_option(format!(
+            "option minwidth={v}: expected pixels (`0.1`) or a percentage of the total (`0.01%`), \
+             not negative"
+        ))
+    };
+    let (num, percent) = match v.trim().strip_suffix('%') {
+        Some(n) => (n.trim(), true),
+        None => (v.trim(), false),
+    };
+    let x: f64 = num.parse().map_err(|_| bad())?;
+    if !x.is_finite() || x < 0.0 || (percent && x > 100.0) {
+        return Err(bad());
+    }
+    Ok(if percent {
+        MinWidth::Percent(x)
+    } else {
+        MinWidth::Pixels(x)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(pairs: &[(&str, Option<&str>)]) -> Options {
+        Options::new(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.map(str::to_string)))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn defaults_without_options() {
+        assert_eq!(
+            FlameOptions::from_options(&Options::default()).unwrap(),
+            FlameOptions::default()
+        );
+    }
+
+    #[test]
+    fn every_option_parses() {
+        let o = FlameOptions::from_options(&opts(&[
+            ("title", Some("T <&>")),
+            ("subtitle", Some("S")),
+            ("notes", Some("N")),
+            ("countname", Some("ticks")),
+            ("nametype", Some("Frame:")),
+            ("width", Some("800")),
+            ("height", Some("20")),
+            ("fonttype", Some("Verdana")),
+            ("fontsize", Some("10.5")),
+            ("fontwidth", Some("0.6")),
+            ("minwidth", Some("0.5%")),
+            ("inverted", None),
+            ("sort", Some("weight")),
+            ("colors", Some("rust")),
+            ("dark", None),
+            ("value", Some("bytes")),
+            ("normalize", None),
+            ("negate", Some("true")),
+        ]))
+        .unwrap();
+        assert_eq!(o.title.as_deref(), Some("T <&>"));
+        assert_eq!(o.width, 800);
+        assert_eq!(o.frame_height, 20);
+        assert_eq!(o.font_size, 10.5);
+        assert_eq!(o.min_width, MinWidth::Percent(0.5));
+        assert!(o.inverted && o.dark && o.normalize && o.negate && !o.reverse);
+        assert_eq!(o.sort, SortOrder::Weight);
+        assert_eq!(o.palette, Palette::Rust);
+        assert_eq!(o.value.as_deref(), Some("bytes"));
+        assert_eq!(o.min_value(2000), 10.0);
+    }
+
+    #[test]
+    fn bad_values_name_the_key_and_what_is_expected() {
+        for (k, v, want) in [
+            ("width", "5", "option width=5: expected a width"),
+            ("width", "wide", "option width=wide"),
+            ("height", "0", "option height=0"),
+            ("fontsize", "NaN", "option fontsize=NaN"),
+            ("minwidth", "-1", "option minwidth=-1: expected pixels"),
+            ("minwidth", "200%", "option minwidth=200%"),
+            (
+                "sort",
+                "size",
+                "option sort=size: expected `name` or `weight`",
+            ),
+            (
+                "colors",
+                "pink",
+                "option colors=pink: expected one of hot, mem",
+            ),
+        ] {
+            let e = FlameOptions::from_options(&opts(&[(k, Some(v))])).unwrap_err();
+            assert_eq!(e.status, profconv_plugin::Status::BAD_OPTIONS);
+            assert!(e.message.starts_with(want), "{k}={v}: {}", e.message);
+        }
+        let e = FlameOptions::from_options(&opts(&[("flamechart", None), ("reverse", None)]));
+        assert!(e.unwrap_err().message.contains("cannot be combined"));
+    }
+
+    #[test]
+    fn min_width_in_pixels_scales_with_the_plot() {
+        let o = FlameOptions::default();
+        // 0.1 px of 1180 px.
+        let v = o.min_value(1_180_000);
+        assert!((v - 100.0).abs() < 1e-9, "{v}");
+    }
+}

@@ -1,0 +1,264 @@
+//! Which hue a frame gets in each palette, and the shade ranges of each hue (flamegraph.pl's
+//! ranges, so pictures look familiar).
+
+use super::{Palette, Rgb};
+
+/// A hue with a range of shades.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hue {
+    /// Reds to yellows.
+    Hot,
+    /// Greens to aquas.
+    Mem,
+    /// Greys to blues.
+    Io,
+    /// Reds.
+    Red,
+    /// Greens.
+    Green,
+    /// Blues.
+    Blue,
+    /// Aquas.
+    Aqua,
+    /// Yellows.
+    Yellow,
+    /// Purples.
+    Purple,
+    /// Oranges.
+    Orange,
+}
+
+impl Hue {
+    /// The shade picked by three hash fractions in `0..=1`.
+    pub fn shade(self, v1: f64, v2: f64, v3: f64) -> Rgb {
+        let c = |base: u8, span: f64, v: f64| base.saturating_add((span * v) as u8);
+        match self {
+            Hue::Hot => Rgb(c(205, 50.0, v3), c(0, 230.0, v1), c(0, 55.0, v2)),
+            Hue::Mem => Rgb(0, c(190, 50.0, v2), c(0, 210.0, v1)),
+            Hue::Io => {
+                let r = c(80, 60.0, v1);
+                Rgb(r, r, c(190, 55.0, v2))
+            }
+            Hue::Red => {
+                let g = c(50, 80.0, v1);
+                Rgb(c(200, 55.0, v1), g, g)
+            }
+            Hue::Green => {
+                let r = c(50, 60.0, v1);
+                Rgb(r, c(200, 55.0, v1), r)
+            }
+            Hue::Blue => {
+                let r = c(80, 60.0, v1);
+                Rgb(r, r, c(205, 50.0, v1))
+            }
+            Hue::Aqua => {
+                let g = c(165, 55.0, v1);
+                Rgb(c(50, 60.0, v1), g, g)
+            }
+            Hue::Yellow => {
+                let r = c(175, 55.0, v1);
+                Rgb(r, r, c(50, 20.0, v1))
+            }
+            Hue::Purple => {
+                let r = c(190, 65.0, v1);
+                Rgb(r, c(80, 60.0, v1), r)
+            }
+            Hue::Orange => Rgb(c(190, 65.0, v1), c(90, 65.0, v1), 0),
+        }
+    }
+}
+
+/// Annotation suffixes of folded stacks: kernel, JIT, inlined, waker. They select hues and are
+/// not shown.
+const ANNOTATIONS: [&str; 4] = ["_[k]", "_[j]", "_[i]", "_[w]"];
+
+/// `name` without its annotation suffix, if it has one.
+pub fn strip_annotation(name: &str) -> &str {
+    for a in ANNOTATIONS {
+        if let Some(s) = name.strip_suffix(a) {
+            return s;
+        }
+    }
+    name
+}
+
+/// What is hashed for the shade: the name without annotation and without a DTrace
+/// ``module` `` prefix, so one function has one colour whichever module reported it.
+pub fn colour_key(name: &str) -> &str {
+    let name = strip_annotation(name);
+    match name.rfind('`') {
+        Some(i) if i + 1 < name.len() => &name[i + 1..],
+        _ => name,
+    }
+}
+
+/// The hue of `name` in `palette`.
+pub fn hue(palette: Palette, name: &str) -> Hue {
+    match palette {
+        Palette::Hot => Hue::Hot,
+        Palette::Mem => Hue::Mem,
+        Palette::Io => Hue::Io,
+        Palette::Wakeup | Palette::Aqua => Hue::Aqua,
+        Palette::Red => Hue::Red,
+        Palette::Green => Hue::Green,
+        Palette::Blue => Hue::Blue,
+        Palette::Yellow => Hue::Yellow,
+        Palette::Purple => Hue::Purple,
+        Palette::Orange => Hue::Orange,
+        Palette::Java => java(name),
+        Palette::Js => js(name),
+        Palette::Perl => perl(name),
+        Palette::Python => python(name),
+        Palette::Rust => rust(name),
+    }
+}
+
+fn java(name: &str) -> Hue {
+    if name.ends_with("_[j]") {
+        return Hue::Green; // JIT-compiled
+    }
+    if name.ends_with("_[i]") {
+        return Hue::Aqua; // inlined
+    }
+    if name.ends_with("_[k]") {
+        return Hue::Orange; // kernel
+    }
+    let n = name.strip_prefix('L').unwrap_or(name);
+    let java_pkg = [
+        "java/", "javax/", "jdk/", "net/", "org/", "com/", "io/", "sun/",
+    ]
+    .iter()
+    .any(|p| n.starts_with(p));
+    if java_pkg || name.contains(":::") {
+        Hue::Green // Java
+    } else if name.contains("::") {
+        Hue::Yellow // C++
+    } else {
+        Hue::Red // native, system
+    }
+}
+
+fn js(name: &str) -> Hue {
+    if name.ends_with("_[j]") {
+        return if name.contains('/') {
+            Hue::Green
+        } else {
+            Hue::Aqua
+        };
+    }
+    if name.ends_with("_[k]") {
+        Hue::Orange
+    } else if name.contains("::") {
+        Hue::Yellow // C++ (V8, Node internals)
+    } else if name.contains(".js") || name.contains('/') {
+        Hue::Green // JavaScript with a source location
+    } else if name.contains(':') {
+        Hue::Aqua // built-ins
+    } else {
+        Hue::Red
+    }
+}
+
+fn perl(name: &str) -> Hue {
+    if name.ends_with("_[k]") {
+        Hue::Orange
+    } else if name.contains("Perl") || name.contains(".pl") {
+        Hue::Green
+    } else if name.contains("::") {
+        Hue::Yellow
+    } else {
+        Hue::Red
+    }
+}
+
+fn python(name: &str) -> Hue {
+    // Native frames (py-spy --native: `f (libc.so.6)`, `g (_json.c:1159)`, bare addresses).
+    let native = name.starts_with("0x") || name.contains(".so") || name.contains(".c:");
+    if name.ends_with("_[k]") || native {
+        Hue::Orange
+    } else if name.contains("site-packages") || name.contains("dist-packages") {
+        Hue::Aqua // third-party packages
+    } else if name.contains("/lib/python") || name.contains("<frozen") || name.contains("<built-in")
+    {
+        Hue::Yellow // the standard library
+    } else {
+        Hue::Red // the program
+    }
+}
+
+fn rust(name: &str) -> Hue {
+    if name.ends_with("_[k]") {
+        return Hue::Orange;
+    }
+    let n = name.trim_start_matches(['<', '&']);
+    let n = n.strip_prefix("dyn ").unwrap_or(n);
+    if ["core::", "std::", "alloc::"]
+        .iter()
+        .any(|p| n.starts_with(p))
+    {
+        Hue::Orange // the standard library
+    } else if name.contains("::") {
+        Hue::Aqua // other Rust code
+    } else {
+        Hue::Yellow // not Rust (C, the kernel, the runtime)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn language_palettes_split_frames_by_origin() {
+        assert_eq!(hue(Palette::Java, "Interpreter_[j]"), Hue::Green);
+        assert_eq!(hue(Palette::Java, "foo_[i]"), Hue::Aqua);
+        assert_eq!(hue(Palette::Java, "sys_write_[k]"), Hue::Orange);
+        assert_eq!(hue(Palette::Java, "Ljava/lang/Thread:::run"), Hue::Green);
+        assert_eq!(hue(Palette::Java, "JavaThread::run"), Hue::Yellow);
+        assert_eq!(hue(Palette::Java, "start_thread"), Hue::Red);
+        assert_eq!(hue(Palette::Rust, "core::ptr::drop_in_place"), Hue::Orange);
+        assert_eq!(
+            hue(Palette::Rust, "<alloc::vec::Vec<T> as Drop>::drop"),
+            Hue::Orange
+        );
+        assert_eq!(hue(Palette::Rust, "serde_json::de::from_str"), Hue::Aqua);
+        assert_eq!(hue(Palette::Rust, "memcpy"), Hue::Yellow);
+        assert_eq!(
+            hue(
+                Palette::Python,
+                "get (/usr/lib/python3/dist-packages/requests/api.py:76)"
+            ),
+            Hue::Aqua
+        );
+        assert_eq!(
+            hue(
+                Palette::Python,
+                "<module> (/usr/lib/python3.11/runpy.py:86)"
+            ),
+            Hue::Yellow
+        );
+        assert_eq!(hue(Palette::Python, "work (app.py:12)"), Hue::Red);
+        assert_eq!(
+            hue(Palette::Python, "scanner_call (_json.c:1159)"),
+            Hue::Orange
+        );
+        assert_eq!(
+            hue(Palette::Python, "0x7f7a1284524a (libc.so.6)"),
+            Hue::Orange
+        );
+        assert_eq!(hue(Palette::Perl, "Perl_pp_entersub"), Hue::Green);
+        assert_eq!(
+            hue(Palette::Js, "LazyCompile:~f /app/x.js:3_[j]"),
+            Hue::Green
+        );
+    }
+
+    #[test]
+    fn annotations_and_module_prefixes_do_not_change_the_shade() {
+        assert_eq!(strip_annotation("write_[k]"), "write");
+        assert_eq!(strip_annotation("write"), "write");
+        assert_eq!(colour_key("libc.so.6`malloc"), "malloc");
+        assert_eq!(colour_key("malloc_[k]"), "malloc");
+        assert_eq!(colour_key("`"), "`");
+    }
+}

@@ -1,0 +1,333 @@
+//! Differential flame graphs: two profiles of one program, before and after a change.
+//!
+//! The picture has the shape of the **after** profile (its call tree, widths and values); each
+//! frame is coloured by the growth of its **self** value from before to after: red grew, blue
+//! shrank, the stronger the larger the change relative to the largest change drawn; near white
+//! unchanged. This is what inferno and flamegraph.pl draw. Call nodes are matched by their path
+//! of function names from the root, so the two profiles may come from different formats.
+//!
+//! Beyond the anchors, each tooltip also gives the before value of the node's total, so a
+//! parent whose children all grew shows the growth in its tooltip (inferno #295), and the
+//! share of before's value on stacks that do not exist after is reported as a warning (those
+//! frames cannot be drawn in the after shape; draw the reverse diff to see them).
+//!
+//! `normalize` scales before to after's total first (inferno-diff-folded `-n`), so a longer
+//! run does not make everything look red. `negate` swaps the colours.
+
+use crate::attrs::FlameOptions;
+use crate::color::{self, Palette, Rgb};
+use crate::merge::{self, Frame};
+use crate::svg::{self, Describe, Picture};
+use crate::{count_name, value_column};
+use profconv_plugin::ir::{CallTree, NONE, ProfileRef, Transform};
+use profconv_plugin::{Context, Options, PluginError};
+use std::collections::HashMap;
+use std::io::Write;
+
+/// Writes a differential flame graph of `before` → `after` with the user's `-O` options
+/// (the same keys as the flamegraph emitter, plus `normalize` and `negate`).
+///
+/// This is what a `profconv diff BEFORE AFTER -o diff.svg` command calls after parsing both
+/// inputs. Writes through a 64 KiB buffer, so `out` may be a plain file; warnings (stacks only
+/// in before, negative values) go to `cx`. Errors: [`Status::BAD_OPTIONS`] for a bad option,
+/// [`Status::INVALID_INPUT`] for a value sum that overflows, [`Status::IO`] for a failed write.
+///
+/// [`Status::BAD_OPTIONS`]: profconv_plugin::Status::BAD_OPTIONS
+/// [`Status::INVALID_INPUT`]: profconv_plugin::Status::INVALID_INPUT
+/// [`Status::IO`]: profconv_plugin::Status::IO
+pub fn emit_diff<W: Write + ?Sized>(
+    before: &ProfileRef<'_>,
+    after: &ProfileRef<'_>,
+    out: &mut W,
+    options: &Options,
+    cx: &mut Context<'_>,
+) -> Result<(), PluginError> {
+    let o = FlameOptions::from_options(options)?;
+    emit_diff_with(before, after, out, &o, cx)
+}
+
+/// [`emit_diff`] with options already parsed.
+pub fn emit_diff_with<W: Write + ?Sized>(
+    before: &ProfileRef<'_>,
+    after: &ProfileRef<'_>,
+    out: &mut W,
+    o: &FlameOptions,
+    cx: &mut Context<'_>,
+) -> Result<(), PluginError> {
+    let mut buf = std::io::BufWriter::with_capacity(1 << 16, out);
+    diff_unbuffered(before, after, &mut buf, o, cx)?;
+    buf.flush()?;
+    Ok(())
+}
+
+fn diff_unbuffered<W: Write + ?Sized>(
+    before: &ProfileRef<'_>,
+    after: &ProfileRef<'_>,
+    out: &mut W,
+    o: &FlameOptions,
+    cx: &mut Context<'_>,
+) -> Result<(), PluginError> {
+    if o.flamechart {
+        return Err(PluginError::bad_option(
+            "option flamechart: a differential flame graph merges both profiles into call \
+             trees; it cannot be a flame chart",
+        ));
+    }
+    if o.reverse {
+        let (b, _) = profconv_plugin::ir::transform::apply(before, &Transform::Invert)?;
+        let (a, _) = profconv_plugin::ir::transform::apply(after, &Transform::Invert)?;
+        return draw_diff(&b.view(), &a.view(), out, o, cx);
+    }
+    draw_diff(before, after, out, o, cx)
+}
+
+/// The self value of `node` in column `col` (its number of samples without a column).
+fn self_value(tree: &CallTree, col: Option<usize>, node: usize) -> i64 {
+    match col {
+        Some(c) => tree.self_values[c][node],
+        None => i64::from(tree.sample_count[node]),
+    }
+}
+
+/// Before's values on after's call nodes, in after's units.
+struct Matched {
+    /// Before's self value of the node with the same path.
+    self_before: Vec<f64>,
+    /// Before's total of the node with the same path.
+    total_before: Vec<f64>,
+    /// Before's self values on paths after does not have.
+    unmatched: f64,
+    /// Before's total (scaled).
+    total_before_all: f64,
+}
+
+/// Matches before's call nodes to after's by their path of function names.
+fn match_nodes(
+    before: &ProfileRef<'_>,
+    tb: &CallTree,
+    cb: Option<usize>,
+    wb: &[i64],
+    after: &ProfileRef<'_>,
+    ta: &CallTree,
+    scale: f64,
+) -> Matched {
+    // Function names as dense keys (two funcs of one name share a key).
+    let mut name_key: HashMap<&str, u32> = HashMap::new();
+    let key_a: Vec<u32> = (0..after.n_funcs() as u32)
+        .map(|f| {
+            let n = name_key.len() as u32;
+            *name_key.entry(after.func_name_str(f)).or_insert(n)
+        })
+        .collect();
+    let key_b: Vec<u32> = (0..before.n_funcs() as u32)
+        .map(|f| {
+            name_key
+                .get(before.func_name_str(f))
+                .copied()
+                .unwrap_or(NONE)
+        })
+        .collect();
+    // (after parent, name key) → after node; the first node wins for a repeated name.
+    let mut child: HashMap<(u32, u32), u32> = HashMap::with_capacity(ta.len());
+    for n in 0..ta.len() {
+        let k = key_a[ta.func[n] as usize];
+        child.entry((ta.parent[n], k)).or_insert(n as u32);
+    }
+    let mut m = Matched {
+        self_before: vec![0.0; ta.len()],
+        total_before: vec![0.0; ta.len()],
+        unmatched: 0.0,
+        total_before_all: 0.0,
+    };
+    let mut to_after = vec![NONE; tb.len()];
+    // Parents come before children, so one forward pass maps every node.
+    for n in 0..tb.len() {
+        let par = tb.parent[n];
+        let mapped_parent = if par == NONE {
+            NONE
+        } else {
+            to_after[par as usize]
+        };
+        let k = key_b[tb.func[n] as usize];
+        let hit = if (par != NONE && mapped_parent == NONE) || k == NONE {
+            None
+        } else {
+            child.get(&(mapped_parent, k)).copied()
+        };
+        let s = self_value(tb, cb, n).max(0) as f64 * scale;
+        match hit {
+            Some(a) => {
+                to_after[n] = a;
+                m.self_before[a as usize] += s;
+                m.total_before[a as usize] += wb[n] as f64 * scale;
+            }
+            None => m.unmatched += s,
+        }
+        m.total_before_all += s;
+    }
+    m
+}
+
+struct DiffDescribe<'a, 'p> {
+    after: &'a ProfileRef<'p>,
+    tree: &'a CallTree,
+    col: Option<usize>,
+    matched: &'a Matched,
+    max_delta: f64,
+    negate: bool,
+    decimals: u32,
+    countname: &'a str,
+    total: i64,
+}
+
+impl DiffDescribe<'_, '_> {
+    fn delta(&self, node: u32) -> f64 {
+        if node == NONE {
+            return 0.0;
+        }
+        let n = node as usize;
+        self_value(self.tree, self.col, n).max(0) as f64 - self.matched.self_before[n]
+    }
+}
+
+impl Describe for DiffDescribe<'_, '_> {
+    fn name(&self, f: &Frame) -> &str {
+        if f.func == NONE {
+            return merge::ALL;
+        }
+        self.after.func_name_str(f.func)
+    }
+    fn fill(&self, f: &Frame, _: &str) -> Rgb {
+        color::diff_color(self.delta(f.node), self.max_delta, self.negate)
+    }
+    fn extra(&self, f: &Frame, out: &mut String) {
+        let before_total = if f.node == NONE {
+            self.matched.total_before_all
+        } else {
+            self.matched.total_before[f.node as usize]
+        }
+        .round() as i64;
+        out.push_str("; before ");
+        svg::push_value(out, before_total, self.decimals);
+        out.push_str(", self ");
+        let d = self.delta(f.node).round() as i64;
+        out.push(if d > 0 {
+            '+'
+        } else if d < 0 {
+            '-'
+        } else {
+            '±'
+        });
+        svg::push_value(out, d.saturating_abs(), self.decimals);
+        out.push(' ');
+        out.push_str(self.countname);
+        out.push_str(", ");
+        if d > 0 {
+            out.push('+');
+        }
+        svg::push_percent(out, d, self.total);
+    }
+}
+
+fn draw_diff<W: Write + ?Sized>(
+    before: &ProfileRef<'_>,
+    after: &ProfileRef<'_>,
+    out: &mut W,
+    o: &FlameOptions,
+    cx: &mut Context<'_>,
+) -> Result<(), PluginError> {
+    let name = o.value.as_deref();
+    let ca = value_column(after, name).map_err(|e| in_profile(e, "after"))?;
+    let cb = value_column(before, name).map_err(|e| in_profile(e, "before"))?;
+    let countname = count_name(after, ca, o);
+    let ta = CallTree::build(after)?;
+    let tb = CallTree::build(before)?;
+    let (widths, negatives) = merge::node_widths(after, &ta, ca);
+    if negatives > 0 {
+        cx.warn(&format!(
+            "{negatives} call nodes of the after profile have a negative self {countname}; \
+             drawn as zero"
+        ));
+    }
+    let total = merge::total_of_roots(&ta, &widths);
+    let (wb, _) = merge::node_widths(before, &tb, cb);
+    let total_before = merge::total_of_roots(&tb, &wb);
+    // Before's values in after's fixed-point units, then (normalize) at after's total.
+    let dec_a = ca.map_or(0, |c| after.value_types[c].decimals) as i32;
+    let dec_b = cb.map_or(0, |c| before.value_types[c].decimals) as i32;
+    let mut scale = 10f64.powi(dec_a - dec_b);
+    if o.normalize && total_before > 0 {
+        scale = total as f64 / total_before as f64;
+    }
+    let matched = match_nodes(before, &tb, cb, &wb, after, &ta, scale);
+    let layout = merge::merged(after, &ta, &widths, o.min_value(total), o.sort);
+    let mut describe = DiffDescribe {
+        after,
+        tree: &ta,
+        col: ca,
+        matched: &matched,
+        max_delta: 0.0,
+        negate: o.negate,
+        decimals: dec_a as u32,
+        countname: &countname,
+        total,
+    };
+    describe.max_delta = layout
+        .frames
+        .iter()
+        .map(|f| describe.delta(f.node).abs())
+        .fold(0.0, f64::max);
+    if matched.unmatched > 0.0 && total_before > 0 {
+        let share = matched.unmatched / (total_before as f64 * scale) * 100.0;
+        cx.warn(&format!(
+            "{share:.2}% of the before profile's {countname} are on stacks the after profile \
+             does not have; they cannot be drawn in the after profile's shape (swap the inputs \
+             to see them)"
+        ));
+    }
+    let title = o
+        .title
+        .clone()
+        .unwrap_or_else(|| "Differential Flame Graph".to_string());
+    let (grew, shrank) = if o.negate {
+        ("blue", "red")
+    } else {
+        ("red", "blue")
+    };
+    let mut opts = o.clone();
+    if opts.subtitle.is_none() {
+        opts.subtitle = Some(format!(
+            "shape: after; colour: change of self {countname} from before ({grew} grew, {shrank} \
+             shrank){}",
+            if o.normalize {
+                "; before scaled to after's total"
+            } else {
+                ""
+            }
+        ));
+    }
+    let pic = Picture {
+        opts: &opts,
+        title: &title,
+        countname: &countname,
+        decimals: dec_a as u32,
+        theme: color::theme(Palette::Hot, o.dark),
+    };
+    if layout.total <= 0 || layout.frames.is_empty() {
+        cx.warn(&format!(
+            "the after profile has no {countname} to draw; wrote an empty picture"
+        ));
+        let msg = format!("Nothing to draw: the after profile has no {countname}");
+        svg::write_message_svg(out, &pic, &msg)?;
+        return Ok(());
+    }
+    let mut layout = layout;
+    layout.add_all_frame();
+    svg::write_svg(out, &pic, &layout, &describe)?;
+    Ok(())
+}
+
+fn in_profile(mut e: PluginError, which: &str) -> PluginError {
+    e.message = format!("{} (in the {which} profile)", e.message);
+    e
+}

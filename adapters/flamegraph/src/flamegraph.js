@@ -1,0 +1,290 @@
+"use strict";
+// profconv flame graph viewer: hover details, click to zoom, regular-expression search.
+// Everything the script needs is in the SVG: the configuration in fg:* attributes of the root
+// element, each frame's exact left edge and width (in value units) in fg:x and fg:w of its
+// rect, its name and value in its <title>. No network access, no external files.
+//
+// Keys: Ctrl-F, F3 or / to search; Ctrl-I to toggle case-insensitive search; Escape to reset
+// the zoom, then the search. Zoom and search are kept in the URL (?x=&y=&s=&i=), so a link
+// reopens the same view.
+
+var fg_svg, fg_frames, fg_details, fg_matched, fg_unzoom, fg_search, fg_ic;
+var fg_nodes = []; // one entry per frame, in document order
+var fg_total = 1, fg_xpad = 10, fg_plotw = 1180, fg_charw = 7, fg_inverted = false;
+var fg_nametype = "", fg_searchcolor = "rgb(230,0,230)";
+var fg_zoomed = null; // the frame zoomed into, or null
+var fg_term = null; // the current search, or null
+var fg_ignorecase = false;
+
+function fg_init(evt) {
+  fg_svg = document.documentElement;
+  var conf = function (name) { return fg_svg.getAttribute("fg:" + name); };
+  var fontsize = +conf("fontsize") || 12;
+  fg_charw = fontsize * (+conf("fontwidth") || 0.59);
+  fg_xpad = +conf("xpad") || 0;
+  fg_inverted = conf("inverted") === "1";
+  fg_nametype = conf("nametype") || "";
+  fg_searchcolor = conf("searchcolor") || fg_searchcolor;
+  fg_plotw = +fg_svg.getAttribute("width") - 2 * fg_xpad;
+  fg_frames = document.getElementById("frames");
+  fg_total = +fg_frames.getAttribute("fg:total") || 1;
+  fg_details = document.getElementById("details");
+  fg_matched = document.getElementById("matched");
+  fg_unzoom = document.getElementById("unzoom");
+  fg_search = document.getElementById("search");
+  fg_ic = document.getElementById("ignorecase");
+
+  var groups = fg_frames.children;
+  for (var i = 0; i < groups.length; i++) {
+    var g = groups[i];
+    var title = g.querySelector("title"), rect = g.querySelector("rect"), text = g.querySelector("text");
+    if (!title || !rect || !text) continue;
+    var t = title.textContent, cut = t.lastIndexOf(" (");
+    var y = +rect.getAttribute("y");
+    g.fg_index = fg_nodes.length;
+    fg_nodes.push({
+      g: g, rect: rect, text: text, title: t,
+      name: cut >= 0 ? t.substring(0, cut) : t,
+      x: +rect.getAttribute("fg:x"), w: +rect.getAttribute("fg:w"),
+      level: fg_inverted ? y : -y, // larger is deeper
+      fill: rect.getAttribute("fill"), match: false
+    });
+  }
+
+  fg_frames.addEventListener("mouseover", function (e) {
+    var n = fg_node_of(e.target);
+    if (n) fg_set_text(fg_details, fg_nametype + " " + fg_describe(n));
+  });
+  fg_frames.addEventListener("mouseout", function (e) {
+    if (fg_node_of(e.target)) fg_set_text(fg_details, "\u00a0");
+  });
+  fg_frames.addEventListener("click", function (e) {
+    var n = fg_node_of(e.target);
+    if (!n) return;
+    e.preventDefault();
+    // The frame under everything ("all") zooms back out.
+    if (n.x === 0 && n.w >= fg_total) fg_reset_zoom(); else fg_zoom(n);
+  });
+  fg_unzoom.addEventListener("click", function () { fg_reset_zoom(); });
+  fg_search.addEventListener("click", function () {
+    if (fg_term !== null) fg_reset_search(); else fg_search_prompt();
+  });
+  fg_ic.addEventListener("click", function () { fg_toggle_ignorecase(); });
+  window.addEventListener("keydown", fg_keydown, false);
+  fg_search.classList.remove("hide");
+  fg_ic.classList.remove("hide");
+  fg_restore();
+}
+
+function fg_keydown(e) {
+  var ctrl = e.ctrlKey || e.metaKey;
+  if ((ctrl && (e.key === "f" || e.key === "F")) || e.key === "F3" ||
+      (e.key === "/" && !ctrl && !e.altKey)) {
+    e.preventDefault();
+    fg_search_prompt();
+  } else if (ctrl && (e.key === "i" || e.key === "I")) {
+    e.preventDefault();
+    fg_toggle_ignorecase();
+  } else if (e.key === "Escape") {
+    if (fg_zoomed) fg_reset_zoom(); else if (fg_term !== null) fg_reset_search();
+  }
+}
+
+// The frame entry of an element inside a frame's <g>, or null.
+function fg_node_of(el) {
+  while (el && el.parentNode !== fg_frames) el = el.parentNode;
+  return el && el.fg_index !== undefined ? fg_nodes[el.fg_index] : null;
+}
+
+function fg_set_text(el, s) { el.textContent = s; }
+
+function fg_percent(part, whole) {
+  return (whole > 0 ? 100 * part / whole : 0).toFixed(2) + "%";
+}
+
+// "name (value unit, P% of the total)" plus, when zoomed, the share of the zoomed frame.
+function fg_describe(n) {
+  var t = n.title;
+  if (fg_zoomed && t.charAt(t.length - 1) === ")") {
+    t = t.substring(0, t.length - 1) + "; " + fg_percent(n.w, fg_zoomed.w) + " of the zoomed frame)";
+  }
+  return t;
+}
+
+// Character cells of a code point: 2 for East Asian wide characters (same table as the Rust
+// side, so static and re-fitted labels agree).
+function fg_cells(cp) {
+  return (cp >= 0x1100 && cp <= 0x115f) || (cp >= 0x2e80 && cp <= 0xa4cf) ||
+    (cp >= 0xac00 && cp <= 0xd7a3) || (cp >= 0xf900 && cp <= 0xfaff) ||
+    (cp >= 0xfe30 && cp <= 0xfe4f) || (cp >= 0xff00 && cp <= 0xff60) ||
+    (cp >= 0xffe0 && cp <= 0xffe6) || (cp >= 0x1f300 && cp <= 0x1faff) ||
+    (cp >= 0x20000 && cp <= 0x3fffd) ? 2 : 1;
+}
+
+// The label for a frame `px` pixels wide: the name, or its start and an ellipsis, or nothing.
+function fg_fit(name, px) {
+  var room = Math.floor((px - 6) / fg_charw);
+  if (!(room >= 3)) return "";
+  var total = 0, c;
+  for (c of name) total += fg_cells(c.codePointAt(0));
+  if (total <= room) return name;
+  var out = "", used = 0;
+  for (c of name) {
+    var w = fg_cells(c.codePointAt(0));
+    if (used + w > room - 1) break;
+    out += c;
+    used += w;
+  }
+  return out + "\u2026";
+}
+
+function fg_px(v) { return String(Math.round(v * 100) / 100); }
+
+function fg_place(n, x, w) {
+  n.rect.setAttribute("x", fg_px(x));
+  n.rect.setAttribute("width", fg_px(w));
+  n.text.setAttribute("x", fg_px(x + 3));
+  var label = fg_fit(n.name, w);
+  if (n.text.textContent !== label) n.text.textContent = label;
+}
+
+function fg_zoom(z) {
+  fg_zoomed = z;
+  var zx = z.x, zw = z.w, zl = z.level;
+  for (var i = 0; i < fg_nodes.length; i++) {
+    var n = fg_nodes[i], cl = n.g.classList;
+    if (n.level < zl) {
+      if (n.x <= zx && n.x + n.w >= zx + zw) {
+        // An ancestor: drawn dimmed across the whole width.
+        cl.remove("hide");
+        cl.add("parent");
+        fg_place(n, fg_xpad, fg_plotw);
+      } else {
+        cl.add("hide");
+      }
+    } else if (n.x >= zx && n.x + n.w <= zx + zw) {
+      cl.remove("hide");
+      cl.remove("parent");
+      fg_place(n, fg_xpad + (n.x - zx) / zw * fg_plotw, n.w / zw * fg_plotw);
+    } else {
+      cl.add("hide");
+    }
+  }
+  fg_unzoom.classList.remove("hide");
+  fg_update_matched();
+  fg_save_state();
+}
+
+function fg_reset_zoom() {
+  fg_zoomed = null;
+  for (var i = 0; i < fg_nodes.length; i++) {
+    var n = fg_nodes[i];
+    n.g.classList.remove("hide");
+    n.g.classList.remove("parent");
+    fg_place(n, fg_xpad + n.x / fg_total * fg_plotw, n.w / fg_total * fg_plotw);
+  }
+  fg_unzoom.classList.add("hide");
+  fg_update_matched();
+  fg_save_state();
+}
+
+function fg_search_prompt() {
+  var term = window.prompt("Search for a regular expression" +
+    (fg_ignorecase ? " (ignoring case)" : "") + ":", fg_term === null ? "" : fg_term);
+  if (term === null) return; // cancelled
+  if (term === "") fg_reset_search(); else fg_do_search(term);
+}
+
+function fg_do_search(term) {
+  var re;
+  try {
+    re = new RegExp(term, fg_ignorecase ? "i" : "");
+  } catch (e) {
+    fg_set_text(fg_matched, "Bad regular expression");
+    return;
+  }
+  fg_term = term;
+  for (var i = 0; i < fg_nodes.length; i++) {
+    var n = fg_nodes[i];
+    n.match = re.test(n.name);
+    n.rect.setAttribute("fill", n.match ? fg_searchcolor : n.fill);
+  }
+  fg_set_text(fg_search, "Reset Search");
+  fg_search.classList.add("show");
+  fg_update_matched();
+  fg_save_state();
+}
+
+function fg_reset_search() {
+  fg_term = null;
+  for (var i = 0; i < fg_nodes.length; i++) {
+    var n = fg_nodes[i];
+    n.match = false;
+    n.rect.setAttribute("fill", n.fill);
+  }
+  fg_set_text(fg_search, "Search");
+  fg_search.classList.remove("show");
+  fg_update_matched();
+  fg_save_state();
+}
+
+function fg_toggle_ignorecase() {
+  fg_ignorecase = !fg_ignorecase;
+  if (fg_ignorecase) fg_ic.classList.add("show"); else fg_ic.classList.remove("show");
+  if (fg_term !== null) fg_do_search(fg_term); else fg_save_state();
+}
+
+// "Matched: P%": the share of the zoomed frame (or of everything) covered by matching frames,
+// a match inside another match counted once.
+function fg_update_matched() {
+  if (fg_term === null) { fg_set_text(fg_matched, "\u00a0"); return; }
+  var lo = fg_zoomed ? fg_zoomed.x : 0;
+  var hi = fg_zoomed ? fg_zoomed.x + fg_zoomed.w : fg_total;
+  var zl = fg_zoomed ? fg_zoomed.level : -Infinity;
+  var hits = [];
+  for (var i = 0; i < fg_nodes.length; i++) {
+    var n = fg_nodes[i];
+    if (n.match && n.level >= zl && n.x >= lo && n.x + n.w <= hi) hits.push(n);
+  }
+  hits.sort(function (a, b) { return a.x - b.x || b.w - a.w; });
+  var covered = 0, end = -Infinity;
+  for (var j = 0; j < hits.length; j++) {
+    var s = hits[j].x, e = hits[j].x + hits[j].w;
+    if (s >= end) { covered += e - s; end = e; } else if (e > end) { covered += e - end; end = e; }
+  }
+  fg_set_text(fg_matched, "Matched: " + fg_percent(covered, hi - lo));
+}
+
+function fg_save_state() {
+  try {
+    var params = new URLSearchParams(window.location.search);
+    ["x", "y", "s", "i"].forEach(function (k) { params.delete(k); });
+    if (fg_zoomed) {
+      params.set("x", String(fg_zoomed.x));
+      params.set("y", fg_zoomed.rect.getAttribute("y"));
+    }
+    if (fg_term !== null) params.set("s", fg_term);
+    if (fg_ignorecase) params.set("i", "1");
+    var q = params.toString();
+    window.history.replaceState(null, "", window.location.pathname + (q ? "?" + q : "") + window.location.hash);
+  } catch (e) {
+    // Some viewers (file:// in a few browsers, embedded SVGs) refuse; the view still works.
+  }
+}
+
+function fg_restore() {
+  var params;
+  try { params = new URLSearchParams(window.location.search); } catch (e) { return; }
+  if (params.get("i") === "1") {
+    fg_ignorecase = true;
+    fg_ic.classList.add("show");
+  }
+  if (params.has("x")) {
+    var x = +params.get("x"), y = params.get("y");
+    for (var i = 0; i < fg_nodes.length; i++) {
+      var n = fg_nodes[i];
+      if (n.x === x && n.rect.getAttribute("y") === y) { fg_zoom(n); break; }
+    }
+  }
+  if (params.has("s") && params.get("s") !== "") fg_do_search(params.get("s"));
+}

@@ -1,0 +1,719 @@
+//! Merging and layout: which frames are drawn, where, and how wide, in value units.
+//!
+//! * The flame graph merges every stack into the call tree (the IR's [`CallTree`]) and draws
+//!   each call node once, as wide as its total. Siblings are ordered by name (or by weight);
+//!   a node's self value is at its left edge and its children follow (as in the anchors).
+//! * The flame chart keeps the samples' order (time) and merges only consecutive samples that
+//!   share a call: a frame ends when the stack leaves it, and with a `calls` count column a new
+//!   call starts wherever a sample carries `calls > 0`, so two back-to-back calls of one
+//!   function stay two frames.
+//!
+//! Both prune before anything is written: a frame narrower than the minimum width is dropped
+//! with its whole subtree (in the flame graph it is never even visited), so the work after the
+//! call tree is proportional to what is drawn. Both walk iteratively, never recursively.
+
+use crate::attrs::SortOrder;
+use profconv_plugin::ir::{CallTree, NONE, ProfileRef, ValueKind};
+use std::borrow::Cow;
+
+/// One frame to draw, in value units.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// The call node (of the tree the layout was made from), or the stack (a layout made by
+    /// [`merged_from_stacks`]); [`NONE`] for the [`ALL`] frame.
+    pub node: u32,
+    /// The function drawn; [`NONE`] for the [`ALL`] frame.
+    pub func: u32,
+    /// Depth (roots are 0).
+    pub depth: u32,
+    /// Left edge: the values of everything drawn to its left at this depth and below.
+    pub x: i64,
+    /// Width: the node's total (flame graph) or the call's value (flame chart).
+    pub w: i64,
+}
+
+/// The frames of a picture.
+#[derive(Clone, Debug, Default)]
+pub struct Layout {
+    /// Frames, each parent before its children (depth-first, left to right).
+    pub frames: Vec<Frame>,
+    /// The width of the whole picture in value units (the sum of the roots).
+    pub total: i64,
+    /// Depth of the deepest frame drawn.
+    pub max_depth: u32,
+}
+
+/// The name of the frame under everything (as in inferno and flamegraph.pl).
+pub const ALL: &str = "all";
+
+impl Layout {
+    /// Puts a frame named [`ALL`] (node [`NONE`]) under everything, as wide as the total:
+    /// it shows the total and, clicked, zooms back out.
+    pub fn add_all_frame(&mut self) {
+        for f in &mut self.frames {
+            f.depth += 1;
+        }
+        self.frames.insert(
+            0,
+            Frame {
+                node: NONE,
+                func: NONE,
+                depth: 0,
+                x: 0,
+                w: self.total,
+            },
+        );
+        self.max_depth = self.frames.iter().map(|f| f.depth).max().unwrap_or(0);
+    }
+}
+
+/// The width of every call node: its total of value column `col`, or, without a column, the
+/// number of samples under it.
+///
+/// A weight column without negative values is the tree's own totals (borrowed). Otherwise
+/// (a negative value, a count column, no column) the widths are computed here, with negative
+/// self values drawn as zero, so that children always fit inside their parent. Returns the
+/// widths and how many nodes had a negative self value.
+pub fn node_widths<'t>(
+    p: &ProfileRef<'_>,
+    tree: &'t CallTree,
+    col: Option<usize>,
+) -> (Cow<'t, [i64]>, usize) {
+    let negatives = col.map_or(0, |c| {
+        tree.self_values[c].iter().filter(|&&v| v < 0).count()
+    });
+    if let Some(c) = col {
+        if negatives == 0 && p.value_types[c].kind == ValueKind::Weight {
+            return (Cow::Borrowed(&tree.total_values[c]), 0);
+        }
+    }
+    let mut w: Vec<i64> = match col {
+        Some(c) => tree.self_values[c].iter().map(|&v| v.max(0)).collect(),
+        None => tree.sample_count.iter().map(|&n| i64::from(n)).collect(),
+    };
+    // Parents come before children, so one backward pass adds every subtree up.
+    for i in (0..w.len()).rev() {
+        let par = tree.parent[i];
+        if par != NONE {
+            let v = w[i];
+            let cell = &mut w[par as usize];
+            *cell = cell.saturating_add(v);
+        }
+    }
+    (Cow::Owned(w), negatives)
+}
+
+/// The sum of the roots' widths.
+pub fn total_of_roots(tree: &CallTree, widths: &[i64]) -> i64 {
+    tree.roots
+        .iter()
+        .fold(0i64, |a, &r| a.saturating_add(widths[r as usize]))
+}
+
+/// True when a frame of width `w` is drawn.
+#[inline]
+fn keep(w: i64, min_value: f64) -> bool {
+    w > 0 && w as f64 >= min_value
+}
+
+/// Sorts sibling nodes for drawing.
+fn sort_siblings(
+    p: &ProfileRef<'_>,
+    tree: &CallTree,
+    widths: &[i64],
+    order: SortOrder,
+    nodes: &mut [u32],
+) {
+    // Names compare as if followed by `;`: the order of sorting folded lines, which is the
+    // order inferno and flamegraph.pl draw (`a-b` before `a`, since `-` sorts before `;`).
+    let key = |n: u32| {
+        p.func_name_str(tree.func[n as usize])
+            .as_bytes()
+            .iter()
+            .chain(b";")
+    };
+    // Stable sorts: equal names (two functions of one name) keep first-seen order.
+    match order {
+        SortOrder::Name => nodes.sort_by(|&a, &b| key(a).cmp(key(b))),
+        SortOrder::Weight => nodes.sort_by(|&a, &b| {
+            widths[b as usize]
+                .cmp(&widths[a as usize])
+                .then_with(|| key(a).cmp(key(b)))
+        }),
+    }
+}
+
+/// The merged flame graph: one frame per call node at least `min_value` wide.
+///
+/// A node's own (self) value comes first, at its left edge, and its children follow: where
+/// inferno and flamegraph.pl put it (their sorted input lists a stack before its callees).
+pub fn merged(
+    p: &ProfileRef<'_>,
+    tree: &CallTree,
+    widths: &[i64],
+    min_value: f64,
+    order: SortOrder,
+) -> Layout {
+    let mut layout = Layout {
+        total: total_of_roots(tree, widths),
+        ..Layout::default()
+    };
+    // (node, left edge), popped in drawing order.
+    let mut todo: Vec<(u32, i64)> = Vec::new();
+    let mut siblings: Vec<u32> = tree.roots.clone();
+    let place = |siblings: &mut Vec<u32>, mut x: i64, todo: &mut Vec<(u32, i64)>| {
+        sort_siblings(p, tree, widths, order, siblings);
+        let mark = todo.len();
+        for &n in siblings.iter() {
+            let w = widths[n as usize];
+            if keep(w, min_value) {
+                todo.push((n, x));
+            }
+            // A pruned sibling still takes its place, so everything keeps its position.
+            x = x.saturating_add(w.max(0));
+        }
+        todo[mark..].reverse();
+    };
+    place(&mut siblings, 0, &mut todo);
+    while let Some((node, x)) = todo.pop() {
+        let depth = tree.depth[node as usize];
+        let w = widths[node as usize];
+        layout.max_depth = layout.max_depth.max(depth);
+        layout.frames.push(Frame {
+            node,
+            func: tree.func[node as usize],
+            depth,
+            x,
+            w,
+        });
+        siblings.clear();
+        siblings.extend(tree.children(node));
+        let children = siblings
+            .iter()
+            .fold(0i64, |a, &c| a.saturating_add(widths[c as usize].max(0)));
+        place(&mut siblings, x.saturating_add(w - children), &mut todo);
+    }
+    layout
+}
+
+/// The merged flame graph straight from the stack table, without building the call tree: the
+/// fast path for large profiles. Returns `None` when the stack table is not already the call
+/// tree where it matters (the caller then uses [`merged`] on the IR's `CallTree`).
+///
+/// The stack table is a prefix tree of frames; the call tree merges sibling stacks of one
+/// function. If, among the children of every drawn frame (and among the roots), no two stacks
+/// have the same function, then each of those stacks is exactly one call node (by induction
+/// from the roots), its subtree's values are the node's total, and the picture is the same as
+/// the call tree's, frame for frame (the tests compare both). Folded stacks, whose funcs have
+/// one frame each and whose stacks are deduplicated, always qualify.
+///
+/// Cost: one pass over the samples and two over the stacks, plus a sort of the children of
+/// the drawn frames; memory: one `i64` per stack and one bit, where the call tree needs about
+/// 60 bytes per node. `min_value` gives the pruning threshold for a total. Also returns how
+/// many stacks have a negative self value (drawn as zero).
+pub fn merged_from_stacks(
+    p: &ProfileRef<'_>,
+    col: Option<usize>,
+    min_value: impl Fn(i64) -> f64,
+    order: SortOrder,
+) -> Option<(Layout, usize)> {
+    let n = p.n_stacks();
+    // Self values per stack, then subtree totals by one backward pass (prefix[s] < s).
+    let mut w = vec![0i64; n];
+    match col {
+        Some(c) => {
+            for (&s, &v) in p.sample_stack.iter().zip(p.sample_values[c]) {
+                let cell = &mut w[s as usize];
+                *cell = cell.checked_add(v)?;
+            }
+        }
+        None => {
+            for &s in p.sample_stack {
+                w[s as usize] += 1;
+            }
+        }
+    }
+    let mut negatives = 0;
+    for v in w.iter_mut().filter(|v| **v < 0) {
+        negatives += 1;
+        *v = 0;
+    }
+    let mut total = 0i64;
+    for s in (0..n).rev() {
+        let v = w[s];
+        match p.stack_prefix[s] {
+            NONE => total = total.checked_add(v)?,
+            pre => {
+                let cell = &mut w[pre as usize];
+                *cell = cell.checked_add(v)?;
+            }
+        }
+    }
+    let min_value = min_value(total);
+    // Which stacks are drawn (parents first), and the children of drawn stacks: the only
+    // stacks whose order and widths place the drawn ones.
+    let mut kept = vec![0u64; n.div_ceil(64)];
+    let is_kept = |kept: &[u64], s: u32| kept[s as usize / 64] >> (s % 64) & 1 == 1;
+    let mut placed: Vec<u32> = Vec::new();
+    for s in 0..n as u32 {
+        let pre = p.stack_prefix[s as usize];
+        if (pre == NONE || is_kept(&kept, pre)) && w[s as usize] > 0 {
+            placed.push(s);
+            if keep(w[s as usize], min_value) {
+                kept[s as usize / 64] |= 1 << (s % 64);
+            }
+        }
+    }
+    // Group by parent (roots first, then parents in stack order, so a parent is placed before
+    // its children), siblings by name as the call tree orders them (ties in stack order, which
+    // is the call tree's first-seen order).
+    let parent_key = |s: u32| match p.stack_prefix[s as usize] {
+        NONE => 0u64,
+        pre => u64::from(pre) + 1,
+    };
+    let name = |s: u32| {
+        p.func_name_str(p.stack_func(s))
+            .as_bytes()
+            .iter()
+            .chain(b";")
+    };
+    placed.sort_by(|&a, &b| {
+        parent_key(a)
+            .cmp(&parent_key(b))
+            .then_with(|| name(a).cmp(name(b)))
+            .then(a.cmp(&b))
+    });
+    let mut layout = Layout {
+        total,
+        ..Layout::default()
+    };
+    // Left edge and depth of each drawn stack, looked up when its children are placed.
+    let mut at: std::collections::HashMap<u32, (i64, u32)> = std::collections::HashMap::new();
+    let mut i = 0;
+    while i < placed.len() {
+        let key = parent_key(placed[i]);
+        let mut j = i;
+        while j < placed.len() && parent_key(placed[j]) == key {
+            j += 1;
+        }
+        let group = &mut placed[i..j];
+        // Two siblings of one function: the stack table is not the call tree here.
+        for a in 0..group.len() {
+            let fa = p.stack_func(group[a]);
+            let same_name = group[a + 1..]
+                .iter()
+                .take_while(|&&b| name(b).eq(name(group[a])));
+            for &b in same_name {
+                if p.stack_func(b) == fa {
+                    return None;
+                }
+            }
+        }
+        if order == SortOrder::Weight {
+            group.sort_by(|&a, &b| w[b as usize].cmp(&w[a as usize]));
+        }
+        let (mut x, depth) = match key {
+            0 => (0, 0),
+            _ => {
+                let parent = (key - 1) as u32;
+                let (px, pd) = at[&parent];
+                let children = group.iter().fold(0i64, |a, &c| a + w[c as usize]);
+                (px + (w[parent as usize] - children), pd + 1)
+            }
+        };
+        for &c in group.iter() {
+            let cw = w[c as usize];
+            if is_kept(&kept, c) {
+                at.insert(c, (x, depth));
+                layout.max_depth = layout.max_depth.max(depth);
+                layout.frames.push(Frame {
+                    node: c,
+                    func: p.stack_func(c),
+                    depth,
+                    x,
+                    w: cw,
+                });
+            }
+            x += cw;
+        }
+        i = j;
+    }
+    // Depth first, left to right: the order [`merged`] draws in.
+    layout.frames.sort_by_key(|f| (f.x, f.depth));
+    Some((layout, negatives))
+}
+
+/// How the flame chart reads the samples.
+#[derive(Clone, Copy, Debug)]
+pub struct ChartColumns {
+    /// The value column drawn (None: one per sample).
+    pub value: Option<usize>,
+    /// The `calls` count column, when the profile has one: a sample with `calls > 0` starts a
+    /// new call of its leaf.
+    pub calls: Option<usize>,
+}
+
+/// The width of sample `i` in the flame chart (negative values are drawn as zero).
+#[inline]
+fn sample_width(p: &ProfileRef<'_>, value: Option<usize>, i: usize) -> i64 {
+    value.map_or(1, |c| p.sample_values[c][i].max(0))
+}
+
+/// The total width of the flame chart: every sample's value.
+pub fn chart_total(p: &ProfileRef<'_>, value: Option<usize>) -> i64 {
+    (0..p.n_samples()).fold(0i64, |a, i| a.saturating_add(sample_width(p, value, i)))
+}
+
+/// The flame chart: samples in stored order, consecutive samples merged while they stay in
+/// the same calls. `total` is [`chart_total`].
+pub fn flamechart(
+    p: &ProfileRef<'_>,
+    tree: &CallTree,
+    cols: ChartColumns,
+    total: i64,
+    min_value: f64,
+) -> Layout {
+    let mut layout = Layout {
+        total,
+        ..Layout::default()
+    };
+    // The calls open at the current position, outermost first: (node, left edge).
+    let mut open: Vec<(u32, i64)> = Vec::new();
+    // Nodes to open, innermost first.
+    let mut chain: Vec<u32> = Vec::new();
+    let mut x = 0i64;
+    let mut thread = u32::MAX;
+    let close_to = |open: &mut Vec<(u32, i64)>, len: usize, x: i64, frames: &mut Vec<Frame>| {
+        while open.len() > len {
+            if let Some((node, start)) = open.pop() {
+                let w = x - start;
+                if keep(w, min_value) {
+                    frames.push(Frame {
+                        node,
+                        func: tree.func[node as usize],
+                        depth: open.len() as u32,
+                        x: start,
+                        w,
+                    });
+                }
+            }
+        }
+    };
+    for i in 0..p.n_samples() {
+        let t = p.sample_thread_of(i);
+        if t != thread {
+            // Another timeline (thread, process, kernel run): nothing continues across.
+            close_to(&mut open, 0, x, &mut layout.frames);
+            thread = t;
+        }
+        let node = tree.stack_node[p.sample_stack[i] as usize];
+        let depth = tree.depth[node as usize] as usize;
+        let new_call = cols.calls.is_some_and(|c| p.sample_values[c][i] > 0);
+        // How many open calls this sample stays in: at most its callers (and the leaf itself
+        // unless a new call of it starts here).
+        let mut common = open.len().min(if new_call { depth } else { depth + 1 });
+        chain.clear();
+        let mut n = node;
+        let mut d = depth;
+        while d >= common {
+            chain.push(n);
+            n = tree.parent[n as usize];
+            if d == 0 {
+                break;
+            }
+            d -= 1;
+        }
+        // `n` is now the ancestor at depth `common - 1` (if common > 0): back up until the
+        // open calls and the sample's ancestors agree.
+        while common > 0 && open[common - 1].0 != n {
+            chain.push(n);
+            n = tree.parent[n as usize];
+            common -= 1;
+        }
+        close_to(&mut open, common, x, &mut layout.frames);
+        open.extend(chain.iter().rev().map(|&c| (c, x)));
+        x = x.saturating_add(sample_width(p, cols.value, i));
+    }
+    close_to(&mut open, 0, x, &mut layout.frames);
+    // Frames were produced as calls ended (children first); draw parents first.
+    layout.frames.sort_by_key(|f| (f.x, f.depth));
+    layout.max_depth = layout.frames.iter().map(|f| f.depth).max().unwrap_or(0);
+    layout
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use profconv_plugin::ir::{Profile, ProfileBuilder, TraceBuilder, flags};
+
+    fn folded(lines: &[(&str, i64)]) -> Profile {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        for (stack, n) in lines {
+            let names: Vec<&str> = stack.split(';').collect();
+            b.add_stack(&names, &[*n]).unwrap();
+        }
+        b.finish()
+    }
+
+    /// `name@depth x+w` per frame.
+    fn show(p: &Profile, tree: &CallTree, l: &Layout) -> Vec<String> {
+        let v = p.view();
+        l.frames
+            .iter()
+            .map(|f| {
+                format!(
+                    "{}@{} {}+{}",
+                    v.func_name_str(tree.func[f.node as usize]),
+                    f.depth,
+                    f.x,
+                    f.w
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn merged_graph_sorts_by_name_and_keeps_pruned_space() {
+        let p = folded(&[("a;c", 5), ("a;b", 3), ("a;z", 1), ("a", 2), ("d", 4)]);
+        let tree = CallTree::build(&p.view()).unwrap();
+        let (w, neg) = node_widths(&p.view(), &tree, Some(0));
+        assert!(matches!(w, Cow::Borrowed(_)) && neg == 0);
+        let l = merged(&p.view(), &tree, &w, 0.0, SortOrder::Name);
+        assert_eq!(l.total, 15);
+        assert_eq!(l.max_depth, 1);
+        // a's self value (2) first, then its children.
+        assert_eq!(
+            show(&p, &tree, &l),
+            ["a@0 0+11", "b@1 2+3", "c@1 5+5", "z@1 10+1", "d@0 11+4"]
+        );
+        // Pruned: z (1) is dropped, but d stays where it was.
+        let l = merged(&p.view(), &tree, &w, 2.0, SortOrder::Name);
+        assert_eq!(
+            show(&p, &tree, &l),
+            ["a@0 0+11", "b@1 2+3", "c@1 5+5", "d@0 11+4"]
+        );
+        let l = merged(&p.view(), &tree, &w, 0.0, SortOrder::Weight);
+        assert_eq!(
+            show(&p, &tree, &l),
+            ["a@0 0+11", "c@1 2+5", "b@1 7+3", "z@1 10+1", "d@0 11+4"]
+        );
+        // Names sort as folded lines do: `a-b` before `a` (`-` < `;`).
+        let p = folded(&[("a", 1), ("a-b", 1), ("B", 1)]);
+        let tree = CallTree::build(&p.view()).unwrap();
+        let (w, _) = node_widths(&p.view(), &tree, Some(0));
+        let l = merged(&p.view(), &tree, &w, 0.0, SortOrder::Name);
+        assert_eq!(show(&p, &tree, &l), ["B@0 0+1", "a-b@0 1+1", "a@0 2+1"]);
+    }
+
+    #[test]
+    fn negative_values_are_drawn_as_zero() {
+        let p = folded(&[("a;b", -3), ("a;c", 5)]);
+        let tree = CallTree::build(&p.view()).unwrap();
+        let (w, neg) = node_widths(&p.view(), &tree, Some(0));
+        assert_eq!(neg, 1);
+        let l = merged(&p.view(), &tree, &w, 0.0, SortOrder::Name);
+        assert_eq!(show(&p, &tree, &l), ["a@0 0+5", "c@1 0+5"]);
+        assert_eq!(l.total, 5);
+    }
+
+    #[test]
+    fn a_deep_chain_is_laid_out_without_recursion() {
+        let names: Vec<String> = (0..200_000).map(|i| format!("f{}", i % 3)).collect();
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&names, &[1]).unwrap();
+        let p = b.finish();
+        let tree = CallTree::build(&p.view()).unwrap();
+        let (w, _) = node_widths(&p.view(), &tree, Some(0));
+        let l = merged(&p.view(), &tree, &w, 0.0, SortOrder::Name);
+        assert_eq!(l.frames.len(), 200_000);
+        assert_eq!(l.max_depth, 199_999);
+    }
+
+    /// Both ways to the merged graph: the call tree, and the stack table when it qualifies.
+    fn both(p: &Profile, min_value: f64, order: SortOrder) -> (Layout, Option<Layout>) {
+        let v = p.view();
+        let tree = CallTree::build(&v).unwrap();
+        let (w, _) = node_widths(&v, &tree, Some(0));
+        let slow = merged(&v, &tree, &w, min_value, order);
+        let fast = merged_from_stacks(&v, Some(0), |_| min_value, order).map(|(l, _)| l);
+        (slow, fast)
+    }
+
+    /// Frames without the node ids (call nodes and stacks are numbered differently).
+    fn key(l: &Layout) -> Vec<(u32, u32, i64, i64)> {
+        l.frames
+            .iter()
+            .map(|f| (f.func, f.depth, f.x, f.w))
+            .collect()
+    }
+
+    #[test]
+    fn the_stack_table_path_draws_what_the_call_tree_draws() {
+        // A deterministic pseudo-random generator (no dependency, same numbers everywhere).
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let names = ["a", "a-b", "b", "B", "c;d", "main", "x", "é", "a b"];
+        for round in 0..200 {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("samples", "count", ValueKind::Weight);
+            for _ in 0..(1 + next(40)) {
+                let depth = 1 + next(6) as usize;
+                let stack: Vec<&str> = (0..depth).map(|_| names[next(9) as usize]).collect();
+                let v = next(100) as i64 - if round % 5 == 0 { 20 } else { 0 };
+                b.add_stack(&stack, &[v]).unwrap();
+            }
+            let p = b.finish();
+            for min in [0.0, 3.0, 50.0] {
+                for order in [SortOrder::Name, SortOrder::Weight] {
+                    let (slow, fast) = both(&p, min, order);
+                    let fast = fast.expect("folded stacks always qualify");
+                    assert_eq!(key(&slow), key(&fast), "round {round} min {min} {order:?}");
+                    assert_eq!((slow.total, slow.max_depth), (fast.total, fast.max_depth));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_stack_table_path_steps_aside_when_siblings_share_a_function() {
+        // main at two addresses: two root stacks of one function.
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        let main = b.func("main");
+        let work = b.func("work");
+        let m1 = b.frame_at(main, Some(1), None);
+        let m2 = b.frame_at(main, Some(2), None);
+        let w = b.frame(work);
+        for (m, n) in [(m1, 2), (m2, 3)] {
+            let s0 = b.stack(NONE, m);
+            let s1 = b.stack(s0, w);
+            b.add_to_stack(s1, &[n]).unwrap();
+        }
+        let p = b.finish();
+        let (slow, fast) = both(&p, 0.0, SortOrder::Name);
+        assert!(fast.is_none());
+        assert_eq!(key(&slow), [(main, 0, 0, 5), (work, 1, 0, 5)]);
+        // Two functions of one name (different files) are two frames either way, in
+        // first-seen order.
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        let f1 = b.func_with("f", Some("one.c"), None, None);
+        let f2 = b.func_with("f", Some("two.c"), None, None);
+        for (f, n) in [(f2, 1), (f1, 4)] {
+            let fr = b.frame(f);
+            let s = b.stack(NONE, fr);
+            b.add_to_stack(s, &[n]).unwrap();
+        }
+        let p = b.finish();
+        let (slow, fast) = both(&p, 0.0, SortOrder::Name);
+        assert_eq!(key(&slow), key(&fast.unwrap()));
+        assert_eq!(key(&slow), [(f2, 0, 0, 1), (f1, 0, 1, 4)]);
+    }
+
+    /// A trace: `C name tick` / `E tick`.
+    fn trace(events: &[&str]) -> Profile {
+        let mut b = ProfileBuilder::new();
+        let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);
+        let calls = b.add_value_type("calls", "count", ValueKind::Count);
+        b.set_flags(flags::ORDERED);
+        let mut t = TraceBuilder::new(&b, vec![ticks], Some(calls), true);
+        for e in events {
+            let parts: Vec<&str> = e.split(' ').collect();
+            match parts[..] {
+                ["C", name, tick] => {
+                    let f = b.func(name);
+                    let fr = b.frame(f);
+                    t.enter(&mut b, fr, &[tick.parse().unwrap()]).unwrap();
+                }
+                ["E", tick] => {
+                    t.exit(&mut b, &[tick.parse().unwrap()]).unwrap();
+                }
+                ["R", name] => {
+                    b.add_thread(name);
+                }
+                _ => panic!("bad event {e}"),
+            }
+        }
+        b.finish()
+    }
+
+    fn chart(p: &Profile) -> Vec<String> {
+        let v = p.view();
+        let tree = CallTree::build(&v).unwrap();
+        let cols = ChartColumns {
+            value: Some(0),
+            calls: v.value_type_index("calls"),
+        };
+        let total = chart_total(&v, cols.value);
+        let l = flamechart(&v, &tree, cols, total, 0.0);
+        show(p, &tree, &l)
+    }
+
+    #[test]
+    fn flame_chart_keeps_back_to_back_calls_apart() {
+        let p = trace(&[
+            "C main 0",
+            "C g 5",
+            "E 8",
+            "C g 8",
+            "E 20",
+            "C f 20",
+            "C f 25",
+            "C leaf 26",
+            "E 27",
+            "E 30",
+            "E 40",
+            "E 41",
+        ]);
+        assert_eq!(
+            chart(&p),
+            [
+                "main@0 0+41",
+                "g@1 5+3",
+                "g@1 8+12",
+                "f@1 20+20",
+                "f@2 25+5",
+                "leaf@3 26+1"
+            ]
+        );
+    }
+
+    #[test]
+    fn flame_chart_of_seed_000() {
+        let p = trace(&["C f 0", "C g 10", "C h 30", "E 60", "E 100", "E 160"]);
+        assert_eq!(chart(&p), ["f@0 0+160", "g@1 10+90", "h@2 30+30"]);
+    }
+
+    #[test]
+    fn flame_chart_separates_threads() {
+        let p = trace(&[
+            "R run1", "C k 0", "C a 1", "E 4", "E 10", "R run2", "C k 10", "C a 11", "E 15", "E 16",
+        ]);
+        // The second run's samples follow the first's (their value offsets continue).
+        assert_eq!(chart(&p), ["k@0 0+10", "a@1 1+3", "k@0 10+6", "a@1 11+4"]);
+    }
+
+    #[test]
+    fn flame_chart_without_calls_merges_consecutive_samples() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.set_flags(flags::ORDERED);
+        for s in ["a;b", "a;b", "a;c", "a", "a;b", "d"] {
+            let names: Vec<&str> = s.split(';').collect();
+            let st = b.stack_of_names(&names);
+            b.push_sample(st, None, &[1]);
+        }
+        let p = b.finish();
+        assert_eq!(
+            chart(&p),
+            ["a@0 0+5", "b@1 0+2", "c@1 2+1", "b@1 4+1", "d@0 5+1"]
+        );
+    }
+}

@@ -1,0 +1,727 @@
+//! Writing the SVG: one self-contained file with its style, its script and every frame already
+//! laid out, so that with scripts disabled it is still a readable picture (labels truncated with
+//! an ellipsis to fit their frames, native tooltips from `<title>`).
+//!
+//! Layout of the file:
+//!
+//! ```text
+//! <svg … fg:fontsize fg:fontwidth fg:xpad fg:inverted fg:nametype fg:searchcolor>  config for the script
+//!   <!-- NOTES: … -->            (with -O notes)
+//!   <defs> background gradient </defs> <style> … </style> <script> … </script>
+//!   background, title, subtitle, details line, Reset Zoom, Search, ic, Matched
+//!   <g id="frames" fg:total="T">
+//!     <g><title>NAME (VALUE UNIT, P%)</title><rect x y width height fill fg:x fg:w/><text x y>LABEL</text></g>
+//!     …  parents before children
+//!   </g>
+//! </svg>
+//! ```
+//!
+//! `fg:x` and `fg:w` are exact: the frame's left edge and width in the value column's stored
+//! integers (fixed point, see the IR's `decimals`), which the script uses to zoom and to sum
+//! matches. `x`/`width` are pixels with at most two decimals.
+//!
+//! Elements are written with quick-xml (which escapes every text and attribute); per frame the
+//! writer reuses its element and text buffers, so drawing allocates nothing per frame once the
+//! buffers have grown.
+
+use crate::attrs::{FlameOptions, XPAD};
+use crate::color::{Rgb, Theme};
+use crate::merge::{Frame, Layout};
+use profconv_plugin::ir::NONE;
+use quick_xml::Writer;
+use quick_xml::events::{BytesCData, BytesDecl, BytesEnd, BytesStart, BytesText, Event};
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+/// The embedded script (hover, zoom, search); see `flamegraph.js`.
+pub const SCRIPT: &str = include_str!("flamegraph.js");
+
+/// Namespace of the `fg:` attributes.
+pub const FG_NAMESPACE: &str = "urn:profconv:flamegraph";
+
+/// Padding between a frame's left edge and its label, in pixels (and as much on the right).
+const LABEL_PAD: f64 = 3.0;
+
+/// Everything a frame's tooltip and fill come from.
+pub trait Describe {
+    /// The frame's function name as in the profile (annotations included).
+    fn name(&self, f: &Frame) -> &str;
+    /// The frame's fill; `name` is [`Describe::name`].
+    fn fill(&self, f: &Frame, name: &str) -> Rgb;
+    /// Appends more tooltip text after the value and percentage, inside the parentheses. It
+    /// must not contain ` (`: the script finds the name before the last ` (`.
+    fn extra(&self, f: &Frame, out: &mut String) {
+        let _ = (f, out);
+    }
+}
+
+/// What the picture shows, besides the frames.
+pub struct Picture<'a> {
+    /// Options (sizes, fonts, texts).
+    pub opts: &'a FlameOptions,
+    /// The title (chosen from the mode when not given).
+    pub title: &'a str,
+    /// What a value counts (`samples`, `nanoseconds`).
+    pub countname: &'a str,
+    /// Fixed-point decimals of the values.
+    pub decimals: u32,
+    /// Colours around the frames.
+    pub theme: Theme,
+}
+
+/// Vertical geometry.
+struct Geometry {
+    /// Image height.
+    height: f64,
+    /// Top of the topmost row of frames in an icicle graph.
+    frames_top: f64,
+    /// Bottom of the row of roots in a flame graph.
+    frames_bottom: f64,
+    /// Baseline of the title.
+    title_y: f64,
+    /// Baseline of the subtitle.
+    subtitle_y: f64,
+    /// Baseline of the details line and the match percentage.
+    details_y: f64,
+}
+
+impl Geometry {
+    fn new(o: &FlameOptions, rows: u32) -> Geometry {
+        let fs = o.font_size;
+        let top = fs * 3.0 + if o.subtitle.is_some() { fs * 2.0 } else { 0.0 };
+        let bottom = fs * 2.0 + 10.0;
+        let frames = f64::from(rows) * f64::from(o.frame_height);
+        let height = (top + frames + bottom).ceil();
+        Geometry {
+            height,
+            frames_top: top,
+            frames_bottom: top + frames,
+            title_y: fs * 2.0,
+            subtitle_y: fs * 4.0,
+            details_y: height - bottom / 2.0,
+        }
+    }
+
+    /// Top of a frame at `depth`.
+    fn frame_y(&self, o: &FlameOptions, depth: u32) -> f64 {
+        let fh = f64::from(o.frame_height);
+        if o.inverted {
+            self.frames_top + f64::from(depth) * fh
+        } else {
+            self.frames_bottom - f64::from(depth + 1) * fh
+        }
+    }
+}
+
+/// Writes the whole picture.
+pub fn write_svg<W: Write>(
+    out: W,
+    pic: &Picture<'_>,
+    layout: &Layout,
+    describe: &impl Describe,
+) -> io::Result<()> {
+    let o = pic.opts;
+    let geo = Geometry::new(o, layout.max_depth + 1);
+    let mut w = Writer::new(out);
+    let mut num = String::new();
+    write_head(&mut w, pic, &geo, &mut num)?;
+
+    let mut group = BytesStart::new("g");
+    group.push_attribute(("id", "frames"));
+    num.clear();
+    let _ = write!(num, "{}", layout.total);
+    group.push_attribute(("fg:total", num.as_str()));
+    w.write_event(Event::Start(group))?;
+    w.get_mut().write_all(b"\n")?;
+
+    let scale = o.plot_width() / layout.total.max(1) as f64;
+    let char_w = o.font_size * o.font_width;
+    let text_dy = f64::from(o.frame_height) / 2.0 + o.font_size / 3.0;
+    let mut rect = BytesStart::new("rect").into_owned();
+    let mut text = BytesStart::new("text").into_owned();
+    let mut title = String::new();
+    let mut label = String::new();
+    let mut escaped = String::new();
+    let mut fill = String::new();
+    let mut height = String::new();
+    push_px(&mut height, f64::from(o.frame_height) - 1.0);
+    for f in &layout.frames {
+        let raw_name = describe.name(f);
+        let name = xml_safe(crate::color::display_name(raw_name));
+        let x = f64::from(XPAD) + f.x as f64 * scale;
+        let width = f.w as f64 * scale;
+        let y = geo.frame_y(o, f.depth);
+
+        title.clear();
+        title.push_str(&name);
+        title.push_str(" (");
+        push_value(&mut title, f.w, pic.decimals);
+        title.push(' ');
+        title.push_str(pic.countname);
+        title.push_str(", ");
+        if f.node == NONE {
+            title.push_str("100%"); // the frame under everything, titled as the anchors do
+        } else {
+            push_percent(&mut title, f.w, layout.total);
+        }
+        describe.extra(f, &mut title);
+        title.push(')');
+
+        w.write_event(Event::Start(BytesStart::new("g")))?;
+        w.write_event(Event::Start(BytesStart::new("title")))?;
+        escaped.clear();
+        push_escaped(&mut escaped, &title);
+        w.write_event(Event::Text(BytesText::from_escaped(escaped.as_str())))?;
+        w.write_event(Event::End(BytesEnd::new("title")))?;
+
+        // Numbers go into one scratch string; attributes borrow slices of it.
+        num.clear();
+        let r_x = push_range(&mut num, |s| push_px(s, x));
+        let r_y = push_range(&mut num, |s| push_px(s, y));
+        let r_w = push_range(&mut num, |s| push_px(s, width));
+        let r_fx = push_range(&mut num, |s| {
+            let _ = write!(s, "{}", f.x);
+        });
+        let r_fw = push_range(&mut num, |s| {
+            let _ = write!(s, "{}", f.w);
+        });
+        let r_tx = push_range(&mut num, |s| push_px(s, x + LABEL_PAD));
+        let r_ty = push_range(&mut num, |s| push_px(s, y + text_dy));
+        fill.clear();
+        let _ = write!(fill, "{}", describe.fill(f, raw_name));
+
+        rect.clear_attributes();
+        rect.push_attribute(("x", &num[r_x.0..r_x.1]));
+        rect.push_attribute(("y", &num[r_y.0..r_y.1]));
+        rect.push_attribute(("width", &num[r_w.0..r_w.1]));
+        rect.push_attribute(("height", height.as_str()));
+        rect.push_attribute(("fill", fill.as_str()));
+        rect.push_attribute(("fg:x", &num[r_fx.0..r_fx.1]));
+        rect.push_attribute(("fg:w", &num[r_fw.0..r_fw.1]));
+        w.write_event(Event::Empty(rect.borrow()))?;
+
+        text.clear_attributes();
+        text.push_attribute(("x", &num[r_tx.0..r_tx.1]));
+        text.push_attribute(("y", &num[r_ty.0..r_ty.1]));
+        w.write_event(Event::Start(text.borrow()))?;
+        label.clear();
+        fit_label(&name, width - 2.0 * LABEL_PAD, char_w, &mut label);
+        if !label.is_empty() {
+            escaped.clear();
+            push_escaped(&mut escaped, &label);
+            w.write_event(Event::Text(BytesText::from_escaped(escaped.as_str())))?;
+        }
+        w.write_event(Event::End(BytesEnd::new("text")))?;
+        w.write_event(Event::End(BytesEnd::new("g")))?;
+        w.get_mut().write_all(b"\n")?;
+    }
+    w.write_event(Event::End(BytesEnd::new("g")))?;
+    w.get_mut().write_all(b"\n")?;
+    w.write_event(Event::End(BytesEnd::new("svg")))?;
+    w.get_mut().write_all(b"\n")?;
+    Ok(())
+}
+
+/// Writes a picture without frames that says why (an empty profile).
+pub fn write_message_svg<W: Write>(out: W, pic: &Picture<'_>, message: &str) -> io::Result<()> {
+    let geo = Geometry::new(pic.opts, 1);
+    let mut w = Writer::new(out);
+    let mut num = String::new();
+    write_head(&mut w, pic, &geo, &mut num)?;
+    let mut t = BytesStart::new("text");
+    t.push_attribute(("id", "message"));
+    num.clear();
+    push_px(&mut num, f64::from(pic.opts.width) / 2.0);
+    t.push_attribute(("x", num.as_str()));
+    num.clear();
+    push_px(&mut num, geo.frames_top + f64::from(pic.opts.frame_height));
+    t.push_attribute(("y", num.as_str()));
+    t.push_attribute(("text-anchor", "middle"));
+    w.write_event(Event::Start(t))?;
+    w.write_event(Event::Text(BytesText::new(&xml_safe(message))))?;
+    w.write_event(Event::End(BytesEnd::new("text")))?;
+    w.get_mut().write_all(b"\n")?;
+    let mut g = BytesStart::new("g");
+    g.push_attribute(("id", "frames"));
+    g.push_attribute(("fg:total", "0"));
+    w.write_event(Event::Empty(g))?;
+    w.get_mut().write_all(b"\n")?;
+    w.write_event(Event::End(BytesEnd::new("svg")))?;
+    w.get_mut().write_all(b"\n")?;
+    Ok(())
+}
+
+/// Everything before the frames: declaration, root element, notes, style, script, texts.
+fn write_head<W: Write>(
+    w: &mut Writer<W>,
+    pic: &Picture<'_>,
+    geo: &Geometry,
+    num: &mut String,
+) -> io::Result<()> {
+    let o = pic.opts;
+    let t = &pic.theme;
+    let width = o.width;
+    w.write_event(Event::Decl(BytesDecl::new(
+        "1.0",
+        Some("UTF-8"),
+        Some("no"),
+    )))?;
+    w.get_mut().write_all(b"\n")?;
+
+    let mut root = BytesStart::new("svg");
+    root.push_attribute(("version", "1.1"));
+    num.clear();
+    let r_w = push_range(num, |s| {
+        let _ = write!(s, "{width}");
+    });
+    let r_h = push_range(num, |s| push_px(s, geo.height));
+    let r_vb = push_range(num, |s| {
+        let _ = write!(s, "0 0 {width} ");
+        push_px(s, geo.height);
+    });
+    let r_fs = push_range(num, |s| push_px(s, o.font_size));
+    let r_fw = push_range(num, |s| {
+        let _ = write!(s, "{}", o.font_width);
+    });
+    let r_pad = push_range(num, |s| {
+        let _ = write!(s, "{XPAD}");
+    });
+    root.push_attribute(("width", &num[r_w.0..r_w.1]));
+    root.push_attribute(("height", &num[r_h.0..r_h.1]));
+    root.push_attribute(("viewBox", &num[r_vb.0..r_vb.1]));
+    root.push_attribute(("xmlns", "http://www.w3.org/2000/svg"));
+    root.push_attribute(("xmlns:fg", FG_NAMESPACE));
+    root.push_attribute(("onload", "fg_init(evt)"));
+    root.push_attribute(("fg:fontsize", &num[r_fs.0..r_fs.1]));
+    root.push_attribute(("fg:fontwidth", &num[r_fw.0..r_fw.1]));
+    root.push_attribute(("fg:xpad", &num[r_pad.0..r_pad.1]));
+    root.push_attribute(("fg:inverted", if o.inverted { "1" } else { "0" }));
+    root.push_attribute(("fg:nametype", &*xml_safe(&o.nametype)));
+    root.push_attribute(("fg:searchcolor", t.search));
+    w.write_event(Event::Start(root))?;
+    w.get_mut().write_all(b"\n")?;
+
+    if let Some(notes) = &o.notes {
+        let text = format!(" NOTES: {} ", comment_safe(&xml_safe(notes)));
+        w.write_event(Event::Comment(BytesText::from_escaped(text)))?;
+        w.get_mut().write_all(b"\n")?;
+    }
+
+    // Background gradient.
+    w.write_event(Event::Start(BytesStart::new("defs")))?;
+    let mut grad = BytesStart::new("linearGradient");
+    grad.extend_attributes([
+        ("id", "background"),
+        ("x1", "0"),
+        ("y1", "0"),
+        ("x2", "0"),
+        ("y2", "1"),
+    ]);
+    w.write_event(Event::Start(grad))?;
+    for (offset, colour) in [("5%", t.background_top), ("95%", t.background_bottom)] {
+        let mut stop = BytesStart::new("stop");
+        stop.extend_attributes([("offset", offset), ("stop-color", colour)]);
+        w.write_event(Event::Empty(stop))?;
+    }
+    w.write_event(Event::End(BytesEnd::new("linearGradient")))?;
+    w.write_event(Event::End(BytesEnd::new("defs")))?;
+    w.get_mut().write_all(b"\n")?;
+
+    let mut style = BytesStart::new("style");
+    style.push_attribute(("type", "text/css"));
+    w.write_event(Event::Start(style))?;
+    let css = stylesheet(o, t);
+    w.write_event(Event::Text(BytesText::new(&css)))?;
+    w.write_event(Event::End(BytesEnd::new("style")))?;
+    w.get_mut().write_all(b"\n")?;
+
+    let mut script = BytesStart::new("script");
+    script.push_attribute(("type", "text/ecmascript"));
+    w.write_event(Event::Start(script))?;
+    w.write_event(Event::CData(BytesCData::new(SCRIPT)))?;
+    w.write_event(Event::End(BytesEnd::new("script")))?;
+    w.get_mut().write_all(b"\n")?;
+
+    let mut bg = BytesStart::new("rect");
+    bg.extend_attributes([
+        ("x", "0"),
+        ("y", "0"),
+        ("width", "100%"),
+        ("height", "100%"),
+        ("fill", "url(#background)"),
+    ]);
+    w.write_event(Event::Empty(bg))?;
+    w.get_mut().write_all(b"\n")?;
+
+    let centre = f64::from(width) / 2.0;
+    let left = f64::from(XPAD);
+    let right = f64::from(width - XPAD);
+    let title = xml_safe(pic.title);
+    ui_text(w, num, "title", None, centre, geo.title_y, &title)?;
+    if let Some(sub) = &o.subtitle {
+        ui_text(
+            w,
+            num,
+            "subtitle",
+            None,
+            centre,
+            geo.subtitle_y,
+            &xml_safe(sub),
+        )?;
+    }
+    // The details line shows the hovered frame; a no-break space keeps its text node.
+    ui_text(w, num, "details", None, left, geo.details_y, "\u{a0}")?;
+    ui_text(
+        w,
+        num,
+        "unzoom",
+        Some("hide"),
+        left,
+        geo.title_y,
+        "Reset Zoom",
+    )?;
+    ui_text(
+        w,
+        num,
+        "search",
+        Some("hide"),
+        right - 110.0,
+        geo.title_y,
+        "Search",
+    )?;
+    ui_text(
+        w,
+        num,
+        "ignorecase",
+        Some("hide"),
+        right - 16.0,
+        geo.title_y,
+        "ic",
+    )?;
+    ui_text(w, num, "matched", None, right, geo.details_y, "\u{a0}")?;
+    Ok(())
+}
+
+/// One of the texts around the frames.
+fn ui_text<W: Write>(
+    w: &mut Writer<W>,
+    num: &mut String,
+    id: &str,
+    class: Option<&str>,
+    x: f64,
+    y: f64,
+    content: &str,
+) -> io::Result<()> {
+    let mut t = BytesStart::new("text");
+    t.push_attribute(("id", id));
+    if let Some(c) = class {
+        t.push_attribute(("class", c));
+    }
+    num.clear();
+    let rx = push_range(num, |s| push_px(s, x));
+    let ry = push_range(num, |s| push_px(s, y));
+    t.push_attribute(("x", &num[rx.0..rx.1]));
+    t.push_attribute(("y", &num[ry.0..ry.1]));
+    w.write_event(Event::Start(t))?;
+    w.write_event(Event::Text(BytesText::new(content)))?;
+    w.write_event(Event::End(BytesEnd::new("text")))?;
+    w.get_mut().write_all(b"\n")
+}
+
+/// The stylesheet.
+fn stylesheet(o: &FlameOptions, t: &Theme) -> String {
+    let fs = o.font_size;
+    let mut font = String::new();
+    css_font_family(&o.font_type, &mut font);
+    let mut css = String::new();
+    let _ = write!(
+        css,
+        "\ntext {{ font-family: {font}; font-size: {fs}px; fill: {ui}; }}\n\
+         #title {{ text-anchor: middle; font-size: {title}px; }}\n\
+         #subtitle {{ text-anchor: middle; }}\n\
+         #unzoom, #search, #ignorecase {{ cursor: pointer; }}\n\
+         #search, #ignorecase {{ opacity: 0.1; }}\n\
+         #search:hover, #search.show, #ignorecase:hover, #ignorecase.show {{ opacity: 1; }}\n\
+         #matched {{ text-anchor: end; }}\n\
+         #frames g {{ cursor: pointer; }}\n\
+         #frames g:hover rect {{ stroke: {stroke}; stroke-width: 0.5; }}\n\
+         #frames text {{ fill: {frame}; pointer-events: none; }}\n\
+         .hide {{ display: none; }}\n\
+         .parent {{ opacity: 0.5; }}\n",
+        ui = t.ui_text,
+        title = fs + 5.0,
+        stroke = t.hover_stroke,
+        frame = t.frame_text,
+    );
+    css
+}
+
+/// A font family for CSS: plain family names and lists as they are, anything else quoted.
+fn css_font_family(font: &str, out: &mut String) {
+    let plain = !font.is_empty()
+        && font
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, ' ' | ',' | '-' | '_'));
+    if plain {
+        out.push_str(font);
+        return;
+    }
+    out.push('"');
+    for c in font.chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            _ => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Appends `s` escaped for XML text, as quick-xml's `escape` does (`&`, `<`, `>`, `'`, `"`),
+/// into a reused buffer instead of a new string.
+pub fn push_escaped(out: &mut String, s: &str) {
+    let mut rest = s;
+    while let Some(i) = rest.find(['&', '<', '>', '\'', '"']) {
+        out.push_str(&rest[..i]);
+        out.push_str(match rest.as_bytes()[i] {
+            b'&' => "&amp;",
+            b'<' => "&lt;",
+            b'>' => "&gt;",
+            b'\'' => "&apos;",
+            _ => "&quot;",
+        });
+        rest = &rest[i + 1..];
+    }
+    out.push_str(rest);
+}
+
+/// Appends what `f` writes and returns its byte range.
+fn push_range(s: &mut String, f: impl FnOnce(&mut String)) -> (usize, usize) {
+    let start = s.len();
+    f(s);
+    (start, s.len())
+}
+
+/// Appends a pixel coordinate with at most two decimals (`12`, `12.5`, `12.34`).
+pub fn push_px(s: &mut String, v: f64) {
+    let start = s.len();
+    let v = if v.abs() < 0.005 { 0.0 } else { v };
+    let _ = write!(s, "{v:.2}");
+    if s[start..].contains('.') {
+        let keep = s.trim_end_matches('0').trim_end_matches('.').len();
+        s.truncate(keep);
+    }
+}
+
+/// Appends a fixed-point value with thousands separators (`1,234,567`, `1,234.50`).
+pub fn push_value(s: &mut String, v: i64, decimals: u32) {
+    if v < 0 {
+        s.push('-');
+    }
+    let mag = v.unsigned_abs();
+    let scale = 10u64.pow(decimals.min(19));
+    let (int, frac) = if decimals == 0 {
+        (mag, 0)
+    } else {
+        (mag / scale, mag % scale)
+    };
+    let mut digits = [0u8; 20];
+    let mut n = 0;
+    let mut i = int;
+    loop {
+        digits[n] = b'0' + (i % 10) as u8;
+        n += 1;
+        i /= 10;
+        if i == 0 {
+            break;
+        }
+    }
+    for k in (0..n).rev() {
+        s.push(digits[k] as char);
+        if k > 0 && k % 3 == 0 {
+            s.push(',');
+        }
+    }
+    if decimals > 0 {
+        let _ = write!(s, ".{frac:0width$}", width = decimals as usize);
+    }
+}
+
+/// Appends `part / whole` as a percentage with two decimals (`12.34%`).
+pub fn push_percent(s: &mut String, part: i64, whole: i64) {
+    let pc = if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    };
+    let _ = write!(s, "{pc:.2}%");
+}
+
+/// Width of a character in character cells: 2 for East Asian wide characters, else 1. The
+/// script uses the same table, so static and re-fitted labels agree.
+pub fn char_cells(c: char) -> usize {
+    let c = c as u32;
+    let wide = matches!(c,
+        0x1100..=0x115f
+        | 0x2e80..=0xa4cf
+        | 0xac00..=0xd7a3
+        | 0xf900..=0xfaff
+        | 0xfe30..=0xfe4f
+        | 0xff00..=0xff60
+        | 0xffe0..=0xffe6
+        | 0x1f300..=0x1faff
+        | 0x20000..=0x3fffd);
+    if wide { 2 } else { 1 }
+}
+
+/// The label of a frame `px` pixels wide (padding excluded): the whole name if it fits, else as
+/// many leading characters as fit followed by `…`, else nothing (fewer than 3 cells).
+pub fn fit_label(name: &str, px: f64, char_w: f64, out: &mut String) {
+    if px <= 0.0 {
+        return;
+    }
+    let room = (px / char_w).floor() as usize;
+    if room < 3 {
+        return;
+    }
+    let cells: usize = name.chars().map(char_cells).sum();
+    if cells <= room {
+        out.push_str(name);
+        return;
+    }
+    let mut used = 0;
+    for c in name.chars() {
+        let w = char_cells(c);
+        if used + w > room - 1 {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    out.push('\u{2026}');
+}
+
+/// `s` with every character XML 1.0 does not allow (C0 controls other than tab, line feed and
+/// carriage return; U+FFFE, U+FFFF) replaced by U+FFFD. Borrowed when nothing is replaced.
+pub fn xml_safe(s: &str) -> Cow<'_, str> {
+    let bad = |c: char| {
+        (c < ' ' && !matches!(c, '\t' | '\n' | '\r')) || matches!(c, '\u{fffe}' | '\u{ffff}')
+    };
+    if !s.chars().any(bad) {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(
+        s.chars()
+            .map(|c| if bad(c) { '\u{fffd}' } else { c })
+            .collect(),
+    )
+}
+
+/// Text that may stand inside `<!-- -->`: XML-escaped, no `--`, not ending in `-`.
+fn comment_safe(s: &str) -> String {
+    let escaped = quick_xml::escape::escape(s);
+    let mut out = String::with_capacity(escaped.len());
+    for c in escaped.chars() {
+        if c == '-' && out.ends_with('-') {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    if out.ends_with('-') {
+        out.push(' ');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers() {
+        let mut s = String::new();
+        let cases = [
+            (0.0, "0"),
+            (10.0, "10"),
+            (10.5, "10.5"),
+            (10.25, "10.25"),
+            (10.256, "10.26"),
+            (0.004, "0"),
+            (-0.001, "0"),
+            (1179.999, "1180"),
+        ];
+        for (v, want) in cases {
+            s.clear();
+            push_px(&mut s, v);
+            assert_eq!(s, want, "{v}");
+        }
+        for (v, d, want) in [
+            (0, 0, "0"),
+            (999, 0, "999"),
+            (1000, 0, "1,000"),
+            (1234567, 0, "1,234,567"),
+            (-1234, 0, "-1,234"),
+            (123450, 2, "1,234.50"),
+            (5, 3, "0.005"),
+            (i64::MIN, 0, "-9,223,372,036,854,775,808"),
+        ] {
+            s.clear();
+            push_value(&mut s, v, d);
+            assert_eq!(s, want);
+        }
+        s.clear();
+        push_percent(&mut s, 1, 3);
+        assert_eq!(s, "33.33%");
+    }
+
+    #[test]
+    fn labels_fit_their_frames() {
+        let fit = |name: &str, px: f64| {
+            let mut s = String::new();
+            fit_label(name, px, 10.0, &mut s);
+            s
+        };
+        assert_eq!(fit("main", 40.0), "main");
+        assert_eq!(fit("main", 39.0), "ma\u{2026}");
+        assert_eq!(fit("main", 30.0), "ma\u{2026}");
+        assert_eq!(fit("main", 29.0), "");
+        assert_eq!(fit("main", -5.0), "");
+        // Wide characters take two cells; nothing is cut inside a character.
+        assert_eq!(fit("日本語の関数", 80.0), "日本語\u{2026}");
+        assert_eq!(fit("日本語の関数", 120.0), "日本語の関数");
+        assert_eq!(fit("ééééé", 40.0), "ééé\u{2026}");
+    }
+
+    #[test]
+    fn escaping_matches_quick_xml() {
+        for s in ["plain", "<a & 'b'> \"c\"", "", "&&", "日本<語>"] {
+            let mut out = String::from("x");
+            push_escaped(&mut out, s);
+            assert_eq!(out, format!("x{}", quick_xml::escape::escape(s)));
+        }
+    }
+
+    #[test]
+    fn text_is_made_xml_safe() {
+        assert!(matches!(xml_safe("plain <&>"), Cow::Borrowed(_)));
+        assert_eq!(xml_safe("a\u{1}b\u{ffff}"), "a\u{fffd}b\u{fffd}");
+        assert_eq!(comment_safe("a--b-"), "a- -b- ");
+        assert_eq!(comment_safe("<x>"), "&lt;x&gt;");
+        let mut s = String::new();
+        css_font_family("Andale Mono\"", &mut s);
+        assert_eq!(s, "\"Andale Mono\\\"\"");
+        s.clear();
+        css_font_family("Verdana, sans-serif", &mut s);
+        assert_eq!(s, "Verdana, sans-serif");
+    }
+
+    #[test]
+    fn the_script_fits_in_cdata() {
+        assert!(!SCRIPT.contains("]]>"));
+        assert!(SCRIPT.contains("function fg_init("));
+    }
+}

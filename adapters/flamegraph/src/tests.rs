@@ -1,0 +1,658 @@
+//! End-to-end tests of the emitter: profile in, SVG out, parsed back with quick-xml.
+
+use super::*;
+use profconv_plugin::ir::{Profile, ProfileBuilder, TraceBuilder, flags};
+use quick_xml::Reader;
+use quick_xml::events::Event;
+
+/// A frame as read back from the SVG.
+#[derive(Debug, Default, Clone)]
+struct Drawn {
+    title: String,
+    x: f64,
+    y: f64,
+    width: f64,
+    fill: String,
+    fg_x: i64,
+    fg_w: i64,
+    label: String,
+}
+
+/// What the tests look at in an SVG.
+#[derive(Debug, Default)]
+struct Parsed {
+    /// The frame under everything.
+    all: Option<Drawn>,
+    /// The other frames.
+    frames: Vec<Drawn>,
+    total: i64,
+    texts: Vec<(String, String)>,
+    comments: Vec<String>,
+    root_attrs: Vec<(String, String)>,
+    style: String,
+}
+
+/// Parses the whole SVG (panics if it is not well-formed XML).
+fn parse_svg(svg: &[u8]) -> Parsed {
+    let text = std::str::from_utf8(svg).expect("UTF-8");
+    let mut r = Reader::from_str(text);
+    let mut out = Parsed::default();
+    let mut path: Vec<String> = Vec::new();
+    let mut cur: Option<Drawn> = None;
+    loop {
+        match r.read_event().expect("well-formed XML") {
+            Event::Start(e) => {
+                let name = String::from_utf8(e.name().as_ref().to_vec()).unwrap();
+                let attrs = attrs_of(&e);
+                let get = |k: &str| attrs.iter().find(|(a, _)| a == k).map(|(_, v)| v.clone());
+                match name.as_str() {
+                    "svg" => out.root_attrs = attrs.clone(),
+                    "g" if get("id").as_deref() == Some("frames") => {
+                        out.total = get("fg:total").unwrap().parse().unwrap();
+                    }
+                    "g" if path.last().is_some_and(|p| p == "g#frames") => {
+                        cur = Some(Drawn::default());
+                    }
+                    "text" if cur.is_none() => out
+                        .texts
+                        .push((get("id").unwrap_or_default(), String::new())),
+                    _ => {}
+                }
+                let tag = if get("id").as_deref() == Some("frames") {
+                    "g#frames".to_string()
+                } else {
+                    name
+                };
+                path.push(tag);
+            }
+            Event::Empty(e) => {
+                let attrs = attrs_of(&e);
+                let get = |k: &str| attrs.iter().find(|(a, _)| a == k).map(|(_, v)| v.clone());
+                if e.name().as_ref() == b"rect" {
+                    if let Some(f) = cur.as_mut() {
+                        f.x = get("x").unwrap().parse().unwrap();
+                        f.y = get("y").unwrap().parse().unwrap();
+                        f.width = get("width").unwrap().parse().unwrap();
+                        f.fill = get("fill").unwrap();
+                        f.fg_x = get("fg:x").unwrap().parse().unwrap();
+                        f.fg_w = get("fg:w").unwrap().parse().unwrap();
+                    }
+                }
+            }
+            Event::Text(t) => {
+                let s = t.xml10_content().unwrap().into_owned();
+                match (path.last().map(String::as_str), cur.as_mut()) {
+                    (Some("title"), Some(f)) => f.title.push_str(&s),
+                    (Some("text"), Some(f)) => f.label.push_str(&s),
+                    (Some("text"), None) => {
+                        if let Some(last) = out.texts.last_mut() {
+                            last.1.push_str(&s);
+                        }
+                    }
+                    (Some("style"), _) => out.style.push_str(&s),
+                    _ => {}
+                }
+            }
+            Event::GeneralRef(g) => {
+                // Entities inside titles and labels (`&amp;`, `&lt;`).
+                let s = match g.as_ref() {
+                    b"amp" => "&",
+                    b"lt" => "<",
+                    b"gt" => ">",
+                    b"quot" => "\"",
+                    b"apos" => "'",
+                    _ => panic!("unexpected entity"),
+                };
+                match (path.last().map(String::as_str), cur.as_mut()) {
+                    (Some("title"), Some(f)) => f.title.push_str(s),
+                    (Some("text"), Some(f)) => f.label.push_str(s),
+                    (Some("text"), None) => {
+                        if let Some(last) = out.texts.last_mut() {
+                            last.1.push_str(s);
+                        }
+                    }
+                    (Some("style"), _) => out.style.push_str(s),
+                    _ => {}
+                }
+            }
+            Event::Comment(c) => out.comments.push(String::from_utf8(c.to_vec()).unwrap()),
+            Event::End(e) => {
+                path.pop();
+                if e.name().as_ref() == b"g" && path.last().is_some_and(|p| p == "g#frames") {
+                    out.frames.extend(cur.take());
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    if out
+        .frames
+        .first()
+        .is_some_and(|f| f.title.starts_with("all ("))
+    {
+        out.all = Some(out.frames.remove(0));
+    }
+    out
+}
+
+fn attrs_of(e: &quick_xml::events::BytesStart<'_>) -> Vec<(String, String)> {
+    e.attributes()
+        .map(|a| {
+            let a = a.unwrap();
+            (
+                String::from_utf8(a.key.as_ref().to_vec()).unwrap(),
+                a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                    .unwrap()
+                    .into_owned(),
+            )
+        })
+        .collect()
+}
+
+fn folded(lines: &[(&str, i64)]) -> Profile {
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("samples", "count", ValueKind::Weight);
+    for (stack, n) in lines {
+        let names: Vec<&str> = stack.split(';').collect();
+        b.add_stack(&names, &[*n]).unwrap();
+    }
+    b.finish()
+}
+
+fn opts(pairs: &[(&str, Option<&str>)]) -> FlameOptions {
+    let o = Options::new(
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.map(str::to_string)))
+            .collect(),
+    );
+    FlameOptions::from_options(&o).unwrap()
+}
+
+/// Emits and returns the SVG and the warnings.
+fn emit(p: &Profile, o: &FlameOptions) -> (Vec<u8>, Vec<String>) {
+    let mut warnings = Vec::new();
+    let mut sink = |_: u32, m: &str| warnings.push(m.to_string());
+    let mut cx = Context::with_sink(&mut sink);
+    let mut out = Vec::new();
+    emit_flamegraph(&p.view(), &mut out, o, &mut cx).unwrap();
+    (out, warnings)
+}
+
+fn title_name(t: &str) -> &str {
+    &t[..t.rfind(" (").unwrap()]
+}
+
+#[test]
+fn a_small_graph_is_drawn_as_expected() {
+    let p = folded(&[("main;a;b", 3), ("main;a", 1), ("main;c", 4), ("other", 2)]);
+    let (svg, warnings) = emit(&p, &FlameOptions::default());
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let s = parse_svg(&svg);
+    assert_eq!(s.total, 10);
+    let got: Vec<(String, i64, i64)> = s
+        .frames
+        .iter()
+        .map(|f| (f.title.clone(), f.fg_x, f.fg_w))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("main (8 samples, 80.00%)".to_string(), 0, 8),
+            ("a (4 samples, 40.00%)".to_string(), 0, 4),
+            ("b (3 samples, 30.00%)".to_string(), 1, 3),
+            ("c (4 samples, 40.00%)".to_string(), 4, 4),
+            ("other (2 samples, 20.00%)".to_string(), 8, 2),
+        ]
+    );
+    let all = s.all.as_ref().expect("the frame under everything");
+    assert_eq!(
+        (all.title.as_str(), all.fg_x, all.fg_w),
+        ("all (10 samples, 100%)", 0, 10)
+    );
+    // Pixels: 1180 px for 10 samples, 10 px of padding; roots at the bottom.
+    let main = &s.frames[0];
+    assert!(main.y < all.y);
+    assert_eq!((main.x, main.width), (10.0, 944.0));
+    assert_eq!(s.frames[4].x, 954.0);
+    assert!(s.frames[1].y < main.y, "children above their parent");
+    assert_eq!(main.label, "main");
+    assert!(main.fill.starts_with("rgb("));
+    let texts: Vec<&str> = s.texts.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "title",
+            "details",
+            "unzoom",
+            "search",
+            "ignorecase",
+            "matched"
+        ]
+    );
+    assert_eq!(s.texts[0].1, "Flame Graph");
+    assert!(s.style.contains("font-family: monospace"));
+    // The script is embedded, nothing is fetched.
+    let text = String::from_utf8(svg.clone()).unwrap();
+    assert!(text.contains("<![CDATA[") && text.contains("function fg_init"));
+    assert!(!text.contains("http://") || text.matches("http://").count() == 1);
+    assert!(!text.contains("https://"));
+}
+
+#[test]
+fn output_is_byte_identical_across_runs() {
+    let p = folded(&[("main;a;b", 3), ("main;a", 1), ("main;c", 4), ("other", 2)]);
+    let o = opts(&[("colors", Some("java")), ("inverted", None)]);
+    assert_eq!(emit(&p, &o).0, emit(&p, &o).0);
+}
+
+#[test]
+fn names_with_markup_and_control_characters_stay_valid_xml() {
+    let p = folded(&[("<main> & \"co\";a\u{1}b 'x'", 5), ("日本語の関数名;é", 2)]);
+    let o = opts(&[
+        ("title", Some("T <&> \"q\"")),
+        ("subtitle", Some("S & s")),
+        ("notes", Some("n -- <x> -")),
+        ("countname", Some("things & stuff")),
+        ("fonttype", Some("Andale Mono\"")),
+        ("nametype", Some("Fn: <'")),
+    ]);
+    let (svg, _) = emit(&p, &o);
+    let s = parse_svg(&svg);
+    assert_eq!(s.frames.len(), 4);
+    let names: Vec<&str> = s.frames.iter().map(|f| title_name(&f.title)).collect();
+    assert_eq!(
+        names,
+        ["<main> & \"co\"", "a\u{fffd}b 'x'", "日本語の関数名", "é"]
+    );
+    assert_eq!(
+        s.frames[0].title,
+        "<main> & \"co\" (5 things & stuff, 71.43%)"
+    );
+    assert_eq!(s.texts[0], ("title".to_string(), "T <&> \"q\"".to_string()));
+    assert_eq!(s.texts[1], ("subtitle".to_string(), "S & s".to_string()));
+    assert_eq!(s.comments, [" NOTES: n - - &lt;x&gt; -  "]);
+    assert!(s.style.contains("font-family: \"Andale Mono\\\"\""));
+    let nametype = s
+        .root_attrs
+        .iter()
+        .find(|(k, _)| k == "fg:nametype")
+        .unwrap();
+    assert_eq!(nametype.1, "Fn: <'");
+}
+
+#[test]
+fn narrow_frames_are_pruned_and_labels_truncated() {
+    // 1180 px for 100 000 samples: 1 sample is 0.0118 px.
+    let p = folded(&[
+        ("main;wide_function_name_that_is_long", 99_000),
+        ("main;narrow", 1),
+        ("main;medium", 999),
+    ]);
+    let (svg, _) = emit(&p, &FlameOptions::default());
+    let s = parse_svg(&svg);
+    let names: Vec<&str> = s.frames.iter().map(|f| title_name(&f.title)).collect();
+    assert_eq!(names, ["main", "medium", "wide_function_name_that_is_long"]);
+    // medium is 11.8 px wide: room for (11.8 - 6) / 7.08 = 0 cells, so no label.
+    assert_eq!(s.frames[1].label, "");
+    // minwidth in percent: 1% of 100 000 is 1000, medium (999) goes too.
+    let (svg, _) = emit(&p, &opts(&[("minwidth", Some("1%"))]));
+    assert_eq!(parse_svg(&svg).frames.len(), 2);
+    // minwidth 0 keeps everything with a value.
+    let (svg, _) = emit(&p, &opts(&[("minwidth", Some("0"))]));
+    assert_eq!(parse_svg(&svg).frames.len(), 4);
+    // A label that does not fit is cut with an ellipsis.
+    let p = folded(&[("a_rather_long_function_name", 1), ("b", 9)]);
+    let (svg, _) = emit(&p, &FlameOptions::default());
+    let s = parse_svg(&svg);
+    // 118 px: (118 - 6) / 7.08 = 15 cells: 14 characters and the ellipsis.
+    assert_eq!(s.frames[0].label, "a_rather_long_\u{2026}");
+}
+
+#[test]
+fn icicle_graph_grows_down_and_reverse_puts_leaves_at_the_base() {
+    let p = folded(&[("main;a;leaf", 3), ("main;b;leaf", 2)]);
+    let (svg, _) = emit(&p, &opts(&[("inverted", None)]));
+    let s = parse_svg(&svg);
+    assert_eq!(s.texts[0].1, "Icicle Graph");
+    assert!(s.frames[1].y > s.frames[0].y, "children below their parent");
+    let (svg, _) = emit(&p, &opts(&[("reverse", None)]));
+    let s = parse_svg(&svg);
+    let got: Vec<(&str, i64, i64)> = s
+        .frames
+        .iter()
+        .map(|f| (title_name(&f.title), f.fg_x, f.fg_w))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("leaf", 0, 5),
+            ("a", 0, 3),
+            ("main", 0, 3),
+            ("b", 3, 2),
+            ("main", 3, 2)
+        ]
+    );
+}
+
+#[test]
+fn sort_by_weight_puts_the_widest_first() {
+    let p = folded(&[("a", 1), ("b", 5), ("c", 3)]);
+    let (svg, _) = emit(&p, &opts(&[("sort", Some("weight"))]));
+    let names: Vec<String> = parse_svg(&svg)
+        .frames
+        .iter()
+        .map(|f| title_name(&f.title).to_string())
+        .collect();
+    assert_eq!(names, ["b", "c", "a"]);
+}
+
+#[test]
+fn colours_follow_names_across_profiles() {
+    let p1 = folded(&[("main;parse", 3), ("main;emit", 1)]);
+    let p2 = folded(&[("start;emit", 10), ("start;zzz;parse", 1)]);
+    let fill = |p: &Profile, name: &str| {
+        let (svg, _) = emit(p, &FlameOptions::default());
+        parse_svg(&svg)
+            .frames
+            .into_iter()
+            .find(|f| title_name(&f.title) == name)
+            .unwrap()
+            .fill
+    };
+    assert_eq!(fill(&p1, "parse"), fill(&p2, "parse"));
+    assert_eq!(fill(&p1, "emit"), fill(&p2, "emit"));
+    assert_ne!(fill(&p1, "parse"), fill(&p1, "emit"));
+}
+
+#[test]
+fn dark_theme_changes_the_background_and_text() {
+    let p = folded(&[("a", 1)]);
+    let (light, _) = emit(&p, &FlameOptions::default());
+    let (dark, _) = emit(&p, &opts(&[("dark", None)]));
+    let dark = String::from_utf8(dark).unwrap();
+    assert!(dark.contains("#1e1e24") && dark.contains("fill: #dcdcdc"));
+    assert!(!String::from_utf8(light).unwrap().contains("#1e1e24"));
+}
+
+#[test]
+fn value_columns_and_units() {
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("time_ns", "nanoseconds", ValueKind::Weight);
+    b.add_value_type("bytes", "bytes", ValueKind::Weight);
+    b.add_stack(&["a", "b"], &[1_500, 64]).unwrap();
+    b.add_stack(&["a"], &[500, 4096]).unwrap();
+    let p = b.finish();
+    let (svg, _) = emit(&p, &FlameOptions::default());
+    assert_eq!(
+        parse_svg(&svg).frames[0].title,
+        "a (2,000 nanoseconds, 100.00%)"
+    );
+    let (svg, _) = emit(&p, &opts(&[("value", Some("bytes"))]));
+    assert_eq!(parse_svg(&svg).frames[0].title, "a (4,160 bytes, 100.00%)");
+    let mut cx = Context::silent();
+    let e = emit_flamegraph(
+        &p.view(),
+        &mut Vec::new(),
+        &opts(&[("value", Some("calls"))]),
+        &mut cx,
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.message,
+        "option value=calls: no value type 'calls' in this profile (it has: time_ns, bytes)"
+    );
+    // Fixed-point values keep their decimals.
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("samples", "count", ValueKind::Weight);
+    b.add_stack(&["a"], &[3123]).unwrap();
+    b.rescale(0, 2).unwrap();
+    let mut p = b.finish();
+    p.samples.values[0][0] = 3123;
+    let (svg, _) = emit(&p, &FlameOptions::default());
+    assert_eq!(
+        parse_svg(&svg).frames[0].title,
+        "a (31.23 samples, 100.00%)"
+    );
+}
+
+#[test]
+fn an_empty_profile_gives_a_picture_that_says_so() {
+    let p = folded(&[]);
+    let (svg, warnings) = emit(&p, &FlameOptions::default());
+    let s = parse_svg(&svg);
+    assert!(s.frames.is_empty());
+    assert!(
+        s.texts
+            .iter()
+            .any(|(id, t)| id == "message" && t == "Nothing to draw: the profile has no samples")
+    );
+    assert_eq!(
+        warnings,
+        ["the profile has no samples to draw; wrote an empty picture"]
+    );
+}
+
+/// A trace: `C name tick` / `E tick`.
+fn trace(events: &[&str]) -> Profile {
+    let mut b = ProfileBuilder::new();
+    let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);
+    let calls = b.add_value_type("calls", "count", ValueKind::Count);
+    b.set_flags(flags::ORDERED);
+    let mut t = TraceBuilder::new(&b, vec![ticks], Some(calls), true);
+    for e in events {
+        let parts: Vec<&str> = e.split(' ').collect();
+        match parts[..] {
+            ["C", name, tick] => {
+                let f = b.func(name);
+                let fr = b.frame(f);
+                t.enter(&mut b, fr, &[tick.parse().unwrap()]).unwrap();
+            }
+            ["E", tick] => {
+                t.exit(&mut b, &[tick.parse().unwrap()]).unwrap();
+            }
+            _ => panic!("bad event {e}"),
+        }
+    }
+    b.finish()
+}
+
+#[test]
+fn flame_chart_draws_each_call() {
+    let p = trace(&[
+        "C main 0", "C g 5", "E 8", "C g 8", "E 20", "C f 20", "E 40", "E 41",
+    ]);
+    let (svg, warnings) = emit(&p, &opts(&[("flamechart", None)]));
+    assert!(warnings.is_empty());
+    let s = parse_svg(&svg);
+    assert_eq!(s.texts[0].1, "Flame Chart");
+    let got: Vec<(&str, i64, i64)> = s
+        .frames
+        .iter()
+        .map(|f| (title_name(&f.title), f.fg_x, f.fg_w))
+        .collect();
+    assert_eq!(
+        got,
+        [("main", 0, 41), ("g", 5, 3), ("g", 8, 12), ("f", 20, 20)]
+    );
+    assert!(s.frames[0].title.ends_with("(41 ticks, 100.00%)"));
+    // The merged graph of the same trace merges the two calls of g.
+    let (svg, _) = emit(&p, &FlameOptions::default());
+    let got: Vec<(String, i64)> = parse_svg(&svg)
+        .frames
+        .iter()
+        .map(|f| (title_name(&f.title).to_string(), f.fg_w))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("main".to_string(), 41),
+            ("f".to_string(), 20),
+            ("g".to_string(), 15)
+        ]
+    );
+    // An aggregated profile can be charted, with a warning.
+    let p = folded(&[("a;b", 1)]);
+    let (_, warnings) = emit(&p, &opts(&[("flamechart", None)]));
+    assert!(
+        warnings[0].contains("does not keep time order"),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn the_plugin_entry_reads_the_host_options() {
+    let p = folded(&[("a;b", 2)]);
+    let mut buf = Vec::new();
+    {
+        let mut out = Output::from_writer(&mut buf);
+        let o = Options::new(vec![("title".into(), Some("From -O".into()))]);
+        Flamegraph::emit(&p.view(), &mut out, &o, &mut Context::silent()).unwrap();
+        out.flush().unwrap();
+    }
+    assert_eq!(parse_svg(&buf).texts[0].1, "From -O");
+    let o = Options::new(vec![("sort".into(), Some("size".into()))]);
+    let mut sink = Vec::new();
+    let mut out = Output::from_writer(&mut sink);
+    let e = Flamegraph::emit(&p.view(), &mut out, &o, &mut Context::silent()).unwrap_err();
+    assert_eq!(e.status, profconv_plugin::Status::BAD_OPTIONS);
+}
+
+fn emit_diff_svg(before: &Profile, after: &Profile, o: &FlameOptions) -> (Parsed, Vec<String>) {
+    let mut warnings = Vec::new();
+    let mut sink = |_: u32, m: &str| warnings.push(m.to_string());
+    let mut cx = Context::with_sink(&mut sink);
+    let mut out = Vec::new();
+    emit_diff_with(&before.view(), &after.view(), &mut out, o, &mut cx).unwrap();
+    (parse_svg(&out), warnings)
+}
+
+#[test]
+fn differential_graph_has_the_after_shape_and_self_change_colours() {
+    let before = folded(&[
+        ("main;grow", 10),
+        ("main;shrink", 30),
+        ("main;same", 5),
+        ("main;gone", 5),
+    ]);
+    let after = folded(&[
+        ("main;grow", 40),
+        ("main;shrink", 10),
+        ("main;same", 5),
+        ("main;new", 5),
+    ]);
+    let (s, warnings) = emit_diff_svg(&before, &after, &FlameOptions::default());
+    assert_eq!(s.texts[0].1, "Differential Flame Graph");
+    assert!(
+        s.texts[1]
+            .1
+            .starts_with("shape: after; colour: change of self samples")
+    );
+    assert_eq!(
+        warnings,
+        [
+            "10.00% of the before profile's samples are on stacks the after profile does not \
+          have; they cannot be drawn in the after profile's shape (swap the inputs to see them)"
+        ]
+    );
+    let by_name = |n: &str| s.frames.iter().find(|f| title_name(&f.title) == n).unwrap();
+    assert_eq!(s.total, 60);
+    assert_eq!(by_name("main").fg_w, 60);
+    // grow: +30 is the largest change: full red. shrink: -20: blue. same: near white.
+    assert_eq!(by_name("grow").fill, "rgb(255,0,0)");
+    assert_eq!(by_name("shrink").fill, "rgb(70,70,255)");
+    assert_eq!(by_name("same").fill, "rgb(250,250,250)");
+    assert_eq!(by_name("new").fill, "rgb(255,175,175)");
+    assert_eq!(by_name("main").fill, "rgb(250,250,250)");
+    assert_eq!(
+        by_name("grow").title,
+        "grow (40 samples, 66.67%; before 10, self +30 samples, +50.00%)"
+    );
+    assert_eq!(
+        by_name("shrink").title,
+        "shrink (10 samples, 16.67%; before 30, self -20 samples, -33.33%)"
+    );
+    assert_eq!(
+        by_name("main").title,
+        "main (60 samples, 100.00%; before 50, self ±0 samples, 0.00%)"
+    );
+    // negate swaps the hues; normalize scales before (50) to after's total (60) first.
+    let (s, _) = emit_diff_svg(&before, &after, &opts(&[("negate", None)]));
+    let grow = s
+        .frames
+        .iter()
+        .find(|f| title_name(&f.title) == "grow")
+        .unwrap();
+    assert_eq!(grow.fill, "rgb(0,0,255)");
+    let (s, _) = emit_diff_svg(&before, &after, &opts(&[("normalize", None)]));
+    let same = s
+        .frames
+        .iter()
+        .find(|f| title_name(&f.title) == "same")
+        .unwrap();
+    assert_eq!(
+        same.title,
+        "same (5 samples, 8.33%; before 6, self -1 samples, -1.67%)"
+    );
+    // The same profile twice: nothing changed, all near white.
+    let (s, w) = emit_diff_svg(&after, &after, &FlameOptions::default());
+    assert!(w.is_empty());
+    assert!(s.frames.iter().all(|f| f.fill == "rgb(250,250,250)"));
+}
+
+#[test]
+fn the_public_entry_points_take_a_dyn_writer() {
+    // What the CLI has: `Sink::writer()` is a `&mut dyn Write` (an unbuffered file).
+    let p = folded(&[("a;b", 2)]);
+    let mut bytes: Vec<u8> = Vec::new();
+    let w: &mut dyn Write = &mut bytes;
+    emit_diff(
+        &p.view(),
+        &p.view(),
+        w,
+        &Options::default(),
+        &mut Context::silent(),
+    )
+    .unwrap();
+    assert_eq!(parse_svg(&bytes).frames.len(), 2);
+    let mut bytes: Vec<u8> = Vec::new();
+    let w: &mut dyn Write = &mut bytes;
+    emit_flamegraph(
+        &p.view(),
+        w,
+        &FlameOptions::default(),
+        &mut Context::silent(),
+    )
+    .unwrap();
+    assert_eq!(parse_svg(&bytes).frames.len(), 2);
+}
+
+#[test]
+fn differential_options_are_checked() {
+    let p = folded(&[("a", 1)]);
+    let o = Options::new(vec![("flamechart".into(), None)]);
+    let e = emit_diff(
+        &p.view(),
+        &p.view(),
+        &mut Vec::new(),
+        &o,
+        &mut Context::silent(),
+    )
+    .unwrap_err();
+    assert!(e.message.contains("cannot be a flame chart"));
+    let o = Options::new(vec![("value".into(), Some("ticks".into()))]);
+    let e = emit_diff(
+        &p.view(),
+        &p.view(),
+        &mut Vec::new(),
+        &o,
+        &mut Context::silent(),
+    )
+    .unwrap_err();
+    assert!(
+        e.message.ends_with("(in the after profile)"),
+        "{}",
+        e.message
+    );
+}

@@ -1,0 +1,537 @@
+//! The flame graph's script in a real browser (headless Chromium): hover, search (Ctrl-F with
+//! the prompt answered, Ctrl-I for case-insensitive, `/`), click to zoom, Reset Zoom, and the
+//! static picture with scripts disabled.
+//!
+//! The test draws a fixture, copies the SVG with a small driver script appended, opens it with
+//! `chromium --headless --dump-dom` and reads back what the page shows (the details line, the
+//! "Matched" percentage, which frames are highlighted, hidden or dimmed, the zoomed frame's
+//! position), comparing each with what it computes here from the SVG's frames. It then takes
+//! screenshots into `$CARGO_TARGET_TMPDIR/flamegraph-browser/`: the picture as opened, the
+//! picture after the driver (zoomed and searched), and the picture with JavaScript disabled.
+//!
+//! Without Chromium the test is skipped with a message (install it with
+//! `apt-get install -y chromium`, or point `PROFCONV_CHROMIUM` at a Chrome/Chromium binary);
+//! with `PROFCONV_REQUIRE_BROWSER=1` a missing browser fails the test instead.
+
+use profconv_flamegraph::Flamegraph;
+use profconv_flamegraph::quick_xml::Reader;
+use profconv_flamegraph::quick_xml::events::{BytesStart, Event};
+use profconv_folded::parse_folded;
+use profconv_plugin::{Context, Format, Input, Options, Output};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The profile drawn: py-spy with native frames (about 500 frames, names with spaces).
+const FIXTURE: &str = "folded/perf/pyspy-native-threads.folded";
+/// What the driver searches for (a plain word, so the expected matches are computed here with
+/// `contains`; the page treats it as a regular expression).
+const SEARCH: &str = "Encoder";
+/// How long one browser run may take.
+const BROWSER_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The browser to use, if any.
+fn chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PROFCONV_CHROMIUM") {
+        return Some(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH")?;
+    for dir in std::env::split_paths(&path) {
+        for name in [
+            "chromium",
+            "chromium-browser",
+            "google-chrome",
+            "google-chrome-stable",
+        ] {
+            let candidate = dir.join(name);
+            if candidate.is_file() {
+                return Some(candidate);
+            }
+        }
+    }
+    None
+}
+
+/// A frame of the SVG.
+#[derive(Clone, Debug)]
+struct Frame {
+    title: String,
+    name: String,
+    y: String,
+    fg_x: i64,
+    fg_w: i64,
+    /// Larger is deeper (the script's notion: -y in a flame graph).
+    level: f64,
+}
+
+fn attr(e: &BytesStart<'_>, key: &str) -> Option<String> {
+    e.attributes().map(|a| a.unwrap()).find_map(|a| {
+        (a.key.as_ref() == key.as_bytes()).then(|| {
+            a.normalized_value(profconv_flamegraph::quick_xml::XmlVersion::Implicit1_0)
+                .unwrap()
+                .into_owned()
+        })
+    })
+}
+
+/// The frames and `fg:total` of one of our SVGs (a flame graph, not inverted).
+fn read_frames(svg: &str) -> (Vec<Frame>, i64) {
+    let mut r = Reader::from_str(svg);
+    let mut frames = Vec::new();
+    let mut total = 0;
+    let mut in_frames = false;
+    let mut in_title = false;
+    let mut title = String::new();
+    loop {
+        match r.read_event().expect("well-formed XML") {
+            Event::Start(e) => {
+                if attr(&e, "id").as_deref() == Some("frames") {
+                    in_frames = true;
+                    total = attr(&e, "fg:total").unwrap().parse().unwrap();
+                } else if in_frames && e.name().as_ref() == b"title" {
+                    in_title = true;
+                    title.clear();
+                }
+            }
+            Event::Text(t) if in_title => title.push_str(&t.xml10_content().unwrap()),
+            Event::GeneralRef(g) if in_title => title.push_str(match g.as_ref() {
+                b"amp" => "&",
+                b"lt" => "<",
+                b"gt" => ">",
+                b"quot" => "\"",
+                _ => "'",
+            }),
+            Event::End(_) => in_title = false,
+            Event::Empty(e) if in_frames && e.name().as_ref() == b"rect" => {
+                let y = attr(&e, "y").unwrap();
+                frames.push(Frame {
+                    name: title[..title.rfind(" (").unwrap()].to_string(),
+                    title: title.clone(),
+                    level: -y.parse::<f64>().unwrap(),
+                    y,
+                    fg_x: attr(&e, "fg:x").unwrap().parse().unwrap(),
+                    fg_w: attr(&e, "fg:w").unwrap().parse().unwrap(),
+                });
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    (frames, total)
+}
+
+/// "Matched: P%" as the script computes it: the share of `[lo, hi)` covered by matching frames
+/// at `min_level` or deeper, overlaps counted once.
+fn matched(
+    frames: &[Frame],
+    is_match: impl Fn(&str) -> bool,
+    lo: i64,
+    hi: i64,
+    min_level: f64,
+) -> String {
+    let mut hits: Vec<(i64, i64)> = frames
+        .iter()
+        .filter(|f| {
+            is_match(&f.name) && f.level >= min_level && f.fg_x >= lo && f.fg_x + f.fg_w <= hi
+        })
+        .map(|f| (f.fg_x, f.fg_x + f.fg_w))
+        .collect();
+    hits.sort();
+    let (mut covered, mut end) = (0i64, i64::MIN);
+    for (s, e) in hits {
+        if s >= end {
+            covered += e - s;
+            end = e;
+        } else if e > end {
+            covered += e - end;
+            end = e;
+        }
+    }
+    format!("Matched: {:.2}%", covered as f64 * 100.0 / (hi - lo) as f64)
+}
+
+/// A JavaScript string literal.
+fn js_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            ' '..='~' => out.push(c),
+            _ => {
+                let mut buf = [0u16; 2];
+                for u in c.encode_utf16(&mut buf) {
+                    out.push_str(&format!("\\u{u:04x}"));
+                }
+            }
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The driver: runs after the page's own `fg_init`, exercises the viewer through DOM events,
+/// and writes `key=value` lines into a hidden `<text id="fg-test-result">`.
+fn driver(zoom: &Frame, child: &Frame) -> String {
+    let script = r#"
+(function () {
+  var lines = [];
+  function put(k, v) { lines.push(k + "=" + String(v).replace(/\n/g, " ")); }
+  function frame(x, y) {
+    for (var i = 0; i < fg_nodes.length; i++) {
+      var n = fg_nodes[i];
+      if (n.x === x && n.rect.getAttribute("y") === y) return n;
+    }
+    throw new Error("no frame at " + x + "," + y);
+  }
+  function key(k, ctrl) {
+    document.documentElement.dispatchEvent(new KeyboardEvent("keydown", {key: k, ctrlKey: !!ctrl, bubbles: true, cancelable: true}));
+  }
+  function mouse(el, type) { el.dispatchEvent(new MouseEvent(type, {bubbles: true, cancelable: true})); }
+  function count(pred) { var c = 0; for (var i = 0; i < fg_nodes.length; i++) if (pred(fg_nodes[i])) c++; return c; }
+  function highlighted() { return count(function (n) { return n.rect.getAttribute("fill") === fg_searchcolor; }); }
+  function hidden() { return count(function (n) { return n.g.classList.contains("hide"); }); }
+  function text(id) { return document.getElementById(id).textContent; }
+  function run() {
+    try {
+      put("frames", fg_nodes.length);
+      var z = frame(ZOOM_X, ZOOM_Y), c = frame(CHILD_X, CHILD_Y);
+      mouse(z.rect, "mouseover");
+      put("details_hover", text("details"));
+      mouse(z.rect, "mouseout");
+      put("details_out", text("details").replace(/\u00a0/g, "(nbsp)"));
+      var prompts = 0;
+      window.prompt = function () { prompts++; return SEARCH; };
+      key("f", true);
+      put("prompts_ctrl_f", prompts);
+      put("matched_cs", text("matched"));
+      put("highlighted_cs", highlighted());
+      put("search_button", text("search"));
+      key("i", true);
+      put("ic_class", document.getElementById("ignorecase").getAttribute("class"));
+      put("matched_ci", text("matched"));
+      put("highlighted_ci", highlighted());
+      key("/", false);
+      put("prompts_slash", prompts);
+      mouse(z.rect, "click");
+      put("zoom_rect", z.rect.getAttribute("x") + " " + z.rect.getAttribute("width"));
+      put("zoom_label", z.text.textContent);
+      put("hidden", hidden());
+      put("parents", count(function (n) { return n.g.classList.contains("parent"); }));
+      put("unzoom_class", document.getElementById("unzoom").getAttribute("class"));
+      put("matched_zoomed", text("matched"));
+      mouse(c.rect, "mouseover");
+      put("details_zoomed", text("details"));
+      put("location", window.location.search);
+      mouse(document.getElementById("unzoom"), "click");
+      put("hidden_after_reset", hidden());
+      put("unzoom_class_after_reset", document.getElementById("unzoom").getAttribute("class"));
+      put("matched_after_reset", text("matched"));
+      // Leave the view zoomed and searched for the screenshot.
+      mouse(z.rect, "click");
+      mouse(c.rect, "mouseover");
+      put("done", 1);
+    } catch (e) {
+      put("error", e && e.stack ? e.stack : e);
+    }
+    var t = document.createElementNS("http://www.w3.org/2000/svg", "text");
+    t.setAttribute("id", "fg-test-result");
+    t.setAttribute("class", "hide");
+    t.textContent = "\n" + lines.join("\n") + "\n";
+    document.documentElement.appendChild(t);
+  }
+  window.addEventListener("load", function () { setTimeout(run, 0); });
+})();
+"#;
+    script
+        .replace("ZOOM_X", &zoom.fg_x.to_string())
+        .replace("ZOOM_Y", &js_string(&zoom.y))
+        .replace("CHILD_X", &child.fg_x.to_string())
+        .replace("CHILD_Y", &js_string(&child.y))
+        .replace("SEARCH", &js_string(SEARCH))
+}
+
+/// Runs the browser with `args` and the page `url`; stdout goes to `stdout_file`.
+fn run_browser(bin: &Path, profile_dir: &Path, args: &[&str], url: &str, stdout_file: &Path) {
+    let _ = std::fs::remove_dir_all(profile_dir);
+    let out = std::fs::File::create(stdout_file).unwrap();
+    let mut cmd = Command::new(bin);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        "--hide-scrollbars",
+        "--virtual-time-budget=5000",
+    ])
+    .arg(format!("--user-data-dir={}", profile_dir.display()))
+    .args(args)
+    .arg(url)
+    .stdin(Stdio::null())
+    .stdout(Stdio::from(out))
+    .stderr(Stdio::null());
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+    let start = Instant::now();
+    loop {
+        match child.try_wait().unwrap() {
+            Some(status) => {
+                assert!(
+                    status.success(),
+                    "{} {args:?} {url} exited with {status}",
+                    bin.display()
+                );
+                return;
+            }
+            None if start.elapsed() > BROWSER_TIMEOUT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "{} {args:?} {url} took longer than {BROWSER_TIMEOUT:?}",
+                    bin.display()
+                );
+            }
+            None => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+/// Width and height of a PNG, from its header.
+fn png_size(path: &Path) -> (u32, u32) {
+    let b = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(
+        b.len() > 24 && b.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "{} is not a PNG",
+        path.display()
+    );
+    let be = |i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+    (be(16), be(20))
+}
+
+fn file_url(path: &Path) -> String {
+    format!("file://{}", path.canonicalize().unwrap().display())
+}
+
+#[test]
+fn search_and_zoom_in_chromium() {
+    let Some(browser) = chromium() else {
+        let msg = "SKIPPED flamegraph browser test: no chromium found (install it with \
+                   `apt-get install -y chromium`, or set PROFCONV_CHROMIUM=/path/to/chromium)";
+        assert!(
+            std::env::var_os("PROFCONV_REQUIRE_BROWSER").is_none(),
+            "{msg}"
+        );
+        eprintln!("{msg}");
+        return;
+    };
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("flamegraph-browser");
+    std::fs::create_dir_all(&out_dir).unwrap();
+
+    // Draw the fixture through the plugin entry, as the CLI would.
+    let input = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .join(FIXTURE),
+    )
+    .unwrap();
+    let profile = parse_folded(
+        &mut Input::from_slice(&input),
+        false,
+        &mut Context::silent(),
+    )
+    .unwrap();
+    let mut svg = Vec::new();
+    {
+        let mut out = Output::from_writer(&mut svg);
+        let opts = Options::new(vec![(
+            "title".into(),
+            Some("py-spy --native: pywork.py".into()),
+        )]);
+        Flamegraph::emit(&profile.view(), &mut out, &opts, &mut Context::silent()).unwrap();
+        out.flush().unwrap();
+    }
+    let svg = String::from_utf8(svg).unwrap();
+    let (frames, total) = read_frames(&svg);
+    let width: u32 = 1200;
+    let height: u32 = {
+        let h = &svg[svg.find("height=\"").unwrap() + 8..];
+        h[..h.find('"').unwrap()].parse().unwrap()
+    };
+
+    // The frame to zoom into: the widest at the third level that is not everything; the
+    // child to hover afterwards: its first descendant.
+    let third = frames.iter().map(|f| f.level).fold(f64::INFINITY, f64::min) + 32.0;
+    let zoom = frames
+        .iter()
+        .filter(|f| f.level == third && f.fg_w < total)
+        .max_by_key(|f| f.fg_w)
+        .expect("a frame to zoom into")
+        .clone();
+    let child = frames
+        .iter()
+        .find(|f| {
+            f.level > zoom.level && f.fg_x >= zoom.fg_x && f.fg_x + f.fg_w <= zoom.fg_x + zoom.fg_w
+        })
+        .expect("a descendant")
+        .clone();
+
+    let plain = out_dir.join("flamegraph.svg");
+    std::fs::write(&plain, &svg).unwrap();
+    let driven_svg = svg.replacen(
+        "</svg>",
+        &format!(
+            "<script type=\"text/ecmascript\"><![CDATA[{}]]></script>\n</svg>",
+            driver(&zoom, &child)
+        ),
+        1,
+    );
+    let driven = out_dir.join("flamegraph-driven.svg");
+    std::fs::write(&driven, &driven_svg).unwrap();
+
+    // 1. What the page shows after the driver ran.
+    let dom_file = out_dir.join("dom.xml");
+    run_browser(
+        &browser,
+        &out_dir.join("profile-dom"),
+        &["--dump-dom"],
+        &file_url(&driven),
+        &dom_file,
+    );
+    let dom = std::fs::read_to_string(&dom_file).unwrap();
+    let start = dom
+        .find("id=\"fg-test-result\"")
+        .unwrap_or_else(|| panic!("the driver left no result; page: {}", dom_file.display()));
+    let body = &dom[dom[start..].find('>').unwrap() + start + 1..];
+    let body = &body[..body.find("</text>").unwrap()];
+    let body = body
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&");
+    let results: Vec<(&str, &str)> = body.lines().filter_map(|l| l.split_once('=')).collect();
+    let get = |k: &str| -> &str {
+        results
+            .iter()
+            .find(|(key, _)| *key == k)
+            .map(|(_, v)| *v)
+            .unwrap_or_else(|| panic!("no {k} in the driver's results: {results:?}"))
+    };
+    assert!(
+        results.iter().all(|(k, _)| *k != "error"),
+        "the driver failed: {}",
+        get("error")
+    );
+    assert_eq!(get("done"), "1");
+    assert_eq!(get("frames"), frames.len().to_string());
+
+    // Hover: the details line names the frame, its value, unit and share.
+    assert_eq!(get("details_hover"), format!("Function: {}", zoom.title));
+    assert_eq!(get("details_out"), "(nbsp)");
+
+    // Search: Ctrl-F asks (the prompt), matches are highlighted and measured.
+    let cs = |n: &str| n.contains(SEARCH);
+    let lower = SEARCH.to_lowercase();
+    let ci = |n: &str| n.to_lowercase().contains(&lower);
+    let n_cs = frames.iter().filter(|f| cs(&f.name)).count();
+    let n_ci = frames.iter().filter(|f| ci(&f.name)).count();
+    assert!(
+        n_cs > 0 && n_ci > n_cs,
+        "the fixture should tell the two searches apart"
+    );
+    let top = f64::NEG_INFINITY;
+    assert_eq!(get("prompts_ctrl_f"), "1");
+    assert_eq!(get("search_button"), "Reset Search");
+    assert_eq!(get("highlighted_cs"), n_cs.to_string());
+    assert_eq!(get("matched_cs"), matched(&frames, cs, 0, total, top));
+    // Ctrl-I: case-insensitive, searched again.
+    assert_eq!(get("ic_class"), "show");
+    assert_eq!(get("highlighted_ci"), n_ci.to_string());
+    assert_eq!(get("matched_ci"), matched(&frames, ci, 0, total, top));
+    // `/` asks too.
+    assert_eq!(get("prompts_slash"), "2");
+
+    // Zoom: the clicked frame fills the width, its ancestors are dimmed, the rest is hidden.
+    assert_eq!(get("zoom_rect"), "10 1180");
+    // 1180 px hold (1180 - 6) / 7.08 = 165 characters: the whole name.
+    assert!(zoom.name.chars().count() <= 165);
+    assert_eq!(get("zoom_label"), zoom.name);
+    let (zx, zw) = (zoom.fg_x, zoom.fg_w);
+    let ancestors = frames
+        .iter()
+        .filter(|f| f.level < zoom.level && f.fg_x <= zx && f.fg_x + f.fg_w >= zx + zw)
+        .count();
+    let inside = frames
+        .iter()
+        .filter(|f| f.level >= zoom.level && f.fg_x >= zx && f.fg_x + f.fg_w <= zx + zw)
+        .count();
+    assert_eq!(get("parents"), ancestors.to_string());
+    assert_eq!(
+        get("hidden"),
+        (frames.len() - ancestors - inside).to_string()
+    );
+    assert_eq!(get("unzoom_class"), "");
+    assert_eq!(
+        get("matched_zoomed"),
+        matched(&frames, ci, zx, zx + zw, zoom.level)
+    );
+    // Hover inside the zoom: also the share of the zoomed frame.
+    let share = format!("{:.2}%", child.fg_w as f64 * 100.0 / zw as f64);
+    assert_eq!(
+        get("details_zoomed"),
+        format!(
+            "Function: {}; {share} of the zoomed frame)",
+            &child.title[..child.title.len() - 1]
+        )
+    );
+    // The view is kept in the URL.
+    let location = get("location");
+    assert!(
+        location.contains(&format!("x={zx}"))
+            && location.contains("s=Encoder")
+            && location.contains("i=1"),
+        "location {location}"
+    );
+    // Reset Zoom shows everything again; the search stays.
+    assert_eq!(get("hidden_after_reset"), "0");
+    assert_eq!(get("unzoom_class_after_reset"), "hide");
+    assert_eq!(get("matched_after_reset"), get("matched_ci"));
+
+    // 2. Screenshots: as opened, after the driver (zoomed and searched), and as an image in
+    // a web page (`<img>`: scripts never run there, as on a forge showing the file).
+    let as_image = out_dir.join("as-image.html");
+    std::fs::write(
+        &as_image,
+        "<!DOCTYPE html><html><body style=\"margin:0\"><img src=\"flamegraph.svg\"></body></html>\n",
+    )
+    .unwrap();
+    let size = format!("--window-size={width},{height}");
+    for (name, page) in [
+        ("flamegraph.png", &plain),
+        ("flamegraph-zoomed-searched.png", &driven),
+        ("flamegraph-no-javascript.png", &as_image),
+    ] {
+        let png = out_dir.join(name);
+        let _ = std::fs::remove_file(&png);
+        let shot = format!("--screenshot={}", png.display());
+        let args = [size.as_str(), shot.as_str()];
+        run_browser(
+            &browser,
+            &out_dir.join("profile-shot"),
+            &args,
+            &file_url(page),
+            &out_dir.join("shot.log"),
+        );
+        assert_eq!(png_size(&png), (width, height), "{}", png.display());
+        eprintln!("screenshot: {}", png.display());
+    }
+}
