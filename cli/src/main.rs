@@ -41,8 +41,38 @@ enum Command {
     Convert(ConvertArgs),
     /// Print the call tree as text (one node per line, two spaces of indent per level).
     Tree(TreeArgs),
+    /// Compare two profiles: `profconv diff before.folded after.folded -o diff.svg` draws a
+    /// differential flamegraph (frames coloured by the growth or shrink of their self value);
+    /// other output formats get the two profiles as `before` and `after` value types.
+    Diff(DiffArgs),
     /// List the loaded plugins and their formats.
     Formats,
+}
+
+#[derive(Args)]
+struct DiffArgs {
+    /// The baseline profile.
+    before: PathBuf,
+    /// The profile to compare with it.
+    after: PathBuf,
+    /// Input format of both (default: detected for each).
+    #[arg(long, short = 'f', value_name = "FMT")]
+    from: Option<String>,
+    /// Output file (`-` or absent for stdout); written atomically.
+    #[arg(long, short = 'o', value_name = "OUT")]
+    output: Option<PathBuf>,
+    /// Output format (default: from the output file's name; `flamegraph` on stdout).
+    #[arg(long, short = 't', value_name = "FMT")]
+    to: Option<String>,
+    /// The value type compared (default: the first weight of each profile).
+    #[arg(long, value_name = "NAME")]
+    value: Option<String>,
+    /// A format option, `-O KEY[=VALUE]`, e.g. `-O normalize` (scale before to after's total).
+    #[arg(short = 'O', value_name = "KEY[=VALUE]")]
+    options: Vec<String>,
+    /// Transforms applied to both profiles before comparing (see `convert --help`).
+    #[arg(long = "transform", short = 'T', value_name = "SPEC", value_parser = parse_transform)]
+    transforms: Vec<Transform>,
 }
 
 #[derive(Args)]
@@ -170,6 +200,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         Command::Formats => list_formats(&registry),
         Command::Convert(args) => convert(&registry, args, quiet),
         Command::Tree(args) => tree(&registry, args, quiet),
+        Command::Diff(args) => diff(&registry, args, quiet),
     }
 }
 
@@ -348,57 +379,65 @@ fn apply_transforms(
     Ok(current)
 }
 
-fn convert(registry: &Registry, args: &ConvertArgs, quiet: bool) -> Result<(), Failure> {
-    let out_path = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
-    let emitter = match &args.to {
-        Some(id) => registry.emitter(id).map_err(Failure::Usage)?,
-        None => {
-            if out_path == Path::new("-") {
-                return Err(Failure::Usage(
-                    "writing to stdout needs --to FMT (the format cannot come from a file name)"
-                        .into(),
-                ));
-            }
-            let name = out_path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            match registry
-                .by_file_name(name, FormatHandle::can_emit)
-                .as_slice()
-            {
-                [only] => *only,
-                [] => {
-                    return Err(Failure::Usage(format!(
-                        "cannot tell the output format from '{name}'; choose one with --to"
-                    )));
-                }
-                many => {
-                    let ids: Vec<&str> = many.iter().map(|f| f.id.as_str()).collect();
-                    return Err(Failure::Usage(format!(
-                        "'{name}' could be {}; choose one with --to",
-                        ids.join(" or ")
-                    )));
-                }
-            }
-        }
-    };
-    if out_path != Path::new("-") && args.input.input != Path::new("-") {
-        if let (Ok(a), Ok(b)) = (args.input.input.canonicalize(), out_path.canonicalize()) {
-            if a == b {
-                return Err(Failure::Usage(format!(
-                    "refusing to overwrite the input {} with the output",
-                    out_path.display()
-                )));
-            }
+/// The emitter for `--to`, or for the output file's name.
+fn choose_emitter<'r>(
+    registry: &'r Registry,
+    to: Option<&str>,
+    out_path: &Path,
+) -> Result<&'r FormatHandle, Failure> {
+    if let Some(id) = to {
+        return registry.emitter(id).map_err(Failure::Usage);
+    }
+    if out_path == Path::new("-") {
+        return Err(Failure::Usage(
+            "writing to stdout needs --to FMT (the format cannot come from a file name)".into(),
+        ));
+    }
+    let name = out_path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    match registry
+        .by_file_name(name, FormatHandle::can_emit)
+        .as_slice()
+    {
+        [only] => Ok(*only),
+        [] => Err(Failure::Usage(format!(
+            "cannot tell the output format from '{name}'; choose one with --to"
+        ))),
+        many => {
+            let ids: Vec<&str> = many.iter().map(|f| f.id.as_str()).collect();
+            Err(Failure::Usage(format!(
+                "'{name}' could be {}; choose one with --to",
+                ids.join(" or ")
+            )))
         }
     }
-    let (input, parser) = open_input(registry, &args.input)?;
-    let opts = split_options(&args.input.options, &[parser, emitter])?;
-    let (name, profile) = parse(input, parser, &opts[0], quiet)?;
-    let transformed = apply_transforms(&profile.view(), &args.input.transforms, &name, quiet)?;
-    let view = transformed
-        .as_ref()
-        .map_or_else(|| profile.view(), Profile::view);
+}
+
+/// Refuses an output path that is one of the inputs.
+fn check_not_an_input(out_path: &Path, inputs: &[&Path]) -> Result<(), Failure> {
+    let Ok(out) = out_path.canonicalize() else {
+        return Ok(()); // does not exist yet (or is stdout)
+    };
+    for input in inputs {
+        if *input != Path::new("-") && input.canonicalize().is_ok_and(|i| i == out) {
+            return Err(Failure::Usage(format!(
+                "refusing to overwrite the input {} with the output",
+                out_path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Emits `view` into `out_path` (a temp file renamed when complete, or stdout).
+fn write_output(
+    emitter: &FormatHandle,
+    view: &ProfileRef<'_>,
+    out_path: &Path,
+    options: &OptionList,
+    quiet: bool,
+) -> Result<(), Failure> {
     let mut sink =
-        Sink::create(&out_path).map_err(|e| Failure::Io(format!("{}: {e}", out_path.display())))?;
+        Sink::create(out_path).map_err(|e| Failure::Io(format!("{}: {e}", out_path.display())))?;
     let out_name = if out_path == Path::new("-") {
         "<stdout>".to_string()
     } else {
@@ -410,7 +449,7 @@ fn convert(registry: &Registry, args: &ConvertArgs, quiet: bool) -> Result<(), F
         }
     };
     emitter
-        .emit(&view, sink.writer(), &opts[1], &mut log)
+        .emit(view, sink.writer(), options, &mut log)
         .map_err(|e| {
             let what = format!("plugin '{}' writing '{}'", emitter.plugin.name, emitter.id);
             Failure::from_call(e, &out_name, &what)
@@ -422,6 +461,78 @@ fn convert(registry: &Registry, args: &ConvertArgs, quiet: bool) -> Result<(), F
             Failure::Io(format!("{}: {e}", out_path.display()))
         }
     })
+}
+
+fn convert(registry: &Registry, args: &ConvertArgs, quiet: bool) -> Result<(), Failure> {
+    let out_path = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
+    let emitter = choose_emitter(registry, args.to.as_deref(), &out_path)?;
+    check_not_an_input(&out_path, &[&args.input.input])?;
+    let (input, parser) = open_input(registry, &args.input)?;
+    let opts = split_options(&args.input.options, &[parser, emitter])?;
+    let (name, profile) = parse(input, parser, &opts[0], quiet)?;
+    let transformed = apply_transforms(&profile.view(), &args.input.transforms, &name, quiet)?;
+    let view = transformed
+        .as_ref()
+        .map_or_else(|| profile.view(), Profile::view);
+    write_output(emitter, &view, &out_path, &opts[1], quiet)
+}
+
+/// The value column `--value` names, or the first weight.
+fn value_column(view: &ProfileRef<'_>, value: Option<&str>, name: &str) -> Result<usize, Failure> {
+    let known = || {
+        (0..view.value_types.len())
+            .map(|i| view.value_type_name(i))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match value {
+        Some(v) => view.value_type_index(v).ok_or_else(|| {
+            Failure::Usage(format!(
+                "{name}: no value type '{v}' (this profile has: {})",
+                known()
+            ))
+        }),
+        None => view
+            .default_weight()
+            .ok_or_else(|| Failure::Usage(format!("{name}: no weight to compare ({})", known()))),
+    }
+}
+
+fn diff(registry: &Registry, args: &DiffArgs, quiet: bool) -> Result<(), Failure> {
+    let out_path = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
+    let to = args
+        .to
+        .as_deref()
+        .or(args.output.is_none().then_some("flamegraph"));
+    let emitter = choose_emitter(registry, to, &out_path)?;
+    check_not_an_input(&out_path, &[&args.before, &args.after])?;
+    let open = |path: &Path| {
+        open_input(
+            registry,
+            &InputArgs {
+                input: path.to_path_buf(),
+                from: args.from.clone(),
+                options: Vec::new(),
+                transforms: Vec::new(),
+            },
+        )
+    };
+    let (before_in, before_parser) = open(&args.before)?;
+    let (after_in, after_parser) = open(&args.after)?;
+    let opts = split_options(&args.options, &[before_parser, after_parser, emitter])?;
+    let (before_name, before) = parse(before_in, before_parser, &opts[0], quiet)?;
+    let (after_name, after) = parse(after_in, after_parser, &opts[1], quiet)?;
+    let before_t = apply_transforms(&before.view(), &args.transforms, &before_name, quiet)?;
+    let after_t = apply_transforms(&after.view(), &args.transforms, &after_name, quiet)?;
+    let bv = before_t
+        .as_ref()
+        .map_or_else(|| before.view(), Profile::view);
+    let av = after_t.as_ref().map_or_else(|| after.view(), Profile::view);
+    let bc = value_column(&bv, args.value.as_deref(), &before_name)?;
+    let ac = value_column(&av, args.value.as_deref(), &after_name)?;
+    let combined = profconv_ir::diff::combine(&bv, bc, &av, ac)
+        .map_err(|e| Failure::Input(format!("{before_name} and {after_name}: {e}")))?;
+    write_output(emitter, &combined.view(), &out_path, &opts[2], quiet)
 }
 
 fn tree(registry: &Registry, args: &TreeArgs, quiet: bool) -> Result<(), Failure> {

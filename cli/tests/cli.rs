@@ -325,3 +325,44 @@ fn the_install_script_gives_a_profconv_that_finds_every_plugin() {
     assert!(s.contains("[installed plugins]"), "{s}");
     assert!(!s.contains("testplugin") && !s.contains("ancient"), "{s}");
 }
+
+#[test]
+fn diff_draws_a_differential_flamegraph_and_gives_other_formats_both_columns() {
+    let d = tmp();
+    let before = write(d.path(), "before.folded", b"main;a 3\nmain;b 1\n");
+    let after = write(d.path(), "after.folded", b"main;b 5\nmain;c 2\n");
+    let svg = d.path().join("diff.svg");
+    let out = run(&[
+        "diff",
+        before.to_str().unwrap(),
+        after.to_str().unwrap(),
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.contains("Differential"), "not a differential graph");
+    let out = run(&[
+        "diff",
+        before.to_str().unwrap(),
+        after.to_str().unwrap(),
+        "--to",
+        "folded",
+        "-O",
+        "value=before",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "main;a 3\nmain;b 1\nmain;c 0\n");
+    let out = run(&[
+        "diff",
+        before.to_str().unwrap(),
+        after.to_str().unwrap(),
+        "--to",
+        "folded",
+    ]);
+    assert_eq!(
+        text(&out.stdout),
+        "main;a 3\nmain;b 1\nmain;c 0\n",
+        "the first weight is `before`"
+    );
+}

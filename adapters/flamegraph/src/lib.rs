@@ -52,12 +52,32 @@ impl Format for Flamegraph {
         cx: &mut Context<'_>,
     ) -> Result<(), PluginError> {
         let o = FlameOptions::from_options(options)?;
+        if let Some((before, after)) = diff_sides(profile) {
+            // `profconv diff`: one profile with `before` and `after` columns.
+            return diff::emit_diff_with(&before, &after, output, &o, cx);
+        }
         if o.normalize || o.negate {
             cx.warn("options normalize and negate only apply to differential flame graphs");
         }
         // `Output` is buffered already.
         emit_unbuffered(profile, output, &o, cx)
     }
+}
+
+/// The two sides of a profile built by `profconv diff` (metadata `diff` = `before,after`), as
+/// views that share its tables and keep one value column each.
+fn diff_sides<'a>(p: &ProfileRef<'a>) -> Option<(ProfileRef<'a>, ProfileRef<'a>)> {
+    if p.meta("diff") != Some(profconv_plugin::ir::diff::DIFF_COLUMNS) {
+        return None;
+    }
+    let side = |name: &str| {
+        let col = p.value_type_index(name)?;
+        let mut v = p.clone();
+        v.value_types = vec![p.value_types[col]];
+        v.sample_values = vec![p.sample_values[col]];
+        Some(v)
+    };
+    Some((side("before")?, side("after")?))
 }
 
 /// Writes `p` as an SVG flame graph (or icicle graph, or flame chart, as `o` says), through a

@@ -1,0 +1,110 @@
+//! Two profiles as one: the union of their call paths, with a `before` and an `after` column.
+//!
+//! `profconv diff` builds this and hands it to an emitter like any profile: the flamegraph
+//! emitter draws a differential graph when metadata `diff` is [`DIFF_COLUMNS`]; other emitters
+//! show two value types (callgrind writes two events). Functions match by name, file, line and
+//! resource; frames by address and line.
+
+use crate::builder::ProfileBuilder;
+use crate::profile::{IrError, NONE, Profile, ProfileRef, ValueKind};
+
+/// The `diff` metadata value naming the two columns, in order.
+pub const DIFF_COLUMNS: &str = "before,after";
+
+/// Combines value column `before_col` of `before` and `after_col` of `after`.
+pub fn combine(
+    before: &ProfileRef<'_>,
+    before_col: usize,
+    after: &ProfileRef<'_>,
+    after_col: usize,
+) -> Result<Profile, IrError> {
+    let (vb, va) = (before.value_types[before_col], after.value_types[after_col]);
+    let mut b = ProfileBuilder::new();
+    let unit = before.value_type_unit(before_col).to_string();
+    b.add_value_type("before", &unit, ValueKind::Weight);
+    b.add_value_type("after", &unit, ValueKind::Weight);
+    let decimals = vb.decimals.max(va.decimals);
+    b.rescale(0, decimals)?;
+    b.rescale(1, decimals)?;
+    b.add_meta("diff", DIFF_COLUMNS);
+    for (side, p, col, d) in [
+        (0usize, before, before_col, vb.decimals),
+        (1, after, after_col, va.decimals),
+    ] {
+        let opt = |s: u32| (s != NONE).then(|| p.strings.get(s));
+        let funcs: Vec<u32> = (0..p.n_funcs())
+            .map(|f| {
+                b.func_with(
+                    p.strings.get(p.func_name[f]),
+                    opt(p.func_file[f]),
+                    (p.func_line[f] != NONE).then_some(p.func_line[f]),
+                    opt(p.func_resource[f]),
+                )
+            })
+            .collect();
+        let frames: Vec<u32> = (0..p.n_frames())
+            .map(|fr| {
+                let addr = p.frame_address[fr];
+                let line = p.frame_line[fr];
+                b.frame_at(
+                    funcs[p.frame_func[fr] as usize],
+                    (addr != crate::NO_ADDRESS).then_some(addr),
+                    (line != NONE).then_some(line),
+                )
+            })
+            .collect();
+        let mut stacks = Vec::with_capacity(p.n_stacks());
+        for s in 0..p.n_stacks() {
+            let prefix = p.stack_prefix[s];
+            let parent = if prefix == NONE {
+                NONE
+            } else {
+                stacks[prefix as usize]
+            };
+            stacks.push(b.stack(parent, frames[p.stack_frame[s] as usize]));
+        }
+        let scale = 10i64.pow(decimals - d);
+        let mut row = [0i64; 2];
+        for (i, &s) in p.sample_stack.iter().enumerate() {
+            let v = p.sample_values[col][i];
+            row[side] = v
+                .checked_mul(scale)
+                .ok_or_else(|| IrError::Overflow(format!("{v} × {scale}")))?;
+            row[1 - side] = 0;
+            b.add_to_stack(stacks[s as usize], &row)?;
+        }
+    }
+    Ok(b.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CallTree, render_tree};
+
+    #[test]
+    fn union_of_paths_with_both_columns() {
+        let mut x = ProfileBuilder::new();
+        x.add_value_type("samples", "count", ValueKind::Weight);
+        x.add_stack(&["main", "a"], &[3]).unwrap();
+        x.add_stack(&["main", "b"], &[1]).unwrap();
+        let x = x.finish();
+        let mut y = ProfileBuilder::new();
+        y.add_value_type("samples", "count", ValueKind::Weight);
+        y.add_stack(&["main", "b"], &[5]).unwrap();
+        y.add_stack(&["main", "c"], &[2]).unwrap();
+        let y = y.finish();
+        let d = combine(&x.view(), 0, &y.view(), 0).unwrap();
+        assert_eq!(d.view().meta("diff"), Some(DIFF_COLUMNS));
+        let t = CallTree::build(&d.view()).unwrap();
+        let opts = crate::TreeTextOptions {
+            all_values: true,
+            order: crate::TreeOrder::FirstSeen,
+            ..Default::default()
+        };
+        assert_eq!(
+            render_tree(&d.view(), &t, &opts).unwrap(),
+            "main self=0 total=4 self_after=0 total_after=7\n  a self=3 total=3 self_after=0 total_after=0\n  b self=1 total=1 self_after=5 total_after=5\n  c self=0 total=0 self_after=2 total_after=2\n"
+        );
+    }
+}
