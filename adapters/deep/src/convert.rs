@@ -1,0 +1,495 @@
+//! The proc-dynamic tree into the IR: one stack and one sample row per tree node, the row
+//! carrying the node's own costs, its calls and its port counts.
+//!
+//! * Funcs: one per referenced proc-static (created lazily), named `module.name/arity`, with the
+//!   procedure's file, line and module (the IR func's resource).
+//! * Frames: a node's own frame has no line; the frame of a caller *at a call site* carries the
+//!   call site's line (the convention of the IR and the Firefox Profiler: a non-leaf frame is the
+//!   place where the call happened). A node's stack is therefore
+//!   `<parent's prefix> + parent@call-site-line + node`.
+
+use crate::model::{DeepFile, Label, Measures, m};
+use crate::tree::PdTree;
+use profconv_plugin::PluginError;
+use profconv_plugin::ir::{NONE, Profile, ProfileBuilder, ValueKind};
+use std::fmt::Write as _;
+
+/// How procedures are named.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NameStyle {
+    /// `module.name/arity` (pred-form arity; `-MODE` appended when the mode is not 0);
+    /// compiler-generated procedures `__Unify__ for module.type/arity` (` mode N` when N ≠ 0).
+    #[default]
+    Short,
+    /// mdprof's display strings: `module.name/arity-MODE`, `+1` before the mode for functions
+    /// (`float.float/2+1-0`); `Unify for module.type/arity` (` mode N` when N ≠ 0).
+    Mdprof,
+}
+
+/// Conversion options.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DeepOptions {
+    /// How procedures are named.
+    pub names: NameStyle,
+    /// Keep one call node per proc-dynamic: a procedure that a caller reaches from several call
+    /// sites (or several times from one) gets its call site in its name, so the IR's call tree,
+    /// which combines siblings of the same function, keeps them apart.
+    pub call_sites: bool,
+}
+
+/// The IR's value columns, in order (the first is the default weight).
+pub const COLUMNS: [(&str, &str, ValueKind); 10] = [
+    ("quanta", "samples", ValueKind::Weight),
+    ("calls", "calls", ValueKind::Count),
+    ("recursive_calls", "calls", ValueKind::Count),
+    ("exits", "events", ValueKind::Count),
+    ("fails", "events", ValueKind::Count),
+    ("redos", "events", ValueKind::Count),
+    ("excps", "events", ValueKind::Count),
+    ("call_seqs", "calls", ValueKind::Weight),
+    ("allocs", "allocations", ValueKind::Weight),
+    ("words", "words", ValueKind::Weight),
+];
+
+/// Where each column's value comes from: a measurement index, or the tree's calls (`None`,
+/// column 1) and recursive calls (column 2).
+const SOURCE: [Option<usize>; 10] = [
+    Some(m::QUANTA),
+    None,
+    None,
+    Some(m::EXITS),
+    Some(m::FAILS),
+    Some(m::REDOS),
+    Some(m::EXCPS),
+    Some(m::CALL_SEQS),
+    Some(m::ALLOCS),
+    Some(m::WORDS),
+];
+
+/// UTF-8 text of a name, with a lossy fallback (names are almost always ASCII: check fast).
+fn lossy(s: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(s) {
+        Ok(t) => std::borrow::Cow::Borrowed(t),
+        Err(_) => String::from_utf8_lossy(s),
+    }
+}
+
+/// Writes the name of a procedure into `out` (cleared first).
+pub fn proc_name(label: &Label<'_>, style: NameStyle, out: &mut String) {
+    out.clear();
+    match *label {
+        Label::Absent => out.push_str("<unknown procedure>"),
+        Label::User {
+            is_func,
+            decl_module,
+            name,
+            arity,
+            mode,
+            ..
+        } => {
+            out.push_str(&lossy(decl_module));
+            out.push('.');
+            out.push_str(&lossy(name));
+            out.push('/');
+            push_u32(out, arity);
+            match style {
+                NameStyle::Short => {
+                    if mode != 0 {
+                        out.push('-');
+                        push_u32(out, mode);
+                    }
+                }
+                NameStyle::Mdprof => {
+                    if is_func {
+                        out.push_str("+1");
+                    }
+                    out.push('-');
+                    push_u32(out, mode);
+                }
+            }
+        }
+        Label::Special {
+            type_name,
+            type_module,
+            pred_name,
+            type_arity,
+            mode,
+            ..
+        } => {
+            let pred = lossy(pred_name);
+            let pred = match style {
+                NameStyle::Short => &*pred,
+                NameStyle::Mdprof => pred.trim_start_matches("__").trim_end_matches("__"),
+            };
+            let _ = write!(
+                out,
+                "{pred} for {}.{}/{type_arity}",
+                lossy(type_module),
+                lossy(type_name)
+            );
+            if mode != 0 {
+                let _ = write!(out, " mode {mode}");
+            }
+        }
+    }
+}
+
+/// Appends a number in decimal (no formatting machinery: names are built for every procedure).
+fn push_u32(out: &mut String, v: u32) {
+    let mut digits = [0u8; 10];
+    let mut n = 0;
+    let mut v = v;
+    loop {
+        digits[n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for &d in digits[..n].iter().rev() {
+        out.push(char::from(d));
+    }
+}
+
+/// The module qualifying a procedure (the declaring module; a type's module for
+/// compiler-generated procedures).
+pub fn proc_module<'a>(label: &Label<'a>) -> &'a [u8] {
+    match *label {
+        Label::Absent => b"",
+        Label::User { decl_module, .. } => decl_module,
+        Label::Special { type_module, .. } => type_module,
+    }
+}
+
+/// Builds the IR profile of a read file and its tree.
+///
+/// Strings, funcs and frames go through [`ProfileBuilder`] (each name interned once). Stacks and
+/// samples are then appended to the finished profile's columns directly, in preorder, with their
+/// exact sizes reserved: one stack and one sample row per tree node (plus one stack per distinct
+/// call place of a caller), so nothing needs the builder's per-stack lookups, and nothing is
+/// reallocated as it grows. The result satisfies every IR invariant (`prefix < stack`, equal
+/// column lengths); two sibling nodes of one function reached from one line get two stacks,
+/// which the call tree combines as it combines any frames of one function.
+pub fn to_profile(
+    f: &DeepFile<'_>,
+    t: &PdTree,
+    opts: &DeepOptions,
+) -> Result<Profile, PluginError> {
+    let n = t.len();
+    let mut b = ProfileBuilder::new();
+    for (name, unit, kind) in COLUMNS {
+        b.add_value_type(name, unit, kind);
+    }
+    add_meta(&mut b, f, t);
+    let renamed = if opts.call_sites {
+        same_procedure_siblings(f, t)
+    } else {
+        Vec::new()
+    };
+    let is_renamed = |k: usize| renamed.get(k).copied().unwrap_or(false);
+    // Funcs and frames: per node its own (line-less) frame, and the frame of its parent at the
+    // call site that reaches it.
+    let mut func_of_ps = vec![NONE; f.ps.len()];
+    let mut frame_of_css = vec![NONE; f.css.len()];
+    let mut node_func = vec![NONE; n];
+    let mut own_frame = vec![NONE; n];
+    let mut call_frame = vec![NONE; n];
+    let mut name = String::new();
+    for k in 0..n {
+        let ps = f.pd[t.pd[k] as usize].ps;
+        let func = if is_renamed(k) {
+            call_site_func(&mut b, f, t, k, opts.names, &mut name)
+        } else {
+            func_for(&mut b, f, &mut func_of_ps, ps, opts.names, &mut name)
+        };
+        node_func[k] = func;
+        own_frame[k] = b.frame(func);
+        let parent = t.parent[k];
+        if parent != NONE {
+            let css = t.css[k] as usize;
+            let caller = node_func[parent as usize];
+            call_frame[k] = if is_renamed(parent as usize) {
+                frame_at_line(&mut b, caller, f.css[css].line)
+            } else {
+                // A call site belongs to one procedure: its frame is the same in every caller.
+                if frame_of_css[css] == NONE {
+                    frame_of_css[css] = frame_at_line(&mut b, caller, f.css[css].line);
+                }
+                frame_of_css[css]
+            };
+        }
+    }
+    drop((node_func, func_of_ps, frame_of_css));
+    let mut p = b.finish();
+    // Stacks and samples, in preorder (a parent's stacks before its children's).
+    let stacks = &mut p.stacks;
+    stacks.prefix.reserve_exact(2 * n);
+    stacks.frame.reserve_exact(2 * n);
+    let samples = &mut p.samples;
+    samples.stack.reserve_exact(n);
+    for col in &mut samples.values {
+        col.reserve_exact(n);
+    }
+    let mut push_stack = |prefix: u32, frame: u32| {
+        stacks.prefix.push(prefix);
+        stacks.frame.push(frame);
+        (stacks.prefix.len() - 1) as u32
+    };
+    // Per node: the stack its own frame is pushed on, its own stack, and the last call place
+    // (frame, stack) made under it, which its next children from the same place share.
+    let mut prefix = vec![NONE; n];
+    let mut own_stack = vec![NONE; n];
+    let mut last_call = vec![(NONE, NONE); n];
+    let mut row = [0i64; COLUMNS.len()];
+    let mut ms = Measures::default();
+    for k in 0..n {
+        let parent = t.parent[k];
+        let pre = if parent == NONE {
+            NONE
+        } else {
+            let par = parent as usize;
+            let fr = call_frame[k];
+            if fr == own_frame[par] {
+                own_stack[par] // a call site without a line
+            } else if last_call[par].0 == fr {
+                last_call[par].1
+            } else {
+                let s = push_stack(prefix[par], fr);
+                last_call[par] = (fr, s);
+                s
+            }
+        };
+        prefix[k] = pre;
+        own_stack[k] = push_stack(pre, own_frame[k]);
+        // The tree edge's costs and calls (the root has none, but gets its row: every node
+        // exists in the IR, whatever its values).
+        if t.csd[k] == 0 {
+            ms = Measures::default();
+        } else {
+            f.measures_into(t.csd[k], &mut ms)?;
+        }
+        fill_row(&mut row, &ms, ms.calls, 0);
+        samples.stack.push(own_stack[k]);
+        for (col, &v) in samples.values.iter_mut().zip(&row) {
+            col.push(v);
+        }
+    }
+    // The other links: their costs into the row of the node they reach, their calls as
+    // recursive calls.
+    for &c in &t.link_csds {
+        let k = t.node_of[f.csd[c as usize].callee as usize] as usize;
+        f.measures_into(c, &mut ms)?;
+        fill_row(&mut row, &ms, 0, ms.calls);
+        for (col, &v) in samples.values.iter_mut().zip(&row) {
+            col[k] = col[k].checked_add(v).ok_or_else(|| {
+                PluginError::invalid_input(format!(
+                    "the values of proc-dynamic {} overflow 64 bits",
+                    t.pd[k]
+                ))
+                .at_offset(f.csd[c as usize].offset)
+            })?;
+        }
+    }
+    Ok(p)
+}
+
+#[inline]
+fn fill_row(row: &mut [i64; COLUMNS.len()], ms: &Measures, calls: i64, recursive_calls: i64) {
+    for (k, src) in SOURCE.iter().enumerate() {
+        row[k] = match src {
+            Some(i) => ms.values[*i],
+            None if k == 1 => calls,
+            None => recursive_calls,
+        };
+    }
+}
+
+/// The frame of `func` at a call site's line (line 0: unknown).
+fn frame_at_line(b: &mut ProfileBuilder, func: u32, line: u32) -> u32 {
+    if line == 0 {
+        b.frame(func)
+    } else {
+        b.frame_at(func, None, Some(line))
+    }
+}
+
+/// Nodes that share their parent and procedure with a sibling (reached from different call
+/// sites, or as different callees of one site): `-O call-sites` names them apart.
+fn same_procedure_siblings(f: &DeepFile<'_>, t: &PdTree) -> Vec<bool> {
+    let mut keyed: Vec<(u32, u32, u32)> = (1..t.len())
+        .map(|n| (t.parent[n], f.pd[t.pd[n] as usize].ps, n as u32))
+        .collect();
+    keyed.sort_unstable();
+    let mut renamed = vec![false; t.len()];
+    for w in keyed.windows(2) {
+        if (w[0].0, w[0].1) == (w[1].0, w[1].1) {
+            renamed[w[0].2 as usize] = true;
+            renamed[w[1].2 as usize] = true;
+        }
+    }
+    renamed
+}
+
+/// The func of node `n` named with its call site: `NAME [FILE:LINE GOAL_PATH]`.
+fn call_site_func(
+    b: &mut ProfileBuilder,
+    f: &DeepFile<'_>,
+    t: &PdTree,
+    n: usize,
+    style: NameStyle,
+    name: &mut String,
+) -> u32 {
+    let p = &f.ps[f.pd[t.pd[n] as usize].ps as usize];
+    proc_name(&p.label, style, name);
+    let css = &f.css[t.css[n] as usize];
+    let site_file = if css.file.is_empty() {
+        f.ps[css.owner as usize].file
+    } else {
+        css.file
+    };
+    let _ = write!(name, " [{}:{}", lossy(site_file), css.line);
+    if !css.goal_path.is_empty() {
+        let _ = write!(name, " {}", lossy(css.goal_path));
+    }
+    name.push(']');
+    let file = lossy(p.file);
+    let module = lossy(proc_module(&p.label));
+    b.func_with(
+        name,
+        (!file.is_empty()).then_some(&*file),
+        (p.line != 0).then_some(p.line),
+        (!module.is_empty()).then_some(&*module),
+    )
+}
+
+fn func_for(
+    b: &mut ProfileBuilder,
+    f: &DeepFile<'_>,
+    func_of_ps: &mut [u32],
+    ps: u32,
+    style: NameStyle,
+    name: &mut String,
+) -> u32 {
+    let cached = func_of_ps[ps as usize];
+    if cached != NONE {
+        return cached;
+    }
+    let p = &f.ps[ps as usize];
+    proc_name(&p.label, style, name);
+    let file = lossy(p.file);
+    let module = lossy(proc_module(&p.label));
+    let line = (p.line != 0).then_some(p.line);
+    let func = b.func_with(
+        name,
+        (!file.is_empty()).then_some(&*file),
+        line,
+        (!module.is_empty()).then_some(&*module),
+    );
+    func_of_ps[ps as usize] = func;
+    func
+}
+
+/// Header facts and what the conversion did, as metadata (insertion order is fixed).
+fn add_meta(b: &mut ProfileBuilder, f: &DeepFile<'_>, t: &PdTree) {
+    let h = &f.header;
+    b.add_meta("source_format", "deep");
+    b.add_meta("deep_version", &h.version.to_string());
+    b.add_meta("program_name", &lossy(h.program));
+    b.add_meta("word_size", &h.word_size.to_string());
+    b.add_meta("ticks_per_second", &h.ticks_per_sec.to_string());
+    if h.ticks_per_sec > 0 {
+        // The runtime's timer fires every 5 clock ticks (spec §8.4); mdprof counts 1 tick.
+        b.add_meta("sample_interval_ms", &ms(5000, h.ticks_per_sec));
+        b.add_meta("mdprof_sample_interval_ms", &ms(1000, h.ticks_per_sec));
+    }
+    b.add_meta("user_quanta", &h.user_quanta.to_string());
+    b.add_meta("instrumentation_quanta", &h.instrument_quanta.to_string());
+    b.add_meta("call_seqs", &h.call_seqs.to_string());
+    b.add_meta("coverage", h.coverage.name());
+    b.add_meta("proc_dynamics", &h.n_pd.to_string());
+    b.add_meta("call_site_dynamics", &h.n_csd.to_string());
+    b.add_meta("proc_statics", &h.n_ps.to_string());
+    b.add_meta("call_site_statics", &h.n_css.to_string());
+    b.add_meta("recursion_links", &t.links.to_string());
+}
+
+/// `num / den` milliseconds as a short decimal (at most 6 fractional digits).
+fn ms(num: u64, den: u64) -> String {
+    let whole = num / den;
+    let mut rem = num % den;
+    let mut s = whole.to_string();
+    if rem != 0 {
+        s.push('.');
+        for _ in 0..6 {
+            rem *= 10;
+            s.push(char::from(b'0' + (rem / den) as u8));
+            rem %= den;
+            if rem == 0 {
+                break;
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interval_text() {
+        assert_eq!(ms(5000, 100), "50");
+        assert_eq!(ms(1000, 100), "10");
+        assert_eq!(ms(5000, 60), "83.333333");
+        assert_eq!(ms(5000, 1000), "5");
+    }
+
+    #[test]
+    fn names() {
+        let mut s = String::new();
+        let func = Label::User {
+            is_func: true,
+            decl_module: b"float",
+            def_module: b"float",
+            name: b"float",
+            arity: 2,
+            mode: 0,
+        };
+        proc_name(&func, NameStyle::Short, &mut s);
+        assert_eq!(s, "float.float/2");
+        proc_name(&func, NameStyle::Mdprof, &mut s);
+        assert_eq!(s, "float.float/2+1-0");
+        let pred = Label::User {
+            is_func: false,
+            decl_module: b"list",
+            def_module: b"list",
+            name: b"append",
+            arity: 3,
+            mode: 1,
+        };
+        proc_name(&pred, NameStyle::Short, &mut s);
+        assert_eq!(s, "list.append/3-1");
+        proc_name(&pred, NameStyle::Mdprof, &mut s);
+        assert_eq!(s, "list.append/3-1");
+        let special = Label::Special {
+            type_name: b"list",
+            type_module: b"list",
+            def_module: b"term_to_xml",
+            pred_name: b"__Unify__",
+            type_arity: 1,
+            mode: 1,
+        };
+        proc_name(&special, NameStyle::Short, &mut s);
+        assert_eq!(s, "__Unify__ for list.list/1 mode 1");
+        proc_name(&special, NameStyle::Mdprof, &mut s);
+        assert_eq!(s, "Unify for list.list/1 mode 1");
+        assert_eq!(proc_module(&special), b"list");
+        let mut s = String::new();
+        for v in [0, 7, 10, 4_294_967_295] {
+            s.clear();
+            push_u32(&mut s, v);
+            assert_eq!(s, v.to_string());
+        }
+    }
+}

@@ -1,0 +1,426 @@
+//! Unit tests on files written here byte by byte (the fixtures are tested in
+//! `snapshots/tests/deep.rs`).
+
+use super::*;
+use profconv_plugin::ir::CallTree;
+
+/// A Deep.data writer for tests: the primitives of spec §2.
+#[derive(Default)]
+struct Enc(Vec<u8>);
+
+impl Enc {
+    fn num(&mut self, v: u64) -> &mut Self {
+        let mut groups = vec![(v & 0x7f) as u8];
+        let mut v = v >> 7;
+        while v > 0 {
+            groups.push((v & 0x7f) as u8 | 0x80);
+            v >>= 7;
+        }
+        groups.reverse();
+        self.0.extend(groups);
+        self
+    }
+    fn s(&mut self, s: &str) -> &mut Self {
+        self.num(s.len() as u64);
+        self.0.extend(s.as_bytes());
+        self
+    }
+    fn b(&mut self, v: u8) -> &mut Self {
+        self.0.push(v);
+        self
+    }
+    fn fixed(&mut self, v: u64) -> &mut Self {
+        self.0.extend(v.to_le_bytes());
+        self
+    }
+}
+
+struct Hdr {
+    version: u32,
+    flags: u64,
+    counts: [u64; 4],
+    quanta: u64,
+    call_seqs: u64,
+}
+
+fn header(h: &Hdr) -> Enc {
+    let mut e = Enc::default();
+    e.0.extend(format!("Mercury deep profiler data version {}\n", h.version).bytes());
+    e.s("./t").fixed(h.flags);
+    for c in h.counts {
+        e.fixed(c);
+    }
+    e.num(100).num(0).num(h.quanta).num(h.call_seqs).num(1);
+    e
+}
+
+/// Proc-static records for the runtime (PS 1, CSS 1) and `t.f/1` (PS 2) whose one call site
+/// (CSS 2) has kind `site_kind` (a normal one calls PS 2 itself).
+fn statics(e: &mut Enc, version: u32, site_kind: u8) {
+    e.b(3)
+        .num(1)
+        .b(0)
+        .s("Mercury runtime")
+        .s("Mercury runtime")
+        .s("Mercury runtime");
+    e.num(0)
+        .num(0)
+        .s("Mercury runtime")
+        .num(0)
+        .b(1)
+        .num(1)
+        .num(1);
+    e.b(1).num(1).b(4);
+    if version >= 9 {
+        e.s("Mercury runtime");
+    }
+    e.num(0).s("");
+    e.b(3)
+        .num(2)
+        .b(1)
+        .s("t")
+        .s("t")
+        .s("f")
+        .num(2)
+        .num(0)
+        .s("t.m")
+        .num(10)
+        .b(0);
+    e.num(1).num(2);
+    e.b(1).num(2).b(site_kind);
+    if site_kind == 0 {
+        e.num(2).s("");
+    }
+    if version >= 9 {
+        e.s("");
+    }
+    e.num(11).s("c1;");
+}
+
+/// A chain root → f → f → … of `n` calls through a higher-order call site (each a new
+/// proc-dynamic, as recursion through a closure makes them): depth `n + 1`, quanta 1 per call.
+fn chain(n: u64) -> Vec<u8> {
+    let mut e = header(&Hdr {
+        version: 9,
+        flags: 0x108,
+        counts: [n, 2, n + 1, 2],
+        quanta: n,
+        call_seqs: n,
+    });
+    // PD 1 (runtime): one callback slot listing CSD 1.
+    e.b(4).num(1).num(1).num(1).b(4).num(1).b(0);
+    for k in 1..=n {
+        // CSD k → PD k+1: exits 1, quanta 1, call seqs 1 (mask 0x10a).
+        e.b(2).num(k).num(k + 1).num(0x10a).num(1).num(1).num(1);
+        // PD k+1 (t.f/1): one higher-order slot listing CSD k+1, or nothing at the end.
+        e.b(4).num(k + 1).num(2).num(1).b(2);
+        if k < n {
+            e.num(k + 1);
+        }
+        e.b(0);
+    }
+    statics(&mut e, 9, 2);
+    e.0
+}
+
+/// `f` calls itself once through a normal call site: a recursion link (self-loop).
+fn self_recursion() -> Vec<u8> {
+    let mut e = header(&Hdr {
+        version: 8,
+        flags: 0x108,
+        counts: [2, 2, 2, 2],
+        quanta: 5,
+        call_seqs: 5,
+    });
+    e.b(4).num(1).num(1).num(1).b(4).num(1).b(0);
+    e.b(2).num(1).num(2).num(0x10a).num(1).num(2).num(1);
+    e.b(4).num(2).num(2).num(1).b(0).num(2);
+    e.b(2).num(2).num(2).num(0x10a).num(4).num(3).num(4);
+    statics(&mut e, 8, 0);
+    e.0
+}
+
+fn err(bytes: &[u8]) -> PluginError {
+    match parse_deep(bytes, &DeepOptions::default(), &mut Context::silent()) {
+        Ok(_) => panic!("parse unexpectedly succeeded"),
+        Err(e) => e,
+    }
+}
+
+fn tree_text(bytes: &[u8]) -> String {
+    let f = read_file(bytes).expect("read");
+    let t = build_tree(&f).expect("tree");
+    render_pd_tree(&f, &t, NameStyle::Short).expect("render")
+}
+
+#[test]
+fn sniffs_the_identifying_line() {
+    assert_eq!(
+        sniff(b"Mercury deep profiler data version 8\n\x0c./mandelbrot"),
+        100
+    );
+    assert_eq!(sniff(b"Mercury deep profiler data version 9\n"), 100);
+    assert_eq!(sniff(b"Mercury deep profiler procrep version 6\n"), 0);
+    assert_eq!(sniff(b"main;foo 1\n"), 0);
+    assert_eq!(sniff(b""), 0);
+}
+
+#[test]
+fn self_recursion_folds_into_one_node() {
+    assert_eq!(
+        tree_text(&self_recursion()),
+        "Mercury runtime.Mercury runtime/0 calls=0 rec=0 q=0/5 call_seqs=0/5 allocs=0/0 words=0/0\n  \
+         t.f/2 calls=1 rec=4 q=5/5 call_seqs=5/5 allocs=0/0 words=0/0 exits=5 [callback Mercury runtime:0]\n"
+    );
+}
+
+#[test]
+fn a_chain_of_200_000_proc_dynamics_needs_no_recursion() {
+    let n = 200_000;
+    let bytes = chain(n);
+    let p = parse_deep(&bytes, &DeepOptions::default(), &mut Context::silent()).expect("parse");
+    let tree = CallTree::build(&p.view()).expect("call tree");
+    assert_eq!(tree.len(), n as usize + 1);
+    assert_eq!(tree.grand_total(0), n as i64);
+    assert_eq!(*tree.depth.iter().max().unwrap(), n as u32);
+    // Every f calls the next at line 11: the caller's frame carries the call site's line.
+    let view = p.view();
+    assert!(view.frame_line.contains(&11));
+}
+
+#[test]
+fn truncation_at_every_offset_is_an_error_with_an_offset() {
+    let bytes = chain(40);
+    for cut in 0..bytes.len() {
+        let e = err(&bytes[..cut]);
+        let o = e.byte_offset.expect("an offset");
+        assert!(o <= cut as u64, "cut {cut}: offset {o}: {e}");
+    }
+    for cut in 0..self_recursion().len() {
+        err(&self_recursion()[..cut]);
+    }
+}
+
+#[test]
+fn every_single_byte_change_is_handled() {
+    // Set each byte to a few values: never a panic; an error has an offset in the input.
+    let bytes = chain(6);
+    for i in 0..bytes.len() {
+        for v in [0u8, 1, 2, 4, 0x7f, 0x80, 0xff] {
+            let mut b = bytes.clone();
+            b[i] = v;
+            match parse_deep(&b, &DeepOptions::default(), &mut Context::silent()) {
+                Ok(p) => {
+                    p.view().validate().expect("a valid IR profile");
+                    // A damaged value may overflow a total: an error, never a panic.
+                    let _ = CallTree::build(&p.view());
+                }
+                Err(e) => assert!(e.byte_offset.is_some_and(|o| o <= b.len() as u64), "{e}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn counts_the_file_cannot_hold_are_an_error() {
+    let mut e = header(&Hdr {
+        version: 9,
+        flags: 0x108,
+        counts: [4_000_000_000, 4_000_000_000, 4_000_000_000, 4_000_000_000],
+        quanta: 0,
+        call_seqs: 0,
+    });
+    e.b(4).num(1).num(1).num(0);
+    let e = err(&e.0);
+    assert_eq!(e.byte_offset, Some(49), "the first count");
+    assert!(
+        e.message.contains("claims 4000000000 call-site-dynamic"),
+        "{e}"
+    );
+    assert!(e.message.contains("bytes follow the header"), "{e}");
+}
+
+#[test]
+fn ids_must_name_existing_records() {
+    let mut bytes = chain(3);
+    // CSD 1's callee (PD 2) becomes PD 99.
+    let at = bytes
+        .windows(4)
+        .position(|w| w == [2, 1, 2, 0x82])
+        .expect("CSD 1");
+    bytes[at + 2] = 99;
+    let e = err(&bytes);
+    assert!(e.message.contains("no proc-dynamic 99"), "{e}");
+    assert_eq!(e.byte_offset, Some(at as u64 + 2));
+}
+
+#[test]
+fn bad_identifying_lines() {
+    let e = err(b"GIF89a");
+    assert_eq!(e.byte_offset, Some(0));
+    assert!(
+        e.message.contains("not a Mercury deep profiler data file"),
+        "{e}"
+    );
+    let e = err(b"Mercury deep profiler data version 7\n");
+    assert!(e.message.contains("unsupported Deep.data version 7"), "{e}");
+    let e = err(b"Mercury deep profiler data version 9");
+    assert!(e.message.contains("a newline"), "{e}");
+    let e = err(b"Mercury deep profiler data version 99999999999999999\n");
+    assert!(e.message.contains("mdprof reads at most 45"), "{e}");
+}
+
+#[test]
+fn a_number_that_never_ends() {
+    let mut e = Enc::default();
+    e.0.extend(b"Mercury deep profiler data version 9\n");
+    e.0.extend([0x80; 30]);
+    let e = err(&e.0);
+    assert_eq!(e.byte_offset, Some(37));
+    assert!(e.message.contains("does not end within 10 bytes"), "{e}");
+}
+
+#[test]
+fn duplicate_and_orphan_records() {
+    // PD 2 lists CSD 2 twice would count its costs twice: PD 1 lists CSD 1, PD 2 lists CSD 1.
+    let mut e = header(&Hdr {
+        version: 9,
+        flags: 0x108,
+        counts: [1, 2, 2, 2],
+        quanta: 0,
+        call_seqs: 0,
+    });
+    e.b(4).num(1).num(1).num(1).b(4).num(1).b(0);
+    e.b(2).num(1).num(2).num(0);
+    e.b(4).num(2).num(2).num(1).b(2).num(1).b(0);
+    statics(&mut e, 9, 2);
+    let e = err(&e.0);
+    assert!(
+        e.message.contains("already listed by proc-dynamic 1"),
+        "{e}"
+    );
+}
+
+#[test]
+fn explicit_call_counts_are_used() {
+    let mut e = header(&Hdr {
+        version: 9,
+        flags: 0x108,
+        counts: [1, 2, 2, 2],
+        quanta: 0,
+        call_seqs: 0,
+    });
+    e.b(4).num(1).num(1).num(1).b(4).num(1).b(0);
+    // mask 0x3: calls 7, exits 5.
+    e.b(2).num(1).num(2).num(0x3).num(7).num(5);
+    e.b(4).num(2).num(2).num(1).b(2).b(0);
+    statics(&mut e, 9, 2);
+    let text = tree_text(&e.0);
+    assert!(text.contains("t.f/2 calls=7 rec=0"), "{text}");
+}
+
+#[test]
+fn end_token_and_trailing_bytes() {
+    let mut bytes = self_recursion();
+    bytes.push(0);
+    assert!(tree_text(&bytes).contains("t.f/2 calls=1 rec=4"));
+    bytes.extend(b"junk");
+    let mut messages = Vec::new();
+    let mut sink = |_: u32, m: &str| messages.push(m.to_string());
+    parse_deep(
+        &bytes,
+        &DeepOptions::default(),
+        &mut Context::with_sink(&mut sink),
+    )
+    .expect("parse");
+    assert_eq!(messages.len(), 1);
+    assert!(
+        messages[0].contains("4 bytes after the end token"),
+        "{messages:?}"
+    );
+}
+
+#[test]
+fn format_parse_reads_a_stream_too() {
+    let bytes = self_recursion();
+    let mut reader: &[u8] = &bytes;
+    let p = <Deep as Format>::parse(
+        &mut Input::from_reader(&mut reader),
+        &Options::new(vec![("names".into(), Some("mdprof".into()))]),
+        &mut Context::silent(),
+    )
+    .expect("parse");
+    assert!((0..p.view().n_funcs() as u32).any(|f| p.view().func_name_str(f) == "t.f/2+1-0"));
+    let bad = <Deep as Format>::parse(
+        &mut Input::from_slice(&bytes),
+        &Options::new(vec![("names".into(), Some("long".into()))]),
+        &mut Context::silent(),
+    );
+    assert!(bad.is_err());
+}
+
+/// A root calling `f` (PD 2) through CSD 1, with `extra` appended before the statics and the
+/// given counts; PD 2's record is `pd2`.
+fn small_file(counts: [u64; 4], pd2: &[u8], extra: &[u8]) -> Vec<u8> {
+    let mut e = header(&Hdr {
+        version: 9,
+        flags: 0x108,
+        counts,
+        quanta: 0,
+        call_seqs: 0,
+    });
+    e.b(4).num(1).num(1).num(1).b(4).num(1).b(0);
+    e.b(2).num(1).num(2).num(0);
+    e.0.extend(pd2);
+    e.0.extend(extra);
+    statics(&mut e, 9, 2);
+    e.0
+}
+
+#[test]
+fn structural_errors() {
+    // PD 2 (t.f/1): one higher-order slot, empty.
+    let pd2 = [4, 2, 2, 1, 2, 0];
+    assert!(tree_text(&small_file([1, 2, 2, 2], &pd2, &[])).contains("t.f/2 calls=0"));
+    let cases: [(&str, Vec<u8>); 5] = [
+        (
+            "call-site-dynamic 2 is not listed in any proc-dynamic's slots",
+            small_file([2, 2, 2, 2], &pd2, &[2, 2, 2, 0]),
+        ),
+        (
+            "proc-dynamic 3 is not reachable from the root proc-dynamic 1",
+            small_file([1, 2, 3, 2], &pd2, &[4, 3, 2, 1, 2, 0]),
+        ),
+        (
+            "proc-dynamic 2: slot 0 is method but its call-site-static 2 is higher_order",
+            small_file([1, 2, 2, 2], &[4, 2, 2, 1, 3, 0], &[]),
+        ),
+        (
+            "proc-dynamic 2 has 0 slots, but its proc-static 2 has 1 call sites",
+            small_file([1, 2, 2, 2], &[4, 2, 2, 0], &[]),
+        ),
+        (
+            "the header counts 2 proc-dynamic records, but proc-dynamic 2 is not in the file",
+            small_file([1, 2, 2, 2], &[], &[]),
+        ),
+    ];
+    for (want, bytes) in cases {
+        let e = err(&bytes);
+        assert!(e.message.contains(want), "{e}\nwanted: {want}");
+        assert!(e.byte_offset.is_some(), "{e}");
+    }
+}
+
+#[test]
+fn numbers_that_never_end_or_overflow() {
+    let mut e = Enc::default();
+    e.0.extend(b"Mercury deep profiler data version 9\n");
+    e.0.extend([0xff; 12]);
+    let e = err(&e.0);
+    assert!(e.message.contains("does not end within 10 bytes"), "{e}");
+    let mut e = Enc::default();
+    e.0.extend(b"Mercury deep profiler data version 9\n");
+    e.0.extend([0x82, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]);
+    let e = err(&e.0);
+    assert!(e.message.contains("does not fit in 64 bits"), "{e}");
+}
