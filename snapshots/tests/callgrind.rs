@@ -2,8 +2,8 @@
 //!
 //! * Emitter: the callgrind text of seed 003's six ordered samples (rbspy's estimate) and of
 //!   seed 000's trace with exact calls is snapshotted, and the numbers seed 003's tests assert
-//!   are checked on it. For every fixture a landed parser reads (folded today; see
-//!   `reader_inputs` for the PVM and Deep.data hook), profconv's callgrind output is given to
+//!   are checked on it. For every fixture a parser reads (see
+//!   `reader_inputs`: folded, PVM and Deep.data fixtures), profconv's callgrind output is given to
 //!   `callgrind_annotate` (program total, self and inclusive cost per function must be the
 //!   IR's, and no inclusive cost may exceed the total) and to `gprof2dot -f callgrind` (no
 //!   warning, the same functions).
@@ -516,14 +516,9 @@ fn inputs_via<F: Format>(dir: &str) -> Vec<(String, Profile)> {
 
 /// Every profile the readers are run on: all fixtures of the parsers that have landed.
 fn reader_inputs() -> Vec<(String, Profile)> {
-    #[allow(unused_mut)]
     let mut inputs = inputs_via::<Folded>("folded");
-    // HOOK(pvm, deep): when the PVM and Deep.data parsers have landed, uncomment these lines so
-    // the readers check profconv's callgrind output for their fixtures too (tried with the
-    // parsers as they were in the working tree when this test was written: 62 profiles, all
-    // checks pass).
-    //     inputs.extend(inputs_via::<profconv_pvm::Pvm>("pvm"));
-    //     inputs.extend(inputs_via::<profconv_deep::Deep>("deep"));
+    inputs.extend(inputs_via::<profconv_pvm::Pvm>("pvm"));
+    inputs.extend(inputs_via::<profconv_deep::Deep>("deep"));
     inputs
 }
 
