@@ -47,6 +47,16 @@ enum Command {
     Diff(DiffArgs),
     /// List the loaded plugins and their formats.
     Formats,
+    /// Check a plugin library with the conformance kit (handshake, sniffing, round trips,
+    /// determinism, malformed input, two threads): `profconv plugin-check libprofconv_plugin_x.so
+    /// sample.x`. Exits 1 if any check fails.
+    PluginCheck {
+        /// The plugin library (it need not be in a plugin directory).
+        path: PathBuf,
+        /// Sample files in the plugin's own formats (samples of the built-in formats are always
+        /// used too).
+        samples: Vec<PathBuf>,
+    },
 }
 
 #[derive(Args)]
@@ -187,6 +197,16 @@ impl Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::PluginCheck { path, samples } = &cli.command {
+        // The plugin under test is loaded by the kit itself, not through discovery.
+        let report = profconv_conformance::check_plugin(path, samples);
+        print!("{report}");
+        return if report.passed() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        };
+    }
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => f.exit(),
@@ -201,6 +221,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         Command::Convert(args) => convert(&registry, args, quiet),
         Command::Tree(args) => tree(&registry, args, quiet),
         Command::Diff(args) => diff(&registry, args, quiet),
+        Command::PluginCheck { .. } => unreachable!("handled in main, before discovery"),
     }
 }
 

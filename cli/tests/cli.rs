@@ -366,3 +366,24 @@ fn diff_draws_a_differential_flamegraph_and_gives_other_formats_both_columns() {
         "the first weight is `before`"
     );
 }
+
+#[test]
+fn plugin_check_passes_real_plugins_and_fails_broken_ones() {
+    let folded = lib_path("profconv_plugin_folded");
+    let out = run(&["plugin-check", folded.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("PASS  handshake"));
+    for (lib, why) in [
+        ("profconv_testplugin_panicky", "PANIC"),
+        ("profconv_testplugin_nondeterministic", "differ"),
+        ("profconv_testplugin_oldabi", "ABI 0.7"),
+    ] {
+        let out = run(&["plugin-check", lib_path(lib).to_str().unwrap()]);
+        let report = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{lib}: {report}");
+        assert!(
+            report.contains("FAIL") && report.contains(why),
+            "{lib}: {report}"
+        );
+    }
+}

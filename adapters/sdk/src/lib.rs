@@ -17,6 +17,10 @@
 //! that allocated memory frees it. Every entry point catches panics and reports them as errors.
 //! With the `host` feature, [`host`] loads plugins and calls them safely.
 //!
+//! See `docs/plugin-guide.md` for a step-by-step guide and `examples/plugin-template/` for a
+//! complete out-of-tree plugin; check a built plugin with `profconv plugin-check` (crate
+//! `profconv-conformance`).
+//!
 //! This is the only crate of profconv that contains `unsafe` code.
 
 pub mod abi;

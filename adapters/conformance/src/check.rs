@@ -1,0 +1,776 @@
+//! The conformance checks.
+
+use crate::samples::{BUILTIN_SAMPLES, EMIT_SAMPLE};
+use profconv_folded::{EmitOptions, emit_folded, parse_folded};
+use profconv_ir::{CallTree, Profile, ProfileRef, TreeOrder, TreeTextOptions, render_tree};
+use profconv_plugin::Status;
+use profconv_plugin::host::{CallError, FormatHandle, ParseInput, load_library};
+use profconv_plugin::{Context, Input};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Barrier, mpsc};
+use std::time::Duration;
+
+/// A sniff score at or above this claims the input; other formats' samples must stay below.
+const SNIFF_CLAIM: u32 = 50;
+/// Longest a single parse or emit call may take before the kit calls it hung.
+const CALL_TIMEOUT: Duration = Duration::from_secs(20);
+/// Failures listed per check line before "and N more".
+const MAX_LISTED: usize = 4;
+
+/// The result of one check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The plugin behaves.
+    Pass,
+    /// The plugin misbehaves: `profconv plugin-check` exits non-zero.
+    Fail,
+    /// The check does not apply (for example no sample of the format to parse).
+    Skip,
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Outcome::Pass => "PASS",
+            Outcome::Fail => "FAIL",
+            Outcome::Skip => "SKIP",
+        })
+    }
+}
+
+/// One line of a [`Report`].
+#[derive(Clone, Debug)]
+pub struct CheckResult {
+    /// What was checked (`folded: emit twice`).
+    pub name: String,
+    /// Pass, fail or skip.
+    pub outcome: Outcome,
+    /// What was found: on failure, what is wrong and with which input.
+    pub detail: String,
+}
+
+/// Every check run on one plugin library. `Display` prints one line per check and a summary.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The library checked.
+    pub path: PathBuf,
+    /// The checks, in the order they ran.
+    pub checks: Vec<CheckResult>,
+}
+
+impl Report {
+    /// True when at least one check ran and none failed.
+    pub fn passed(&self) -> bool {
+        !self.checks.is_empty() && self.checks.iter().all(|c| c.outcome != Outcome::Fail)
+    }
+    /// The failed checks.
+    pub fn failures(&self) -> impl Iterator<Item = &CheckResult> {
+        self.checks.iter().filter(|c| c.outcome == Outcome::Fail)
+    }
+    /// The check named `name`, if it ran.
+    pub fn check(&self, name: &str) -> Option<&CheckResult> {
+        self.checks.iter().find(|c| c.name == name)
+    }
+    fn push(&mut self, name: impl Into<String>, outcome: Outcome, detail: impl Into<String>) {
+        self.checks.push(CheckResult {
+            name: name.into(),
+            outcome,
+            detail: detail.into(),
+        });
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "plugin-check {}", self.path.display())?;
+        let width = self.checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
+        for c in &self.checks {
+            writeln!(f, "{}  {:width$}  {}", c.outcome, c.name, c.detail)?;
+        }
+        let count = |o| self.checks.iter().filter(|c| c.outcome == o).count();
+        writeln!(
+            f,
+            "{}: {} passed, {} failed, {} skipped",
+            if self.passed() { "PASS" } else { "FAIL" },
+            count(Outcome::Pass),
+            count(Outcome::Fail),
+            count(Outcome::Skip)
+        )
+    }
+}
+
+/// An input for the checks.
+#[derive(Clone)]
+struct Sample {
+    name: String,
+    /// The format it is known to be in (built-in samples), or `None` (user samples).
+    format: Option<String>,
+    bytes: Arc<Vec<u8>>,
+}
+
+/// What one parse through the host gave.
+struct Parsed {
+    /// The profile, copied out of the plugin's export.
+    profile: Profile,
+    /// Its tree text (stable order).
+    tree: String,
+}
+
+/// Loads the plugin library at `path` through the real host and runs every check on each of its
+/// formats, with the built-in samples plus `samples` (files in the plugin's own formats).
+pub fn check_plugin(path: &Path, samples: &[PathBuf]) -> Report {
+    let mut report = Report {
+        path: path.to_path_buf(),
+        checks: Vec::new(),
+    };
+    let mut user = Vec::new();
+    for s in samples {
+        match std::fs::read(s) {
+            Ok(bytes) => user.push((s.display().to_string(), bytes)),
+            Err(e) => report.push(
+                format!("sample {}", s.display()),
+                Outcome::Fail,
+                format!("cannot read it: {e}"),
+            ),
+        }
+    }
+    let mut rest = check_plugin_with(path, &user);
+    report.checks.append(&mut rest.checks);
+    report
+}
+
+/// [`check_plugin`] with samples already in memory: `(name, bytes)` pairs.
+pub fn check_plugin_with(path: &Path, samples: &[(String, Vec<u8>)]) -> Report {
+    let mut report = Report {
+        path: path.to_path_buf(),
+        checks: Vec::new(),
+    };
+    let plugin = match load_library(path) {
+        Ok(p) => p,
+        Err(e) => {
+            report.push("handshake", Outcome::Fail, e.to_string());
+            return report;
+        }
+    };
+    let info = &plugin.info;
+    let ids: Vec<&str> = plugin.formats.iter().map(|f| f.id.as_str()).collect();
+    let mut problems = Vec::new();
+    if ids.is_empty() {
+        problems.push("the plugin declares no format".to_string());
+    }
+    if !info.panic_unwind {
+        problems.push(
+            "built with panic = \"abort\": a panic in it would end profconv; build with \
+             panic = \"unwind\""
+                .to_string(),
+        );
+    }
+    for (i, id) in ids.iter().enumerate() {
+        if ids[..i].contains(id) {
+            problems.push(format!("format id '{id}' is declared twice"));
+        }
+    }
+    let summary = format!(
+        "plugin '{}' {} (ABI {}.{}, SDK {}), formats: {}",
+        info.name,
+        info.version,
+        info.abi_major,
+        info.abi_minor,
+        info.sdk_version,
+        ids.join(", ")
+    );
+    if problems.is_empty() {
+        report.push("handshake", Outcome::Pass, summary);
+    } else {
+        report.push(
+            "handshake",
+            Outcome::Fail,
+            format!("{summary}: {}", problems.join("; ")),
+        );
+    }
+
+    let builtin: Vec<Sample> = BUILTIN_SAMPLES
+        .iter()
+        .map(|s| Sample {
+            name: s.name.to_string(),
+            format: Some(s.format.to_string()),
+            bytes: Arc::new(s.bytes.to_vec()),
+        })
+        .collect();
+    let user: Vec<Sample> = samples
+        .iter()
+        .map(|(name, bytes)| Sample {
+            name: name.clone(),
+            format: None,
+            bytes: Arc::new(bytes.clone()),
+        })
+        .collect();
+
+    // Each user sample belongs to the formats of this plugin that read it.
+    let mut own: Vec<Vec<(Sample, Parsed)>> = plugin.formats.iter().map(|_| Vec::new()).collect();
+    for s in &user {
+        let mut errors = Vec::new();
+        for (k, f) in plugin.formats.iter().enumerate() {
+            if !f.can_parse() {
+                continue;
+            }
+            match parse_timed(f, s) {
+                Some(Ok(p)) => own[k].push((s.clone(), p)),
+                Some(Err(e)) => errors.push(format!("{}: {}", f.id, describe(&e))),
+                None => errors.push(format!("{}: no answer within {CALL_TIMEOUT:?}", f.id)),
+            }
+        }
+        if errors.is_empty() || own.iter().any(|o| o.iter().any(|(x, _)| x.name == s.name)) {
+            report.push(
+                format!("sample {}", s.name),
+                Outcome::Pass,
+                "read by this plugin",
+            );
+        } else {
+            report.push(
+                format!("sample {}", s.name),
+                Outcome::Fail,
+                format!("no format of this plugin reads it: {}", errors.join("; ")),
+            );
+        }
+    }
+
+    for (k, f) in plugin.formats.iter().enumerate() {
+        let id = f.id.as_str();
+        let mut mine = std::mem::take(&mut own[k]);
+        let mut foreign = Vec::new();
+        for s in &builtin {
+            if s.format.as_deref() != Some(id) {
+                foreign.push(s.clone());
+            } else if f.can_parse() {
+                match parse_timed(f, s) {
+                    Some(Ok(p)) => mine.push((s.clone(), p)),
+                    Some(Err(e)) => report.push(
+                        format!("{id}: read built-in sample"),
+                        Outcome::Fail,
+                        format!("{}: {}", s.name, describe(&e)),
+                    ),
+                    None => report.push(
+                        format!("{id}: read built-in sample"),
+                        Outcome::Fail,
+                        format!("{}: no answer within {CALL_TIMEOUT:?}", s.name),
+                    ),
+                }
+            }
+        }
+        check_sniff(&mut report, f, &mine, &foreign);
+        check_folded_round_trip(&mut report, f, &mine);
+        let emit_ok = check_emit_twice(&mut report, f, &mine);
+        check_bad_input(&mut report, f, &mine, &foreign);
+        check_threads(&mut report, f, &mine, emit_ok);
+    }
+    report
+}
+
+/// `line L, column C: message (STATUS)`, or `byte N: …`: where, what and the status class.
+fn describe(e: &CallError) -> String {
+    let at = match (e.line, e.column, e.byte_offset) {
+        (Some(l), Some(c), _) => format!("line {l}, column {c}: "),
+        (Some(l), None, _) => format!("line {l}: "),
+        (None, _, Some(o)) => format!("byte {o}: "),
+        _ => String::new(),
+    };
+    format!("{at}{} ({})", e.message, status_name(e.status))
+}
+
+fn status_name(s: Status) -> &'static str {
+    match s {
+        Status::OK => "OK",
+        Status::INVALID_INPUT => "INVALID_INPUT",
+        Status::UNSUPPORTED => "UNSUPPORTED",
+        Status::IO => "IO",
+        Status::BAD_OPTIONS => "BAD_OPTIONS",
+        Status::PANIC => "PANIC",
+        Status::INTERNAL => "INTERNAL",
+        Status::CANCELLED => "CANCELLED",
+        _ => "UNKNOWN",
+    }
+}
+
+/// Runs `f` on another thread; `None` when it does not finish within [`CALL_TIMEOUT`] (the
+/// thread is left behind: a plugin call cannot be interrupted).
+fn timed<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(CALL_TIMEOUT).ok()
+}
+
+/// Parses `bytes` as `profconv` does (whole input in memory unless the format streams).
+fn parse_now(f: &FormatHandle, bytes: &[u8], name: &str) -> Result<Parsed, CallError> {
+    let mut reader = bytes;
+    let input = ParseInput {
+        reader: &mut reader,
+        whole: (!f.streams_input()).then_some(bytes),
+        size_hint: Some(bytes.len() as u64),
+        name,
+    };
+    let foreign = f.parse(input, &[], &mut |_, _| {})?;
+    let view = foreign.view();
+    let tree = stable_tree(&view).map_err(|e| CallError {
+        status: Status::INTERNAL,
+        message: format!("the profile has no call tree: {e}"),
+        byte_offset: None,
+        line: None,
+        column: None,
+        io: None,
+    })?;
+    Ok(Parsed {
+        profile: view.to_owned_profile(),
+        tree,
+    })
+}
+
+fn parse_timed(f: &FormatHandle, s: &Sample) -> Option<Result<Parsed, CallError>> {
+    let (f, s) = (f.clone(), s.clone());
+    timed(move || parse_now(&f, &s.bytes, &s.name))
+}
+
+/// Tree text by name order, main weight only; `calls=` dropped (folded cannot carry it).
+fn stable_tree(p: &ProfileRef<'_>) -> Result<String, profconv_ir::IrError> {
+    let tree = CallTree::build(p)?;
+    let opts = TreeTextOptions {
+        order: TreeOrder::Name,
+        ..Default::default()
+    };
+    let text = render_tree(p, &tree, &opts)?;
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        out.push_str(line.rfind(" calls=").map_or(line, |i| &line[..i]));
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+fn first_difference(a: &str, b: &str) -> String {
+    for (i, (x, y)) in a.lines().zip(b.lines()).enumerate() {
+        if x != y {
+            return format!("line {}: `{}` became `{}`", i + 1, x.trim(), y.trim());
+        }
+    }
+    format!(
+        "{} lines became {} lines",
+        a.lines().count(),
+        b.lines().count()
+    )
+}
+
+fn listed(mut items: Vec<String>) -> String {
+    let more = items.len().saturating_sub(MAX_LISTED);
+    items.truncate(MAX_LISTED);
+    let mut s = items.join("; ");
+    if more > 0 {
+        s.push_str(&format!("; and {more} more"));
+    }
+    s
+}
+
+fn check_sniff(
+    report: &mut Report,
+    f: &FormatHandle,
+    mine: &[(Sample, Parsed)],
+    foreign: &[Sample],
+) {
+    let id = &f.id;
+    if f.caps & profconv_plugin::abi::caps::SNIFF == 0 {
+        report.push(
+            format!("{id}: sniff"),
+            Outcome::Skip,
+            "no content sniffer (detected by file name only)",
+        );
+        return;
+    }
+    let mut claimed = Vec::new();
+    let mut max = (0, "");
+    for s in foreign {
+        let score = f.sniff(&s.bytes[..s.bytes.len().min(16 * 1024)]);
+        if score >= SNIFF_CLAIM {
+            claimed.push(format!(
+                "{} ({} sample) scores {score}",
+                s.name,
+                s.format.as_deref().unwrap_or("?")
+            ));
+        }
+        if score >= max.0 {
+            max = (score, s.name.as_str());
+        }
+    }
+    if claimed.is_empty() {
+        report.push(
+            format!("{id}: sniff other formats"),
+            Outcome::Pass,
+            format!(
+                "{} samples of other formats all score below {SNIFF_CLAIM} (highest {})",
+                foreign.len(),
+                max.0
+            ),
+        );
+    } else {
+        report.push(
+            format!("{id}: sniff other formats"),
+            Outcome::Fail,
+            format!(
+                "claims other formats' samples (score >= {SNIFF_CLAIM}): {}",
+                listed(claimed)
+            ),
+        );
+    }
+    if mine.is_empty() {
+        return;
+    }
+    let low: Vec<String> = mine
+        .iter()
+        .filter_map(|(s, _)| {
+            let score = f.sniff(&s.bytes[..s.bytes.len().min(16 * 1024)]);
+            (score < SNIFF_CLAIM).then(|| format!("{} scores {score}", s.name))
+        })
+        .collect();
+    if low.is_empty() {
+        report.push(
+            format!("{id}: sniff own samples"),
+            Outcome::Pass,
+            format!("{} samples score {SNIFF_CLAIM} or more", mine.len()),
+        );
+    } else {
+        report.push(
+            format!("{id}: sniff own samples"),
+            Outcome::Fail,
+            format!(
+                "readable samples not recognized (score < {SNIFF_CLAIM}): {}",
+                listed(low)
+            ),
+        );
+    }
+}
+
+fn check_folded_round_trip(report: &mut Report, f: &FormatHandle, mine: &[(Sample, Parsed)]) {
+    let name = format!("{}: parse -> folded -> parse", f.id);
+    if !f.can_parse() {
+        report.push(name, Outcome::Skip, "the format cannot be read");
+        return;
+    }
+    if mine.is_empty() {
+        report.push(
+            name,
+            Outcome::Skip,
+            "no sample of this format: pass one (profconv plugin-check PATH SAMPLE...)",
+        );
+        return;
+    }
+    let mut bad = Vec::new();
+    for (s, parsed) in mine {
+        let mut folded = Vec::new();
+        if let Err(e) = emit_folded(&parsed.profile.view(), &mut folded, EmitOptions::default()) {
+            bad.push(format!(
+                "{}: the folded emitter refused the profile: {e}",
+                s.name
+            ));
+            continue;
+        }
+        let again = parse_folded(
+            &mut Input::from_slice(&folded),
+            false,
+            &mut Context::silent(),
+        );
+        let tree = again
+            .map_err(|e| e.to_string())
+            .and_then(|p| stable_tree(&p.view()).map_err(|e| e.to_string()));
+        match tree {
+            Ok(t) if t == parsed.tree => {}
+            Ok(t) => bad.push(format!(
+                "{}: the tree changed, {}",
+                s.name,
+                first_difference(&parsed.tree, &t)
+            )),
+            Err(e) => bad.push(format!("{}: the folded output does not parse: {e}", s.name)),
+        }
+    }
+    if bad.is_empty() {
+        report.push(
+            name,
+            Outcome::Pass,
+            format!("same tree for {} samples", mine.len()),
+        );
+    } else {
+        report.push(name, Outcome::Fail, listed(bad));
+    }
+}
+
+/// The profiles every emitter writes: the built-in folded sample and the plugin's own samples.
+fn emit_inputs(mine: &[(Sample, Parsed)]) -> Vec<(String, Arc<Profile>)> {
+    let s = &BUILTIN_SAMPLES[EMIT_SAMPLE];
+    let mut v = Vec::new();
+    if let Ok(p) = parse_folded(
+        &mut Input::from_slice(s.bytes),
+        false,
+        &mut Context::silent(),
+    ) {
+        v.push((s.name.to_string(), Arc::new(p)));
+    }
+    for (s, parsed) in mine {
+        v.push((s.name.clone(), Arc::new(parsed.profile.clone())));
+    }
+    v
+}
+
+fn emit_timed(f: &FormatHandle, p: &Arc<Profile>) -> Option<Result<Vec<u8>, CallError>> {
+    let (f, p) = (f.clone(), p.clone());
+    timed(move || {
+        let mut out = Vec::new();
+        f.emit(&p.view(), &mut out, &[], &mut |_, _| {})
+            .map(|()| out)
+    })
+}
+
+/// Returns true when the emitter wrote identical bytes twice for every input it accepted.
+fn check_emit_twice(report: &mut Report, f: &FormatHandle, mine: &[(Sample, Parsed)]) -> bool {
+    let name = format!("{}: emit twice", f.id);
+    if !f.can_emit() {
+        report.push(name, Outcome::Skip, "the format cannot be written");
+        return false;
+    }
+    let mut bad = Vec::new();
+    let mut refused = Vec::new();
+    let mut ok = 0;
+    for (input, p) in emit_inputs(mine) {
+        let (a, b) = match (emit_timed(f, &p), emit_timed(f, &p)) {
+            (Some(Ok(a)), Some(Ok(b))) => (a, b),
+            (Some(Err(e)), _) | (_, Some(Err(e))) => {
+                if matches!(e.status, Status::INVALID_INPUT | Status::UNSUPPORTED) {
+                    refused.push(format!("{input}: {}", describe(&e)));
+                } else {
+                    bad.push(format!("{input}: {}", describe(&e)));
+                }
+                continue;
+            }
+            _ => {
+                bad.push(format!("{input}: no answer within {CALL_TIMEOUT:?}"));
+                continue;
+            }
+        };
+        if a == b {
+            ok += 1;
+        } else {
+            let at = a
+                .iter()
+                .zip(&b)
+                .position(|(x, y)| x != y)
+                .unwrap_or(a.len().min(b.len()));
+            let show = |v: &[u8]| {
+                let end = (at + 24).min(v.len());
+                String::from_utf8_lossy(&v[at..end])
+                    .escape_debug()
+                    .to_string()
+            };
+            bad.push(format!(
+                "{input}: the two outputs differ at byte {at} (`{}` then `{}`; {} and {} bytes)",
+                show(&a),
+                show(&b),
+                a.len(),
+                b.len()
+            ));
+        }
+    }
+    if !bad.is_empty() {
+        report.push(name, Outcome::Fail, listed(bad));
+        false
+    } else if ok == 0 {
+        report.push(
+            name,
+            Outcome::Skip,
+            format!("the emitter refused every input: {}", listed(refused)),
+        );
+        false
+    } else {
+        let mut detail = format!("identical bytes for {ok} profiles");
+        if !refused.is_empty() {
+            detail.push_str(&format!(" ({} refused with an error)", refused.len()));
+        }
+        report.push(name, Outcome::Pass, detail);
+        true
+    }
+}
+
+/// Malformed and truncated versions of `bytes`.
+fn mutants(bytes: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let n = bytes.len();
+    let mut v = Vec::new();
+    for (what, cut) in [
+        ("first third", n / 3),
+        ("first half", n / 2),
+        ("all but 1 byte", n.saturating_sub(1)),
+    ] {
+        if cut > 0 && cut < n {
+            v.push((
+                format!("truncated to its {what} ({cut} bytes)"),
+                bytes[..cut].to_vec(),
+            ));
+        }
+    }
+    let garbage: &[u8] = b"\x00\xff{[\"@@ not a profile @@\"]}\xfe";
+    let mid = n / 2;
+    let mut m = bytes[..mid].to_vec();
+    m.extend_from_slice(garbage);
+    m.extend_from_slice(&bytes[mid..]);
+    v.push((format!("garbage inserted at byte {mid}"), m));
+    let mut m = bytes.to_vec();
+    m.extend_from_slice(b"\n@@@ garbage line without structure @@@\n");
+    v.push(("garbage line appended".to_string(), m));
+    let mut m = bytes.to_vec();
+    for b in m.iter_mut().skip(n / 4).step_by(7).take(64) {
+        *b = b.wrapping_add(0x5f);
+    }
+    v.push(("bytes corrupted from the first quarter".to_string(), m));
+    v
+}
+
+fn check_bad_input(
+    report: &mut Report,
+    f: &FormatHandle,
+    mine: &[(Sample, Parsed)],
+    foreign: &[Sample],
+) {
+    let name = format!("{}: malformed input", f.id);
+    if !f.can_parse() {
+        report.push(name, Outcome::Skip, "the format cannot be read");
+        return;
+    }
+    let mut inputs: Vec<(String, Arc<Vec<u8>>)> = Vec::new();
+    for (s, _) in mine {
+        for (what, bytes) in mutants(&s.bytes) {
+            inputs.push((format!("{} {what}", s.name), Arc::new(bytes)));
+        }
+    }
+    for s in foreign {
+        inputs.push((
+            format!("{} (a {} file)", s.name, s.format.as_deref().unwrap_or("?")),
+            s.bytes.clone(),
+        ));
+    }
+    inputs.push(("an empty input".to_string(), Arc::new(Vec::new())));
+    let (mut rejected, mut accepted) = (0, 0);
+    let mut bad = Vec::new();
+    for (what, bytes) in &inputs {
+        let (fh, b, w) = (f.clone(), bytes.clone(), what.clone());
+        match timed(move || parse_now(&fh, &b, &w).map(|_| ())) {
+            None => bad.push(format!("{what}: no answer within {CALL_TIMEOUT:?} (hang?)")),
+            Some(Ok(())) => accepted += 1,
+            Some(Err(e)) => match e.status {
+                Status::INVALID_INPUT if e.line.is_none() && e.byte_offset.is_none() => {
+                    bad.push(format!(
+                        "{what}: error without a line or byte offset: {}",
+                        describe(&e)
+                    ))
+                }
+                Status::INVALID_INPUT | Status::UNSUPPORTED => rejected += 1,
+                _ => bad.push(format!("{what}: {}", describe(&e))),
+            },
+        }
+    }
+    if bad.is_empty() {
+        report.push(
+            name,
+            Outcome::Pass,
+            format!(
+                "{} inputs: {rejected} rejected with a located error, {accepted} read; no panic",
+                inputs.len()
+            ),
+        );
+    } else {
+        report.push(name, Outcome::Fail, listed(bad));
+    }
+}
+
+fn check_threads(report: &mut Report, f: &FormatHandle, mine: &[(Sample, Parsed)], emit_ok: bool) {
+    let name = format!("{}: two threads", f.id);
+    let mut bad = Vec::new();
+    let mut done = Vec::new();
+    if f.can_parse() {
+        if let Some((s, parsed)) = mine.first() {
+            let barrier = Arc::new(Barrier::new(2));
+            let results = two_threads(&barrier, f, |fh| {
+                parse_now(fh, &s.bytes, &s.name).map(|p| p.tree.into_bytes())
+            });
+            compare_pair(&mut bad, "parse", &s.name, results, parsed.tree.as_bytes());
+            done.push("parse");
+        }
+    }
+    if f.can_emit() && emit_ok {
+        if let Some((input, p)) = emit_inputs(mine).into_iter().next() {
+            if let Some(Ok(expected)) = emit_timed(f, &p) {
+                let barrier = Arc::new(Barrier::new(2));
+                let results = two_threads(&barrier, f, |fh| {
+                    let mut out = Vec::new();
+                    fh.emit(&p.view(), &mut out, &[], &mut |_, _| {})
+                        .map(|()| out)
+                });
+                compare_pair(&mut bad, "emit", &input, results, &expected);
+                done.push("emit");
+            }
+        }
+    }
+    if !bad.is_empty() {
+        report.push(name, Outcome::Fail, listed(bad));
+    } else if done.is_empty() {
+        report.push(
+            name,
+            Outcome::Skip,
+            "nothing to run: no sample of this format",
+        );
+    } else {
+        report.push(
+            name,
+            Outcome::Pass,
+            format!(
+                "{} on two threads at once gives the single-thread result",
+                done.join(" and ")
+            ),
+        );
+    }
+}
+
+type ThreadResult = Option<Result<Vec<u8>, CallError>>;
+
+/// Runs `call` on two threads that start together; `None` for a thread that panicked.
+fn two_threads<'a>(
+    barrier: &Arc<Barrier>,
+    f: &'a FormatHandle,
+    call: impl Fn(&FormatHandle) -> Result<Vec<u8>, CallError> + Sync + 'a,
+) -> [ThreadResult; 2] {
+    std::thread::scope(|scope| {
+        let handles = [0, 1].map(|_| {
+            let (barrier, call) = (barrier.clone(), &call);
+            scope.spawn(move || {
+                barrier.wait();
+                call(f)
+            })
+        });
+        handles.map(|h| h.join().ok())
+    })
+}
+
+fn compare_pair(
+    bad: &mut Vec<String>,
+    what: &str,
+    input: &str,
+    results: [ThreadResult; 2],
+    expected: &[u8],
+) {
+    for (i, r) in results.into_iter().enumerate() {
+        match r {
+            None => bad.push(format!("{what} {input}: thread {i} died")),
+            Some(Err(e)) => bad.push(format!("{what} {input} on thread {i}: {}", describe(&e))),
+            Some(Ok(out)) if out != expected => bad.push(format!(
+                "{what} {input}: thread {i} got a different result than a single-threaded call"
+            )),
+            Some(Ok(_)) => {}
+        }
+    }
+}

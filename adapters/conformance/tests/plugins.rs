@@ -1,0 +1,167 @@
+//! The conformance kit on real plugin libraries: it passes on every built-in plugin and fails,
+//! with a report naming the problem, on the broken fixture plugins (one panics, one emits
+//! different bytes on each call, one is built for ABI 0.7).
+
+use profconv_conformance::{Outcome, Report, check_plugin};
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// `target/<profile>/`, beside this test binary's `deps/`.
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.parent()
+        .and_then(|d| d.parent())
+        .expect("target/<profile>")
+        .to_path_buf()
+}
+
+/// Builds every workspace member once (`cargo test` does not build cdylibs), including the
+/// test-only fixture plugins, which are not default members.
+fn lib(name: &str) -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    let dir = BUILT.get_or_init(|| {
+        let dir = target_dir();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+        let mut cmd = Command::new(cargo);
+        cmd.current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+            .args(["build", "--quiet", "--workspace"]);
+        if dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("run cargo build for the plugins");
+        assert!(status.success(), "building the plugin libraries failed");
+        dir
+    });
+    use std::env::consts::{DLL_PREFIX, DLL_SUFFIX};
+    dir.join(format!("{DLL_PREFIX}{name}{DLL_SUFFIX}"))
+}
+
+fn check(name: &str) -> Report {
+    let report = check_plugin(&lib(name), &[]);
+    println!("{report}");
+    report
+}
+
+fn outcome(report: &Report, check: &str) -> Outcome {
+    report
+        .check(check)
+        .unwrap_or_else(|| panic!("no check {check:?} in\n{report}"))
+        .outcome
+}
+
+#[test]
+fn every_builtin_plugin_passes() {
+    for name in [
+        "callgrind",
+        "deep",
+        "firefox",
+        "flamegraph",
+        "folded",
+        "pvm",
+    ] {
+        let report = check(&format!("profconv_plugin_{name}"));
+        assert!(
+            report.passed(),
+            "{name} fails the conformance kit:\n{report}"
+        );
+        assert_eq!(outcome(&report, "handshake"), Outcome::Pass);
+    }
+}
+
+#[test]
+fn readers_are_fully_exercised() {
+    // Formats with a built-in sample run every parse check (none is skipped).
+    for (lib_name, id) in [
+        ("folded", "folded"),
+        ("callgrind", "callgrind"),
+        ("pvm", "pvm"),
+        ("deep", "deep"),
+    ] {
+        let report = check(&format!("profconv_plugin_{lib_name}"));
+        for c in [
+            "sniff other formats",
+            "sniff own samples",
+            "parse -> folded -> parse",
+            "malformed input",
+            "two threads",
+        ] {
+            assert_eq!(
+                outcome(&report, &format!("{id}: {c}")),
+                Outcome::Pass,
+                "{report}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_panicking_plugin_fails() {
+    let report = check("profconv_testplugin_panicky");
+    assert!(!report.passed(), "{report}");
+    assert_eq!(outcome(&report, "panicky: malformed input"), Outcome::Fail);
+    assert_eq!(outcome(&report, "panicky: emit twice"), Outcome::Fail);
+    let text = report.to_string();
+    assert!(text.contains("plugin panicked"), "{text}");
+    assert!(text.contains("(PANIC)"), "{text}");
+    assert!(text.lines().last().unwrap().starts_with("FAIL: "), "{text}");
+}
+
+#[test]
+fn a_nondeterministic_emitter_fails() {
+    let report = check("profconv_testplugin_nondeterministic");
+    assert!(!report.passed(), "{report}");
+    let c = report
+        .check("nondeterministic: emit twice")
+        .expect("emit check");
+    assert_eq!(c.outcome, Outcome::Fail, "{report}");
+    assert!(
+        c.detail.contains("the two outputs differ at byte"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_plugin_for_another_abi_fails_the_handshake() {
+    let report = check("profconv_testplugin_oldabi");
+    assert!(!report.passed(), "{report}");
+    assert_eq!(report.checks.len(), 1, "{report}");
+    let c = &report.checks[0];
+    assert_eq!((c.name.as_str(), c.outcome), ("handshake", Outcome::Fail));
+    assert!(c.detail.contains("plugin ABI 0.7"), "{report}");
+    assert!(c.detail.contains("rebuild"), "{report}");
+}
+
+#[test]
+fn a_missing_library_and_a_missing_sample_fail() {
+    let report = check_plugin(
+        &PathBuf::from("/nonexistent/libprofconv_plugin_nothing.so"),
+        &[PathBuf::from("/nonexistent/sample.folded")],
+    );
+    assert!(!report.passed());
+    assert_eq!(
+        outcome(&report, "sample /nonexistent/sample.folded"),
+        Outcome::Fail
+    );
+    assert_eq!(outcome(&report, "handshake"), Outcome::Fail);
+}
+
+#[test]
+fn user_samples_are_checked_too() {
+    let dir = std::env::temp_dir().join(format!("profconv-conformance-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("good.folded");
+    std::fs::write(&good, "main;a 1\nmain;b 2\n").unwrap();
+    let bad = dir.join("bad.folded");
+    std::fs::write(&bad, "this is not folded\n").unwrap();
+    let report = check_plugin(&lib("profconv_plugin_folded"), &[good.clone(), bad.clone()]);
+    println!("{report}");
+    assert_eq!(
+        outcome(&report, &format!("sample {}", good.display())),
+        Outcome::Pass
+    );
+    let c = report.check(&format!("sample {}", bad.display())).unwrap();
+    assert_eq!(c.outcome, Outcome::Fail);
+    assert!(c.detail.contains("line 1"), "{report}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

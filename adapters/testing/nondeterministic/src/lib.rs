@@ -1,0 +1,39 @@
+//! A plugin whose emitter writes different bytes on every call (a call counter in a comment
+//! line): the conformance kit must report that emitting twice does not give identical bytes.
+
+use profconv_plugin::ir::{CallTree, ProfileRef};
+use profconv_plugin::{Context, Format, Options, Output, PluginError};
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Counts emit calls (synchronized, as the threading rules ask; only the output is wrong).
+static CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// Folded-like text with a `# run N` header that changes on every call.
+pub struct Nondeterministic;
+
+impl Format for Nondeterministic {
+    const ID: &'static str = "nondeterministic";
+    const DESCRIPTION: &'static str = "writes a call counter into its output (test fixture)";
+    const EXTENSIONS: &'static str = "nondeterministic";
+    const CAN_EMIT: bool = true;
+
+    fn emit(
+        profile: &ProfileRef<'_>,
+        output: &mut Output<'_>,
+        _: &Options,
+        _: &mut Context<'_>,
+    ) -> Result<(), PluginError> {
+        let run = CALLS.fetch_add(1, Ordering::Relaxed);
+        writeln!(output, "# run {run}")?;
+        let tree = CallTree::build(profile)?;
+        writeln!(output, "# {} call nodes", tree.len())?;
+        Ok(())
+    }
+}
+
+profconv_plugin::export_plugin!(
+    name: "nondeterministic",
+    version: env!("CARGO_PKG_VERSION"),
+    formats: [Nondeterministic],
+);
