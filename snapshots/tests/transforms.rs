@@ -1,9 +1,10 @@
 //! Transforms on real perf captures: totals kept or shrunk as each transform must, results
 //! valid, and a few transformed trees snapshotted (`tests/snapshots/transforms__*.snap`).
 
+use profconv_conformance::{TreeTextConfig, profile_tree_text};
 use profconv_folded::parse_folded;
 use profconv_ir::transform::apply;
-use profconv_ir::{CallTree, Profile, Transform, TreeOrder, TreeTextOptions, render_tree};
+use profconv_ir::{CallTree, Profile, Transform, TreeOrder, TreeTextOptions};
 use profconv_plugin::{Context, Input};
 use std::path::Path;
 
@@ -98,13 +99,17 @@ fn every_transform_keeps_or_shrinks_the_total_as_it_must_on_perf_captures() {
     }
 }
 
+/// The tree text, through the same helper profconv offers profiler authors for their snapshots
+/// (`profconv_conformance::profile_tree_text`, docs/snapshot-testing.md).
 fn tree(p: &Profile) -> String {
-    let t = CallTree::build(&p.view()).unwrap();
-    let opts = TreeTextOptions {
-        order: TreeOrder::Total,
+    let config = TreeTextConfig {
+        tree: TreeTextOptions {
+            order: TreeOrder::Total,
+            ..Default::default()
+        },
         ..Default::default()
     };
-    render_tree(&p.view(), &t, &opts).unwrap()
+    profile_tree_text(&p.view(), &config).unwrap()
 }
 
 #[test]
