@@ -64,10 +64,45 @@ impl OpenInput {
         })
     }
 
-    /// A reader over the whole content (head included).
-    pub fn into_reader(self) -> impl Read {
-        Cursor::new(self.head).chain(self.rest)
+    /// A reader over the whole content (head included), with a progress bar on stderr when
+    /// stderr is a terminal and the input is large (or of unknown size, like a pipe).
+    pub fn into_reader(self) -> Box<dyn Read> {
+        let name = self.name.clone();
+        let size = self.size_hint;
+        let reader = Cursor::new(self.head).chain(self.rest);
+        match progress_bar(&name, size) {
+            Some(bar) => Box::new(bar.wrap_read(reader)),
+            None => Box::new(reader),
+        }
     }
+}
+
+/// Inputs smaller than this convert too fast for a progress bar to help.
+const PROGRESS_MIN_BYTES: u64 = 64 << 20;
+
+fn progress_bar(name: &str, size: Option<u64>) -> Option<indicatif::ProgressBar> {
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
+    use std::io::IsTerminal;
+    if !io::stderr().is_terminal() || size.is_some_and(|s| s < PROGRESS_MIN_BYTES) {
+        return None;
+    }
+    let bar = match size {
+        Some(total) => ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr())
+            .with_style(
+                ProgressStyle::with_template(
+                    "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+                )
+                .ok()?
+                .progress_chars("=> "),
+            ),
+        None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(
+            ProgressStyle::with_template("{msg} {spinner} {bytes} {bytes_per_sec}").ok()?,
+        ),
+    };
+    Some(
+        bar.with_message(name.to_string())
+            .with_finish(ProgressFinish::AndClear),
+    )
 }
 
 /// Where output goes: stdout, or a temp file renamed over the target when complete.
