@@ -38,6 +38,44 @@ impl Source {
 pub struct Candidate {
     pub path: PathBuf,
     pub source: Source,
+    /// Why it must not be loaded, if it must not (see [`untrusted`]).
+    pub refused: Option<String>,
+}
+
+/// Loading a library runs its code with the user's rights, so a plugin that anyone could have
+/// replaced is refused: a file, or the directory holding it, writable by all users.
+/// (Group-writable is allowed: with per-user groups and umask 002 every build directory is.)
+#[cfg(unix)]
+pub fn untrusted(file: &Path) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let check = |p: &Path, what: &str| {
+        let mode = std::fs::metadata(p).ok()?.permissions().mode();
+        // A sticky world-writable directory (like /tmp) still lets others add files there.
+        (mode & 0o002 != 0).then(|| {
+            format!(
+                "refusing {}: its {what} {} is writable by all users (mode {:o}); \
+                 `chmod o-w` it to load the plugin",
+                file.display(),
+                p.display(),
+                mode & 0o7777
+            )
+        })
+    };
+    check(file, "file").or_else(|| check(file.parent()?, "directory"))
+}
+
+/// On other systems no permission check is made.
+#[cfg(not(unix))]
+pub fn untrusted(_file: &Path) -> Option<String> {
+    None
+}
+
+fn candidate(path: PathBuf, source: Source) -> Candidate {
+    Candidate {
+        refused: untrusted(&path),
+        path,
+        source,
+    }
 }
 
 /// True for file names a plugin directory may hold.
@@ -77,7 +115,7 @@ fn scan_dir(dir: &Path, source: Source, out: &mut Vec<Candidate>) {
         .filter(|p| p.is_file())
         .collect();
     files.sort(); // deterministic order within a directory
-    out.extend(files.into_iter().map(|path| Candidate { path, source }));
+    out.extend(files.into_iter().map(|path| candidate(path, source)));
 }
 
 /// Every candidate plugin file, in discovery order.
@@ -88,19 +126,13 @@ pub fn candidates(explicit: &[PathBuf], use_defaults: bool) -> Vec<Candidate> {
             scan_dir(p, Source::CommandLine, &mut out);
         } else {
             // A file named explicitly is loaded whatever its name: the user chose it.
-            out.push(Candidate {
-                path: p.clone(),
-                source: Source::CommandLine,
-            });
+            out.push(candidate(p.clone(), Source::CommandLine));
         }
     }
     if let Some(paths) = std::env::var_os("PROFCONV_PLUGIN_PATH") {
         for dir in std::env::split_paths(&paths).filter(|d| !d.as_os_str().is_empty()) {
             if dir.is_file() {
-                out.push(Candidate {
-                    path: dir,
-                    source: Source::EnvPath,
-                });
+                out.push(candidate(dir, Source::EnvPath));
             } else {
                 scan_dir(&dir, Source::EnvPath, &mut out);
             }
@@ -145,5 +177,25 @@ mod tests {
             "{DLL_PREFIX}profconv_plugin.rlib"
         )));
         assert!(!is_plugin_file_name("profconv_plugin_folded.txt"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn plugins_writable_by_others_are_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let lib = dir
+            .path()
+            .join(format!("{DLL_PREFIX}profconv_plugin_x{DLL_SUFFIX}"));
+        std::fs::write(&lib, b"not really a library").unwrap();
+        std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(untrusted(&lib), None);
+        std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(untrusted(&lib).unwrap().contains("file"));
+        std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let why = untrusted(&lib).unwrap();
+        assert!(why.contains("directory") && why.contains("777"), "{why}");
     }
 }

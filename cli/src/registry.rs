@@ -38,6 +38,13 @@ impl Registry {
                 continue;
             }
             seen_paths.push(canon);
+            if let Some(reason) = c.refused.clone() {
+                reg.rejected.push(Rejected {
+                    reason,
+                    candidate: c,
+                });
+                continue;
+            }
             match host::load_library(&c.path) {
                 Ok(plugin) => reg.add(plugin, c.source),
                 Err(e) => reg.rejected.push(Rejected {
