@@ -105,17 +105,41 @@ fn progress_bar(name: &str, size: Option<u64>) -> Option<indicatif::ProgressBar>
     )
 }
 
-/// Where output goes: stdout, or a temp file renamed over the target when complete.
+/// Where output goes: stdout, a device or pipe written directly, or a temp file renamed over
+/// the target when complete.
 pub enum Sink {
     Stdout(io::BufWriter<io::Stdout>),
+    /// A target that is not a regular file (`/dev/null`, a FIFO, `/dev/stdout`): renaming over
+    /// it would replace the device itself, so it is written in place.
+    Direct(io::BufWriter<File>),
     File {
         tmp: tempfile::NamedTempFile,
         target: PathBuf,
     },
 }
 
+/// The temp file of the conversion under way, removed if the user interrupts it (Ctrl-C).
+static PENDING_TEMP: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
+
+fn set_pending(path: Option<PathBuf>) {
+    if let Ok(mut p) = PENDING_TEMP.lock() {
+        *p = path;
+    }
+}
+
+/// Removes the pending temp file, if any (called from the interrupt handler).
+pub fn remove_pending_temp() {
+    if let Ok(mut p) = PENDING_TEMP.lock() {
+        if let Some(path) = p.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
 impl Sink {
-    /// `-` is stdout; anything else a temp file beside `target`, so the rename is atomic.
+    /// `-` is stdout; an existing non-regular file is written directly; anything else goes to a
+    /// temp file beside the target (after following symlinks), so the final rename is atomic
+    /// and replaces the file the user named, not a link to it.
     pub fn create(target: &Path) -> io::Result<Sink> {
         if target == Path::new("-") {
             return Ok(Sink::Stdout(io::BufWriter::with_capacity(
@@ -123,6 +147,20 @@ impl Sink {
                 io::stdout(),
             )));
         }
+        let target = match std::fs::metadata(target) {
+            Ok(meta) if !meta.is_file() => {
+                if meta.is_dir() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "is a directory",
+                    ));
+                }
+                let f = std::fs::OpenOptions::new().write(true).open(target)?;
+                return Ok(Sink::Direct(io::BufWriter::with_capacity(1 << 16, f)));
+            }
+            Ok(_) => std::fs::canonicalize(target)?,
+            Err(_) => target.to_path_buf(),
+        };
         let dir = match target.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
@@ -136,16 +174,15 @@ impl Sink {
             builder.permissions(std::fs::Permissions::from_mode(0o666));
         }
         let tmp = builder.tempfile_in(dir)?;
-        Ok(Sink::File {
-            tmp,
-            target: target.to_path_buf(),
-        })
+        set_pending(Some(tmp.path().to_path_buf()));
+        Ok(Sink::File { tmp, target })
     }
 
     /// The writer.
     pub fn writer(&mut self) -> &mut dyn Write {
         match self {
             Sink::Stdout(w) => w,
+            Sink::Direct(w) => w,
             Sink::File { tmp, .. } => tmp.as_file_mut(),
         }
     }
@@ -155,9 +192,12 @@ impl Sink {
     pub fn commit(self) -> io::Result<()> {
         match self {
             Sink::Stdout(mut w) => w.flush(),
+            Sink::Direct(mut w) => w.flush(),
             Sink::File { tmp, target } => {
                 tmp.as_file().sync_all().ok();
-                tmp.persist(&target).map(|_| ()).map_err(|e| e.error)
+                let done = tmp.persist(&target).map(|_| ()).map_err(|e| e.error);
+                set_pending(None);
+                done
             }
         }
     }

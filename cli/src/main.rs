@@ -197,6 +197,11 @@ impl Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Ctrl-C: remove the half-written temp file, then exit as interrupted processes do.
+    let _ = ctrlc::set_handler(|| {
+        io::remove_pending_temp();
+        std::process::exit(130);
+    });
     if let Command::PluginCheck { path, samples } = &cli.command {
         // The plugin under test is loaded by the kit itself, not through discovery.
         let report = profconv_conformance::check_plugin(path, samples);
@@ -362,7 +367,31 @@ fn parse(
             &format!("plugin '{}' reading '{}'", parser.plugin.name, parser.id),
         )
     })?;
+    check_totals(&profile.view(), &name)?;
     Ok((name, profile))
+}
+
+/// Refuses a profile whose values add up to more than 64 bits hold, naming the input (every
+/// call-tree total is bounded by the grand total when values are not negative, so emitters then
+/// cannot overflow either).
+fn check_totals(view: &ProfileRef<'_>, name: &str) -> Result<(), Failure> {
+    for (c, col) in view.sample_values.iter().enumerate() {
+        let (mut pos, mut neg) = (0i128, 0i128);
+        for &v in col.iter() {
+            if v >= 0 {
+                pos += v as i128;
+            } else {
+                neg += v as i128;
+            }
+        }
+        if pos > i64::MAX as i128 || neg < i64::MIN as i128 {
+            return Err(Failure::Input(format!(
+                "{name}: the values of '{}' add up to more than a 64-bit integer holds",
+                view.value_type_name(c)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Applies the `--transform` stack; `None` when there is none (the plugin's profile is used as

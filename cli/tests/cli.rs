@@ -387,3 +387,68 @@ fn plugin_check_passes_real_plugins_and_fails_broken_ones() {
         );
     }
 }
+
+#[test]
+fn output_to_devices_and_symlinks_writes_through_them() {
+    let d = tmp();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    // A device is written in place: renaming over it would replace /dev/null with a file.
+    let out = run(&[
+        "convert",
+        input.to_str().unwrap(),
+        "--to",
+        "folded",
+        "-o",
+        "/dev/null",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let meta = std::fs::metadata("/dev/null").unwrap();
+        assert!(
+            meta.file_type().is_char_device(),
+            "/dev/null is no longer a device"
+        );
+        let real = write(d.path(), "real.folded", b"old\n");
+        let link = d.path().join("link.folded");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let out = run(&[
+            "convert",
+            input.to_str().unwrap(),
+            "-o",
+            link.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), SEED_001);
+    }
+}
+
+#[test]
+fn totals_that_overflow_name_the_input() {
+    let d = tmp();
+    let input = write(
+        d.path(),
+        "big.folded",
+        b"main;a 9223372036854775807\nmain;b 9223372036854775807\n",
+    );
+    let out = run(&[
+        "convert",
+        input.to_str().unwrap(),
+        "-o",
+        d.path().join("x.svg").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("big.folded") && err.contains("64-bit"),
+        "{err}"
+    );
+    assert!(!d.path().join("x.svg").exists());
+}

@@ -126,6 +126,56 @@ fn func_path(p: &ProfileRef<'_>, stack: u32, path: &mut Vec<u32>) {
     path.reverse();
 }
 
+/// Call nodes by func path: stacks whose funcs from the root are equal share a node, and a
+/// node's ancestors are its path, so one comparison of node ids compares whole paths. Lets the
+/// evented emitter find where a sample's path leaves the open calls in time proportional to
+/// the calls opened and closed, not to the depth (a million nested calls stay linear).
+struct PathNodes {
+    /// Node of each IR stack.
+    of_stack: Vec<u32>,
+    /// Parent node, or `NONE` for a root.
+    parent: Vec<u32>,
+    /// The node's func.
+    func: Vec<u32>,
+    /// Number of funcs on the path (a root has 1).
+    depth: Vec<u32>,
+}
+
+impl PathNodes {
+    fn new(p: &ProfileRef<'_>) -> Self {
+        let mut ids: std::collections::HashMap<(u32, u32), u32> = Default::default();
+        let mut n = PathNodes {
+            of_stack: Vec::with_capacity(p.n_stacks()),
+            parent: Vec::new(),
+            func: Vec::new(),
+            depth: Vec::new(),
+        };
+        for s in 0..p.n_stacks() {
+            // Prefixes come before their stacks (validated), so the parent's node exists.
+            let prefix = p.stack_prefix[s];
+            let parent = if prefix == NONE {
+                NONE
+            } else {
+                n.of_stack[prefix as usize]
+            };
+            let func = p.stack_func(s as u32);
+            let next = n.func.len() as u32;
+            let id = *ids.entry((parent, func)).or_insert(next);
+            if id == next {
+                n.parent.push(parent);
+                n.func.push(func);
+                n.depth.push(if parent == NONE {
+                    1
+                } else {
+                    n.depth[parent as usize] + 1
+                });
+            }
+            n.of_stack.push(id);
+        }
+        n
+    }
+}
+
 /// speedscope's unit for an IR unit.
 fn speedscope_unit(unit: &str) -> &'static str {
     match unit_kind(unit) {
@@ -206,9 +256,13 @@ fn build_file<'r, 'p>(
                     .windows(2)
                     .all(|w| t[w[0] as usize] <= t[w[1] as usize])
             });
+            let nodes = PathNodes::new(p);
             let mut events = Vec::new();
+            // Funcs of the open calls from the root, and their path nodes.
             let mut open: Vec<u32> = Vec::new();
-            let mut chain: Vec<u32> = Vec::new();
+            let mut open_nodes: Vec<u32> = Vec::new();
+            // Nodes the sample opens, deepest first.
+            let mut fresh: Vec<u32> = Vec::new();
             let mut prev_end: Option<i128> = None;
             let mut running: i128 = 0;
             let mut first: Option<i128> = None;
@@ -229,20 +283,42 @@ fn build_file<'r, 'p>(
                 first.get_or_insert(start);
                 if prev_end.is_some_and(|e| start > e) {
                     close_to(&mut open, 0, prev_end.unwrap_or(start), &mut events);
+                    open_nodes.clear();
                 }
-                func_path(p, p.sample_stack[i], &mut chain);
-                let mut keep = open.iter().zip(&chain).take_while(|(a, b)| a == b).count();
-                if p.sample_values[calls][i] > 0 && keep == chain.len() {
-                    keep -= 1; // a new call of the function already open here
+                // Walk up from the sample's node to the deepest open call on its path: equal
+                // nodes at equal depth mean equal paths from the root.
+                let leaf = nodes.of_stack[p.sample_stack[i] as usize];
+                fresh.clear();
+                let mut node = leaf;
+                while node != NONE {
+                    let d = nodes.depth[node as usize] as usize;
+                    if d <= open_nodes.len() && open_nodes[d - 1] == node {
+                        break;
+                    }
+                    fresh.push(node);
+                    node = nodes.parent[node as usize];
+                }
+                let mut keep = if node == NONE {
+                    0
+                } else {
+                    nodes.depth[node as usize] as usize
+                };
+                if p.sample_values[calls][i] > 0 && fresh.is_empty() && keep > 0 {
+                    // A new call of the function already open here.
+                    keep -= 1;
+                    fresh.push(leaf);
                 }
                 close_to(&mut open, keep, start, &mut events);
-                for &f in &chain[keep..] {
+                open_nodes.truncate(keep);
+                for &n in fresh.iter().rev() {
+                    let f = nodes.func[n as usize];
                     events.push(Event {
                         kind: "O",
                         frame: f,
                         at: num(start),
                     });
                     open.push(f);
+                    open_nodes.push(n);
                 }
                 let end = start + (value(i) as i128).abs();
                 prev_end = Some(end);

@@ -529,3 +529,44 @@ fn a_trace_with_real_time_draws_its_timeline_in_real_time() {
     assert_eq!(v["profiles"][0]["unit"], "nanoseconds");
     assert_eq!(v["profiles"][0]["endValue"], 5_000_000);
 }
+
+/// A trace of 200 000 nested calls, each with self time, as speedscope events. The evented
+/// emitter used to rebuild and compare every sample's whole path (quadratic: a million nested
+/// calls from a PVM trace took minutes); now each sample costs what it opens and closes.
+#[test]
+fn speedscope_events_of_a_very_deep_trace_are_linear() {
+    const N: i64 = 200_000;
+    let mut b = ProfileBuilder::new();
+    let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);
+    let calls = b.add_value_type("calls", "count", ValueKind::Count);
+    let mut t = TraceBuilder::new(&b, vec![ticks], Some(calls), true);
+    let frames: Vec<u32> = (0..7)
+        .map(|i| {
+            let f = b.func(&format!("f{i}"));
+            b.frame(f)
+        })
+        .collect();
+    for i in 0..N {
+        t.enter(&mut b, frames[(i % 7) as usize], &[i]).unwrap();
+    }
+    for i in 0..N {
+        t.exit(&mut b, &[N + i]).unwrap();
+    }
+    b.set_flags(flags::ORDERED);
+    b.add_meta("time_unit", "ticks");
+    let p = b.finish();
+    // Not through `check_speedscope`: its tree keeps every node's path (quadratic here).
+    let json = emit::<Speedscope>(&p, &[]).unwrap();
+    let v: Value = serde_json::from_slice(&json).unwrap();
+    let prof = &v["profiles"][0];
+    assert_eq!(prof["type"], "evented");
+    let events = prof["events"].as_array().unwrap();
+    assert_eq!(events.len(), 2 * N as usize);
+    // Every call opens once, in order, and the innermost closes first.
+    assert_eq!(events[0]["type"], "O");
+    assert_eq!(events[0]["at"], 0);
+    assert_eq!(events[N as usize - 1]["at"], N - 1);
+    assert_eq!(events[N as usize]["type"], "C");
+    assert_eq!(events[N as usize]["at"], N);
+    assert_eq!(events[2 * N as usize - 1]["at"], 2 * N - 1);
+}
