@@ -172,18 +172,18 @@ impl Failure {
         ExitCode::from(code)
     }
 
-    /// A plugin call's error, located in `input_name`.
-    fn from_call(e: CallError, input_name: &str, what: &str) -> Failure {
+    /// A plugin call's error, located in `place` (the input being read or the output written).
+    fn from_call(e: CallError, place: &str, what: &str) -> Failure {
         if let Some(io) = &e.io {
             if is_broken_pipe(io) {
                 return Failure::BrokenPipe;
             }
-            return Failure::Io(format!("{input_name}: {io}"));
+            return Failure::Io(format!("{place}: {io}"));
         }
         let msg = match (e.line, e.byte_offset) {
-            (Some(_), _) => format!("{input_name}:{e}"),
-            (None, Some(_)) => format!("{input_name}: {e}"),
-            (None, None) => format!("{input_name}: {}", e.message),
+            (Some(_), _) => format!("{place}:{e}"),
+            (None, Some(_)) => format!("{place}: {e}"),
+            (None, None) => format!("{place}: {}", e.message),
         };
         match e.status {
             Status::INVALID_INPUT => Failure::Input(msg),
@@ -593,16 +593,9 @@ fn tree(registry: &Registry, args: &TreeArgs, quiet: bool) -> Result<(), Failure
     let view = transformed
         .as_ref()
         .map_or_else(|| profile.view(), Profile::view);
+    // The renderer's default (no --value) is the first weight, as value_column's.
     let value = match &args.value {
-        Some(v) => Some(view.value_type_index(v).ok_or_else(|| {
-            let known: Vec<&str> = (0..view.value_types.len())
-                .map(|i| view.value_type_name(i))
-                .collect();
-            Failure::Usage(format!(
-                "{name}: no value type '{v}' (this profile has: {})",
-                known.join(", ")
-            ))
-        })?),
+        Some(v) => Some(value_column(&view, Some(v), &name)?),
         None => None,
     };
     let call_tree = CallTree::build(&view).map_err(|e| Failure::Input(format!("{name}: {e}")))?;

@@ -148,7 +148,6 @@ impl LineWriter {
             todo.extend(kids.iter().rev());
         }
         self.path = path;
-        let _ = self.col;
         Ok(())
     }
 
