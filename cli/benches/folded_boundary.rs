@@ -101,16 +101,36 @@ fn main() {
             whole: None,
             size_hint: Some(bytes),
             name: "bench",
+            threads: 1,
         };
         let p = folded.parse(req, &[], &mut |_, _| {}).unwrap();
         std::hint::black_box(p.view().n_stacks());
     });
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    measure(
+        &format!("parse, plugin via dlopen + ABI, {threads} threads"),
+        bytes,
+        runs,
+        || {
+            let mut f = File::open(&input).unwrap();
+            let req = ParseInput {
+                reader: &mut f,
+                whole: None,
+                size_hint: Some(bytes),
+                name: "bench",
+                threads,
+            };
+            let p = folded.parse(req, &[], &mut |_, _| {}).unwrap();
+            std::hint::black_box(p.view().n_stacks());
+        },
+    );
     let mut f = File::open(&input).unwrap();
     let req = ParseInput {
         reader: &mut f,
         whole: None,
         size_hint: Some(bytes),
         name: "bench",
+        threads: 1,
     };
     let profile = folded.parse(req, &[], &mut |_, _| {}).unwrap();
     let view = profile.view();

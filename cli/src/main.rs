@@ -31,6 +31,10 @@ struct Cli {
     /// Do not print warnings.
     #[arg(short, long, global = true)]
     quiet: bool,
+    /// Worker threads for parsers and emitters that split their work (folded stacks are parsed
+    /// in parallel); the output is the same whatever the number. Default: every core.
+    #[arg(long, short = 'j', value_name = "N", global = true, value_parser = clap::value_parser!(u32).range(1..))]
+    threads: Option<u32>,
     #[command(subcommand)]
     command: Command,
 }
@@ -220,14 +224,28 @@ fn main() -> ExitCode {
 
 fn run(cli: &Cli) -> Result<(), Failure> {
     let registry = Registry::load(discovery::candidates(&cli.plugins, !cli.no_default_plugins));
-    let quiet = cli.quiet;
+    let run = Run {
+        quiet: cli.quiet,
+        threads: cli.threads.map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            |n| n as usize,
+        ),
+    };
     match &cli.command {
         Command::Formats => list_formats(&registry),
-        Command::Convert(args) => convert(&registry, args, quiet),
-        Command::Tree(args) => tree(&registry, args, quiet),
-        Command::Diff(args) => diff(&registry, args, quiet),
+        Command::Convert(args) => convert(&registry, args, run),
+        Command::Tree(args) => tree(&registry, args, run),
+        Command::Diff(args) => diff(&registry, args, run),
         Command::PluginCheck { .. } => unreachable!("handled in main, before discovery"),
     }
+}
+
+/// Settings of this run that every step needs.
+#[derive(Clone, Copy)]
+struct Run {
+    quiet: bool,
+    /// Worker threads plugins may use (`--threads`).
+    threads: usize,
 }
 
 fn warn(quiet: bool, msg: &str) {
@@ -336,13 +354,13 @@ fn parse(
     input: OpenInput,
     parser: &FormatHandle,
     options: &[(String, Option<String>)],
-    quiet: bool,
+    run: Run,
 ) -> Result<(String, profconv_plugin::host::ForeignProfile), Failure> {
     let name = input.name.clone();
     let size_hint = input.size_hint;
     let mut log = |level: u32, msg: &str| {
         if level == log_level::WARN {
-            warn(quiet, &format!("{name}: {msg}"));
+            warn(run.quiet, &format!("{name}: {msg}"));
         }
     };
     let streams = parser.streams_input();
@@ -359,6 +377,7 @@ fn parse(
         whole: (!streams).then_some(whole.as_slice()),
         size_hint,
         name: &name,
+        threads: run.threads,
     };
     let profile = parser.parse(req, options, &mut log).map_err(|e| {
         Failure::from_call(
@@ -484,7 +503,7 @@ fn write_output(
     view: &ProfileRef<'_>,
     out_path: &Path,
     options: &OptionList,
-    quiet: bool,
+    run: Run,
 ) -> Result<(), Failure> {
     let mut sink =
         Sink::create(out_path).map_err(|e| Failure::Io(format!("{}: {e}", out_path.display())))?;
@@ -495,11 +514,11 @@ fn write_output(
     };
     let mut log = |level: u32, msg: &str| {
         if level == log_level::WARN {
-            warn(quiet, &format!("{out_name}: {msg}"));
+            warn(run.quiet, &format!("{out_name}: {msg}"));
         }
     };
     emitter
-        .emit(view, sink.writer(), options, &mut log)
+        .emit_with_threads(view, sink.writer(), options, run.threads, &mut log)
         .map_err(|e| {
             let what = format!("plugin '{}' writing '{}'", emitter.plugin.name, emitter.id);
             Failure::from_call(e, &out_name, &what)
@@ -513,18 +532,18 @@ fn write_output(
     })
 }
 
-fn convert(registry: &Registry, args: &ConvertArgs, quiet: bool) -> Result<(), Failure> {
+fn convert(registry: &Registry, args: &ConvertArgs, run: Run) -> Result<(), Failure> {
     let out_path = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
     let emitter = choose_emitter(registry, args.to.as_deref(), &out_path)?;
     check_not_an_input(&out_path, &[&args.input.input])?;
     let (input, parser) = open_input(registry, &args.input)?;
     let opts = split_options(&args.input.options, &[parser, emitter])?;
-    let (name, profile) = parse(input, parser, &opts[0], quiet)?;
-    let transformed = apply_transforms(&profile.view(), &args.input.transforms, &name, quiet)?;
+    let (name, profile) = parse(input, parser, &opts[0], run)?;
+    let transformed = apply_transforms(&profile.view(), &args.input.transforms, &name, run.quiet)?;
     let view = transformed
         .as_ref()
         .map_or_else(|| profile.view(), Profile::view);
-    write_output(emitter, &view, &out_path, &opts[1], quiet)
+    write_output(emitter, &view, &out_path, &opts[1], run)
 }
 
 /// The value column `--value` names, or the first weight.
@@ -548,7 +567,7 @@ fn value_column(view: &ProfileRef<'_>, value: Option<&str>, name: &str) -> Resul
     }
 }
 
-fn diff(registry: &Registry, args: &DiffArgs, quiet: bool) -> Result<(), Failure> {
+fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
     let out_path = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
     let to = args
         .to
@@ -570,10 +589,10 @@ fn diff(registry: &Registry, args: &DiffArgs, quiet: bool) -> Result<(), Failure
     let (before_in, before_parser) = open(&args.before)?;
     let (after_in, after_parser) = open(&args.after)?;
     let opts = split_options(&args.options, &[before_parser, after_parser, emitter])?;
-    let (before_name, before) = parse(before_in, before_parser, &opts[0], quiet)?;
-    let (after_name, after) = parse(after_in, after_parser, &opts[1], quiet)?;
-    let before_t = apply_transforms(&before.view(), &args.transforms, &before_name, quiet)?;
-    let after_t = apply_transforms(&after.view(), &args.transforms, &after_name, quiet)?;
+    let (before_name, before) = parse(before_in, before_parser, &opts[0], run)?;
+    let (after_name, after) = parse(after_in, after_parser, &opts[1], run)?;
+    let before_t = apply_transforms(&before.view(), &args.transforms, &before_name, run.quiet)?;
+    let after_t = apply_transforms(&after.view(), &args.transforms, &after_name, run.quiet)?;
     let bv = before_t
         .as_ref()
         .map_or_else(|| before.view(), Profile::view);
@@ -582,14 +601,14 @@ fn diff(registry: &Registry, args: &DiffArgs, quiet: bool) -> Result<(), Failure
     let ac = value_column(&av, args.value.as_deref(), &after_name)?;
     let combined = profconv_ir::diff::combine(&bv, bc, &av, ac)
         .map_err(|e| Failure::Input(format!("{before_name} and {after_name}: {e}")))?;
-    write_output(emitter, &combined.view(), &out_path, &opts[2], quiet)
+    write_output(emitter, &combined.view(), &out_path, &opts[2], run)
 }
 
-fn tree(registry: &Registry, args: &TreeArgs, quiet: bool) -> Result<(), Failure> {
+fn tree(registry: &Registry, args: &TreeArgs, run: Run) -> Result<(), Failure> {
     let (input, parser) = open_input(registry, &args.input)?;
     let opts = split_options(&args.input.options, &[parser])?;
-    let (name, profile) = parse(input, parser, &opts[0], quiet)?;
-    let transformed = apply_transforms(&profile.view(), &args.input.transforms, &name, quiet)?;
+    let (name, profile) = parse(input, parser, &opts[0], run)?;
+    let transformed = apply_transforms(&profile.view(), &args.input.transforms, &name, run.quiet)?;
     let view = transformed
         .as_ref()
         .map_or_else(|| profile.view(), Profile::view);

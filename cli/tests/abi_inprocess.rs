@@ -66,6 +66,7 @@ fn parse(
         whole: (!streaming).then_some(bytes),
         size_hint: Some(bytes.len() as u64),
         name: "test.folded",
+        threads: 1,
     };
     f.parse(input, &[], &mut |_, _| {})
 }
@@ -124,6 +125,7 @@ fn options_are_passed_and_bad_values_reported() {
         whole: None,
         size_hint: None,
         name: "x",
+        threads: 1,
     };
     let p = f
         .parse(input, &[("skip-bad-lines".into(), None)], &mut |_, m| {

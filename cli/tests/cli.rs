@@ -452,3 +452,60 @@ fn totals_that_overflow_name_the_input() {
     );
     assert!(!d.path().join("x.svg").exists());
 }
+
+/// `--threads` changes how fast folded stacks are read, never what comes out: a real perf
+/// capture cut into 4 KiB pieces and parsed on 1, 2 and 4 threads gives byte-identical output
+/// in every format and the same warnings.
+#[test]
+fn output_is_identical_whatever_the_thread_count() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let input = root.join("snapshots/fixtures/folded/perf/cargo.folded");
+    let dir = tmp();
+    // A line without a count and a stackless count, so warnings are compared too.
+    let mut bytes = std::fs::read(&input).unwrap();
+    bytes.extend_from_slice(b" 12\nmain;oops\n");
+    let input = write(dir.path(), "cargo.folded", &bytes);
+    let input = input.to_str().unwrap();
+    for ext in ["svg", "callgrind", "folded", "json.gz"] {
+        let mut outputs = Vec::new();
+        for threads in ["1", "2", "4"] {
+            let out = dir.path().join(format!("t{threads}.{ext}"));
+            let r = run(&[
+                "convert",
+                input,
+                "-o",
+                out.to_str().unwrap(),
+                "--threads",
+                threads,
+                "-O",
+                "skip-bad-lines",
+                "-O",
+                "piece-size=4096",
+            ]);
+            assert!(
+                r.status.success(),
+                "{ext}, {threads} threads: {}",
+                text(&r.stderr)
+            );
+            outputs.push((threads, std::fs::read(&out).unwrap(), text(&r.stderr)));
+        }
+        let (_, first, warnings) = &outputs[0];
+        assert!(
+            warnings.contains("line 4053") && warnings.contains("line 4054"),
+            "{warnings}"
+        );
+        for (threads, bytes, w) in &outputs[1..] {
+            assert!(bytes == first, "{ext}: {threads} threads differ from 1");
+            assert_eq!(w, warnings, "{ext}: warnings with {threads} threads");
+        }
+    }
+    let skip = ["-O", "skip-bad-lines", "-q"];
+    let r = run(&[
+        &["tree", input, "-j", "3", "-O", "piece-size=1000"][..],
+        &skip,
+    ]
+    .concat());
+    let one = run(&[&["tree", input, "-j", "1"][..], &skip].concat());
+    assert!(r.status.success() && one.status.success());
+    assert_eq!(text(&r.stdout), text(&one.stdout));
+}

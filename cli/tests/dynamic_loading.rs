@@ -13,6 +13,7 @@ fn parse(f: &host::FormatHandle, bytes: &[u8]) -> Result<host::ForeignProfile, h
         whole: None,
         size_hint: None,
         name: "t",
+        threads: 1,
     };
     f.parse(input, &[], &mut |_, _| {})
 }

@@ -102,7 +102,7 @@ fn abi_layout_is_deliberate() {
         out,
         HostCallbacks {
             struct_size,
-            reserved,
+            threads,
             ctx,
             report_error,
             log

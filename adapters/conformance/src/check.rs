@@ -311,6 +311,7 @@ fn parse_now(f: &FormatHandle, bytes: &[u8], name: &str) -> Result<Parsed, CallE
         whole: (!f.streams_input()).then_some(bytes),
         size_hint: Some(bytes.len() as u64),
         name,
+        threads: 1,
     };
     let foreign = f.parse(input, &[], &mut |_, _| {})?;
     let view = foreign.view();

@@ -16,7 +16,7 @@ use profconv_plugin::ir::{Profile, ProfileRef};
 use profconv_plugin::{Context, Format, Input, OptionDesc, Options, Output, PluginError};
 
 pub use emit::{EmitOptions, emit_folded};
-pub use parse::parse_folded;
+pub use parse::{PIECE_SIZE, ParseOptions, parse_folded, parse_folded_with};
 
 /// The folded-stacks format.
 pub struct Folded;
@@ -29,6 +29,11 @@ impl Format for Folded {
         OptionDesc::flag(
             "skip-bad-lines",
             "parse: skip lines without a valid count, with a warning, instead of failing",
+        ),
+        OptionDesc::integer(
+            "piece-size",
+            "8388608",
+            "parse: bytes of input per piece when parsing on several threads (--threads)",
         ),
         OptionDesc::string(
             "value",
@@ -57,7 +62,20 @@ impl Format for Folded {
         options: &Options,
         cx: &mut Context<'_>,
     ) -> Result<Profile, PluginError> {
-        parse::parse_folded(input, options.flag("skip-bad-lines"), cx)
+        let piece_size = match options.get("piece-size").filter(|v| !v.is_empty()) {
+            None => parse::PIECE_SIZE,
+            Some(v) => v.parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                PluginError::bad_option(format!(
+                    "piece-size: expected a number of bytes above 0, found `{v}`"
+                ))
+            })?,
+        };
+        let opts = parse::ParseOptions {
+            skip_bad_lines: options.flag("skip-bad-lines"),
+            threads: cx.threads(),
+            piece_size,
+        };
+        parse::parse_folded_with(input, opts, cx)
     }
 
     fn emit(

@@ -11,7 +11,9 @@ use nom::sequence::preceded;
 use nom::{IResult, Parser};
 use profconv_plugin::ir::{NONE, Profile, ProfileBuilder, ValueKind};
 use profconv_plugin::{Context, Input, PluginError};
+use std::collections::BTreeMap;
 use std::io::Read;
+use std::sync::{Mutex, mpsc};
 
 /// Most fractional digits kept exactly; more are truncated (with a warning).
 const MAX_DECIMALS: u32 = 9;
@@ -26,6 +28,116 @@ fn count(i: &[u8]) -> IResult<&[u8], CountDigits<'_>> {
     all_consuming((digit1, opt(preceded(tag(&b"."[..]), digit0)))).parse(i)
 }
 
+/// Something to tell the user about a line, kept until the piece of input it came from is put
+/// in place (line numbers and offsets are relative to that piece until then).
+enum Note {
+    /// The first line with a stack; `true` if it looks like a differential file.
+    FirstData { line: u64, differential: bool },
+    /// The first count without a stack.
+    Stackless { line: u64 },
+    /// The first line with names that are not UTF-8.
+    Lossy { line: u64 },
+    /// A line skipped under `skip-bad-lines` (the first five of a piece).
+    Skipped(PluginError),
+}
+
+/// What a piece of input reports besides its profile. Bounded: counts, and at most eight notes.
+#[derive(Default)]
+struct Report {
+    notes: Vec<Note>,
+    skipped: u64,
+    stackless: u64,
+    lossy: u64,
+    truncated_fraction: bool,
+}
+
+/// The user's view of the notes of every piece so far, in input order.
+#[derive(Default)]
+struct Reporter {
+    seen_data: bool,
+    warned_stackless: bool,
+    warned_lossy: bool,
+    warned_skipped: u64,
+    skipped: u64,
+    stackless: u64,
+    truncated_fraction: bool,
+}
+
+impl Reporter {
+    /// Passes on the notes of the piece starting after `lines` lines and `offset` bytes.
+    fn take(&mut self, report: Report, lines: u64, offset: u64, cx: &mut Context<'_>) {
+        for note in report.notes {
+            match note {
+                Note::FirstData { line, differential } => {
+                    if !std::mem::replace(&mut self.seen_data, true) && differential {
+                        cx.warn(&format!(
+                            "line {}: this looks like a differential file (two counts per line); only the last count is read",
+                            lines + line
+                        ));
+                    }
+                }
+                Note::Stackless { line } => {
+                    if !std::mem::replace(&mut self.warned_stackless, true) {
+                        cx.warn(&format!(
+                            "line {}: a count without a stack was skipped",
+                            lines + line
+                        ));
+                    }
+                }
+                Note::Lossy { line } => {
+                    if !std::mem::replace(&mut self.warned_lossy, true) {
+                        cx.warn(&format!(
+                            "line {}: frame names that are not UTF-8; invalid bytes are replaced with U+FFFD",
+                            lines + line
+                        ));
+                    }
+                }
+                Note::Skipped(e) => {
+                    if self.warned_skipped < 5 {
+                        self.warned_skipped += 1;
+                        cx.warn(&format!("skipped {}", shifted(e, lines, offset)));
+                    }
+                }
+            }
+        }
+        self.skipped += report.skipped;
+        self.stackless += report.stackless;
+        self.truncated_fraction |= report.truncated_fraction;
+    }
+
+    /// The closing summary warnings.
+    fn finish(&self, cx: &mut Context<'_>) {
+        if self.skipped > 0 {
+            cx.warn(&format!(
+                "skipped {} line(s) without a valid count",
+                self.skipped
+            ));
+        }
+        if self.stackless > 1 {
+            cx.warn(&format!(
+                "{} counts without a stack were skipped in all",
+                self.stackless
+            ));
+        }
+        if self.truncated_fraction {
+            cx.warn(&format!(
+                "counts with more than {MAX_DECIMALS} decimals were truncated"
+            ));
+        }
+    }
+}
+
+/// `e` (positioned within a piece) positioned within the whole input.
+fn shifted(mut e: PluginError, lines: u64, offset: u64) -> PluginError {
+    if let Some(l) = &mut e.line {
+        *l += lines;
+    }
+    if let Some(o) = &mut e.byte_offset {
+        *o += offset;
+    }
+    e
+}
+
 struct Parser_ {
     b: ProfileBuilder,
     skip_bad_lines: bool,
@@ -37,10 +149,7 @@ struct Parser_ {
     line_offset: u64,
     lead: usize,
     seen_data: bool,
-    skipped: u64,
-    stackless: u64,
-    lossy: u64,
-    truncated_fraction: bool,
+    report: Report,
 }
 
 impl Parser_ {
@@ -51,13 +160,38 @@ impl Parser_ {
             .at_line(self.line_no, (self.lead + idx) as u64 + 1)
     }
 
+    fn new(skip_bad_lines: bool) -> Self {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        Parser_ {
+            b,
+            skip_bad_lines,
+            prev: Vec::new(),
+            prev_frames: Vec::new(),
+            line_no: 0,
+            line_offset: 0,
+            lead: 0,
+            seen_data: false,
+            report: Report::default(),
+        }
+    }
+
+    /// Every line of `piece`, which ends in `\n` unless it ends the input; offsets and line
+    /// numbers are relative to the piece.
+    fn piece(&mut self, piece: &[u8]) -> Result<(), PluginError> {
+        let mut offset = 0u64;
+        let mut rest = piece;
+        while !rest.is_empty() {
+            let end = memchr(b'\n', rest).unwrap_or(rest.len());
+            self.line(&rest[..end], offset)?;
+            offset += end as u64 + 1;
+            rest = rest.get(end + 1..).unwrap_or_default();
+        }
+        Ok(())
+    }
+
     /// One line without its `\n`; `offset` is the input offset of its first byte.
-    fn line(
-        &mut self,
-        mut line: &[u8],
-        offset: u64,
-        cx: &mut Context<'_>,
-    ) -> Result<(), PluginError> {
+    fn line(&mut self, mut line: &[u8], offset: u64) -> Result<(), PluginError> {
         self.line_no += 1;
         let end = line
             .iter()
@@ -78,31 +212,29 @@ impl Parser_ {
             Ok(Some(v)) => v,
             Ok(None) => {
                 // A count with no stack (py-spy writes these): nothing to attribute it to.
-                self.stackless += 1;
-                if self.stackless == 1 {
-                    cx.warn(&format!(
-                        "line {}: a count without a stack was skipped",
-                        self.line_no
-                    ));
+                self.report.stackless += 1;
+                if self.report.stackless == 1 {
+                    let line = self.line_no;
+                    self.report.notes.push(Note::Stackless { line });
                 }
                 return Ok(());
             }
             Err(e) if self.skip_bad_lines => {
-                self.skipped += 1;
-                if self.skipped <= 5 {
-                    cx.warn(&format!("skipped {e}"));
+                self.report.skipped += 1;
+                if self.report.skipped <= 5 {
+                    self.report.notes.push(Note::Skipped(e));
                 }
                 return Ok(());
             }
             Err(e) => return Err(e),
         };
-        if !std::mem::replace(&mut self.seen_data, true) && looks_differential(stack_text) {
-            cx.warn(&format!(
-                "line {}: this looks like a differential file (two counts per line); only the last count is read",
-                self.line_no
-            ));
+        if !std::mem::replace(&mut self.seen_data, true) {
+            let (line, differential) = (self.line_no, looks_differential(stack_text));
+            self.report
+                .notes
+                .push(Note::FirstData { line, differential });
         }
-        let stack = self.stack(stack_text, cx);
+        let stack = self.stack(stack_text);
         self.b
             .add_to_stack(stack, &[value])
             .map_err(|e| self.error(0, format!("sum of counts: {e}")))
@@ -146,7 +278,7 @@ impl Parser_ {
         }
         if frac.len() as u32 > MAX_DECIMALS {
             frac = &frac[..MAX_DECIMALS as usize];
-            self.truncated_fraction = true;
+            self.report.truncated_fraction = true;
         }
         let want = frac.len() as u32;
         if want > self.b.decimals(0) {
@@ -195,7 +327,7 @@ impl Parser_ {
     }
 
     /// The stack id of `text` (`a;b;c`), reusing the previous line's frames it shares.
-    fn stack(&mut self, text: &[u8], cx: &mut Context<'_>) -> u32 {
+    fn stack(&mut self, text: &[u8]) -> u32 {
         let common = common_prefix(&self.prev, text);
         let mut keep = 0;
         for &(end, _) in &self.prev_frames {
@@ -215,12 +347,10 @@ impl Parser_ {
             match std::str::from_utf8(&text[pos..]) {
                 Ok(rest) => stack = self.push_frames(rest, pos, stack),
                 Err(_) => {
-                    self.lossy += 1;
-                    if self.lossy == 1 {
-                        cx.warn(&format!(
-                            "line {}: frame names that are not UTF-8; invalid bytes are replaced with U+FFFD",
-                            self.line_no
-                        ));
+                    self.report.lossy += 1;
+                    if self.report.lossy == 1 {
+                        let line = self.line_no;
+                        self.report.notes.push(Note::Lossy { line });
                     }
                     // Split the raw bytes so frame offsets still match `text`.
                     let mut at = pos;
@@ -271,39 +401,63 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     i
 }
 
-/// Parses folded stacks from `input`.
+/// How to read folded stacks.
+#[derive(Clone, Copy, Debug)]
+pub struct ParseOptions {
+    /// Warn about and skip lines without a valid count instead of failing (inferno's way).
+    pub skip_bad_lines: bool,
+    /// Worker threads; above 1 the input is cut into pieces at line ends, parsed in parallel
+    /// and put back together in input order: the profile is the same whatever the number.
+    pub threads: usize,
+    /// Bytes per piece when parsing in parallel.
+    pub piece_size: usize,
+}
+
+impl Default for ParseOptions {
+    fn default() -> Self {
+        ParseOptions {
+            skip_bad_lines: false,
+            threads: 1,
+            piece_size: PIECE_SIZE,
+        }
+    }
+}
+
+/// Default bytes of input per parallel piece: large enough that the stacks a piece shares with
+/// the others are few next to those it builds, small enough to keep every core busy.
+pub const PIECE_SIZE: usize = 8 << 20;
+
+/// Parses folded stacks from `input` on the calling thread.
 pub fn parse_folded(
     input: &mut Input<'_>,
     skip_bad_lines: bool,
     cx: &mut Context<'_>,
 ) -> Result<Profile, PluginError> {
-    let mut b = ProfileBuilder::new();
-    b.add_value_type("samples", "count", ValueKind::Weight);
-    b.add_meta("source_format", "folded");
-    let mut p = Parser_ {
-        b,
+    let opts = ParseOptions {
         skip_bad_lines,
-        prev: Vec::new(),
-        prev_frames: Vec::new(),
-        line_no: 0,
-        line_offset: 0,
-        lead: 0,
-        seen_data: false,
-        skipped: 0,
-        stackless: 0,
-        lossy: 0,
-        truncated_fraction: false,
+        ..ParseOptions::default()
     };
+    parse_folded_with(input, opts, cx)
+}
+
+/// Parses folded stacks from `input` as `opts` say.
+pub fn parse_folded_with(
+    input: &mut Input<'_>,
+    opts: ParseOptions,
+    cx: &mut Context<'_>,
+) -> Result<Profile, PluginError> {
+    let mut p = Parser_::new(opts.skip_bad_lines);
+    p.b.add_meta("source_format", "folded");
+    let mut reporter = Reporter::default();
     if let Some(whole) = input.whole() {
-        let mut offset = 0u64;
-        for line in whole.split(|&c| c == b'\n') {
-            p.line(line, offset, cx)?;
-            offset += line.len() as u64 + 1;
+        if opts.threads <= 1 || whole.len() <= opts.piece_size {
+            p.piece(whole)?;
+        } else {
+            let mut r: &[u8] = whole;
+            return parse_parallel(&mut r, p, opts, cx);
         }
-        // `split` yields one empty piece after a final newline: it was counted as a line.
-        if whole.last() == Some(&b'\n') {
-            p.line_no -= 1;
-        }
+    } else if opts.threads > 1 {
+        return parse_parallel(input, p, opts, cx);
     } else {
         let mut buf = vec![0u8; BLOCK];
         let (mut start, mut end) = (0usize, 0usize);
@@ -319,11 +473,10 @@ pub fn parse_folded(
                     buf.resize(buf.len() * 2, 0);
                 }
             }
-            let n = input.read(&mut buf[end..])?;
+            let n = read_some(input, &mut buf[end..])?;
             if n == 0 {
                 if start < end {
-                    let line = &buf[start..end];
-                    p.line(line, offset, cx)?;
+                    p.line(&buf[start..end], offset)?;
                 }
                 break;
             }
@@ -332,31 +485,171 @@ pub fn parse_folded(
             let mut search = scan_from;
             while let Some(i) = memchr(b'\n', &buf[search..end]) {
                 let nl = search + i;
-                p.line(&buf[start..nl], offset, cx)?;
+                p.line(&buf[start..nl], offset)?;
                 offset += (nl + 1 - start) as u64;
                 start = nl + 1;
                 search = start;
             }
         }
     }
-    if p.skipped > 0 {
-        cx.warn(&format!(
-            "skipped {} line(s) without a valid count",
-            p.skipped
-        ));
-    }
-    if p.stackless > 1 {
-        cx.warn(&format!(
-            "{} counts without a stack were skipped in all",
-            p.stackless
-        ));
-    }
-    if p.truncated_fraction {
-        cx.warn(&format!(
-            "counts with more than {MAX_DECIMALS} decimals were truncated"
-        ));
-    }
+    reporter.take(std::mem::take(&mut p.report), 0, 0, cx);
+    reporter.finish(cx);
     Ok(p.b.finish())
+}
+
+/// `read`, retrying when interrupted.
+fn read_some(input: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match input.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
+}
+
+/// A piece of input: whole lines (the last one of the input may lack its `\n`).
+struct Piece {
+    buf: Vec<u8>,
+    len: usize,
+}
+
+/// Cuts the input into pieces of about `size` bytes at line ends.
+struct Pieces<'r> {
+    input: &'r mut dyn Read,
+    size: usize,
+    /// The start of a line the previous piece cut.
+    carry: Vec<u8>,
+    eof: bool,
+}
+
+impl Pieces<'_> {
+    /// The next piece, in `buf` (a recycled buffer), or `None` at the end of the input.
+    fn next(&mut self, mut buf: Vec<u8>) -> Result<Option<Piece>, PluginError> {
+        if self.eof && self.carry.is_empty() {
+            return Ok(None);
+        }
+        let mut len = self.carry.len();
+        if buf.len() < self.size.max(2 * len) {
+            buf.resize(self.size.max(2 * len), 0);
+        }
+        buf[..len].copy_from_slice(&self.carry);
+        self.carry.clear();
+        loop {
+            while !self.eof && len < buf.len() {
+                let n = read_some(self.input, &mut buf[len..])?;
+                self.eof = n == 0;
+                len += n;
+            }
+            if self.eof {
+                return Ok((len > 0).then_some(Piece { buf, len }));
+            }
+            match memchr::memrchr(b'\n', &buf[..len]) {
+                Some(i) => {
+                    self.carry.extend_from_slice(&buf[i + 1..len]);
+                    return Ok(Some(Piece { buf, len: i + 1 }));
+                }
+                // A line longer than a piece: grow (bounded by the line, not the input).
+                None => buf.resize(buf.len() * 2, 0),
+            }
+        }
+    }
+}
+
+/// A parsed piece: its profile, notes and line count, or the error that stopped it.
+type PieceResult = Result<(Profile, Report, u64), PluginError>;
+
+/// Parses pieces of `input` on `opts.threads` workers while this thread reads the input and
+/// absorbs the finished pieces into `main`'s builder in input order (so ids, rows, warnings and
+/// the first error are those of a one-thread parse). At most two pieces per worker are in
+/// flight, so memory is bounded whatever the input size.
+fn parse_parallel(
+    input: &mut dyn Read,
+    mut main: Parser_,
+    opts: ParseOptions,
+    cx: &mut Context<'_>,
+) -> Result<Profile, PluginError> {
+    let mut pieces = Pieces {
+        input,
+        size: opts.piece_size.max(1),
+        carry: Vec::new(),
+        eof: false,
+    };
+    let mut reporter = Reporter::default();
+    let Some(first) = pieces.next(Vec::new())? else {
+        reporter.finish(cx);
+        return Ok(main.b.finish());
+    };
+    if pieces.eof && pieces.carry.is_empty() {
+        // One piece is the whole input: nothing to share out.
+        main.piece(&first.buf[..first.len])?;
+        reporter.take(std::mem::take(&mut main.report), 0, 0, cx);
+        reporter.finish(cx);
+        return Ok(main.b.finish());
+    }
+    let threads = opts.threads.max(1);
+    let skip_bad_lines = opts.skip_bad_lines;
+    let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Piece)>(threads);
+    let work_rx = Mutex::new(work_rx);
+    let (done_tx, done_rx) = mpsc::channel::<(usize, Piece, PieceResult)>();
+    std::thread::scope(|scope| {
+        // Owned by this closure: however it returns, the work channel closes and the workers
+        // stop before the scope joins them.
+        let (work_tx, done_rx) = (work_tx, done_rx);
+        for _ in 0..threads {
+            let (work_rx, done_tx) = (&work_rx, done_tx.clone());
+            scope.spawn(move || {
+                loop {
+                    // The lock is held only while taking a piece.
+                    let job = match work_rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok((index, piece)) = job else { return };
+                    let mut p = Parser_::new(skip_bad_lines);
+                    let result = p
+                        .piece(&piece.buf[..piece.len])
+                        .map(|()| (p.b.finish(), p.report, p.line_no));
+                    if done_tx.send((index, piece, result)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(done_tx);
+        let gone = || PluginError::internal("a folded parser thread stopped");
+        let mut next = Some(first);
+        let mut pool: Vec<Vec<u8>> = Vec::new();
+        let mut finished = BTreeMap::new();
+        let (mut sent, mut merged) = (0usize, 0usize);
+        let (mut lines, mut offset) = (0u64, 0u64);
+        loop {
+            while sent - merged < threads + 1 {
+                let Some(piece) = next.take() else { break };
+                work_tx.send((sent, piece)).map_err(|_| gone())?;
+                sent += 1;
+                next = pieces.next(pool.pop().unwrap_or_default())?;
+            }
+            if merged == sent {
+                break;
+            }
+            let (index, piece, result) = done_rx.recv().map_err(|_| gone())?;
+            finished.insert(index, (piece, result));
+            while let Some((piece, result)) = finished.remove(&merged) {
+                merged += 1;
+                let (part, report, n_lines) = result.map_err(|e| shifted(e, lines, offset))?;
+                reporter.take(report, lines, offset, cx);
+                lines += n_lines;
+                offset += piece.len as u64;
+                main.b.absorb_aggregated(&part).map_err(|e| {
+                    PluginError::invalid_input(format!("sum of counts up to line {lines}: {e}"))
+                        .at_offset(offset)
+                })?;
+                pool.push(piece.buf);
+            }
+        }
+        reporter.finish(cx);
+        Ok(std::mem::take(&mut main.b).finish())
+    })
 }
 
 /// Confidence that `head` is folded stacks: every complete line ends in a count.
@@ -558,5 +851,77 @@ mod tests {
             "py-spy's stackless line"
         );
         assert_eq!(sniff(b"events: Ir\nfn=main\n"), 0);
+    }
+
+    /// Everything a parse yields: the tables, the warnings, or the error with its position.
+    fn outcome(text: &[u8], opts: ParseOptions, streaming: bool) -> String {
+        let mut warnings = Vec::new();
+        let mut sink = |_: u32, m: &str| warnings.push(m.to_string());
+        let mut cx = Context::with_sink(&mut sink).with_threads(opts.threads);
+        let mut r: &[u8] = text;
+        let mut input = if streaming {
+            Input::from_reader(&mut r)
+        } else {
+            Input::from_slice(text)
+        };
+        let result = match parse_folded_with(&mut input, opts, &mut cx) {
+            Ok(p) => format!(
+                "{:?}\n{:?} {:?}\n{:?}\n{:?} {:?}\n{:?} {:?}\n{:?}",
+                p.strings,
+                p.funcs.name,
+                p.frames.func,
+                p.value_types,
+                p.stacks.prefix,
+                p.stacks.frame,
+                p.samples.stack,
+                p.samples.values,
+                p.meta
+            ),
+            Err(e) => format!("error {e} at offset {:?}", e.byte_offset),
+        };
+        format!("{result}\nwarnings {warnings:?}")
+    }
+
+    /// Cut into pieces of every size from one byte up, on 2 and 3 threads, streamed or whole,
+    /// the input gives the one-thread profile, warnings and errors exactly.
+    fn same_with_threads(text: &[u8], skip_bad_lines: bool) {
+        let one = ParseOptions {
+            skip_bad_lines,
+            ..ParseOptions::default()
+        };
+        let expected = outcome(text, one, true);
+        assert_eq!(outcome(text, one, false), expected);
+        for threads in [2, 3] {
+            for piece_size in (1..=text.len() + 1).step_by(7).chain([2, 3, 5]) {
+                let opts = ParseOptions {
+                    threads,
+                    piece_size,
+                    ..one
+                };
+                for streaming in [true, false] {
+                    assert_eq!(
+                        outcome(text, opts, streaming),
+                        expected,
+                        "{threads} threads, pieces of {piece_size} bytes, streaming {streaming}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn threads_give_the_one_thread_profile_warnings_and_errors() {
+        let text = b"# comment\nmain;a;b 3 4\nmain;c 1\r\n\n 7\nother;b 2.5\nmain;a;b 2\nmain;\xff;x 1\n 2\nmain;c;a;b 4\nother 7\nz;y;x 0.125";
+        same_with_threads(text, false);
+        let bad = b"main;a 1\nmain;b 2\nmain;c 3\nmain;d x\nmain;e 1\nmain;f y\n";
+        let e = outcome(bad, ParseOptions::default(), true);
+        assert!(e.starts_with("error line 4, column 8"), "{e}");
+        same_with_threads(bad, false);
+        same_with_threads(bad, true);
+        let mut many_bad = Vec::new();
+        for i in 0..40 {
+            many_bad.extend_from_slice(format!("a;b{} {}\nbad line {i}x\n", i % 3, i).as_bytes());
+        }
+        same_with_threads(&many_bad, true);
     }
 }

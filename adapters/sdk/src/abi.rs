@@ -1,4 +1,4 @@
-//! The C ABI between the profconv host and its plugins (ABI 1.0).
+//! The C ABI between the profconv host and its plugins (ABI 1.1).
 //!
 //! Everything here is `#[repr(C)]`, integers, raw pointers and `extern "C"` function pointers:
 //! nothing of Rust's unstable layout crosses the boundary. The rules:
@@ -20,8 +20,9 @@ use std::ffi::c_void;
 pub const MAGIC: [u8; 8] = *b"PRFCNVPL";
 /// ABI major version: a plugin with another major is refused.
 pub const ABI_MAJOR: u32 = 1;
-/// ABI minor version: fields appended within the major.
-pub const ABI_MINOR: u32 = 0;
+/// ABI minor version: fields appended (or reserved ones given a meaning) within the major.
+/// 1.1: [`HostCallbacks::threads`] (was a reserved zero in 1.0).
+pub const ABI_MINOR: u32 = 1;
 /// Name of the one symbol a plugin library exports.
 pub const ENTRY_SYMBOL: &str = "profconv_plugin_entry";
 
@@ -359,8 +360,9 @@ pub mod log_level {
 pub struct HostCallbacks {
     /// `size_of::<HostCallbacks>()` as the host knows it.
     pub struct_size: u32,
-    /// Reserved, zero.
-    pub reserved: u32,
+    /// Worker threads the plugin may use for this call (ABI 1.1; a 1.0 host leaves it 0, which
+    /// means one: the plugin then runs on the calling thread only).
+    pub threads: u32,
     /// Host context.
     pub ctx: *mut c_void,
     /// Reports an error; offsets and positions are `u64::MAX` when unknown.

@@ -490,6 +490,8 @@ pub struct ParseInput<'a> {
     pub size_hint: Option<u64>,
     /// Name for messages.
     pub name: &'a str,
+    /// Worker threads the parser may use (0 or 1: the calling thread only).
+    pub threads: usize,
 }
 
 /// A profile owned by a plugin, validated, released on drop.
@@ -575,7 +577,7 @@ impl FormatHandle {
         };
         let callbacks = HostCallbacks {
             struct_size: size_of::<HostCallbacks>() as u32,
-            reserved: 0,
+            threads: input.threads.min(u32::MAX as usize) as u32,
             ctx: &mut call as *mut CallCtx<'_> as *mut c_void,
             report_error: host_report_error,
             log: host_log,
@@ -618,12 +620,25 @@ impl FormatHandle {
         Ok(foreign)
     }
 
-    /// Writes `profile` to `writer` with `options`.
+    /// Writes `profile` to `writer` with `options`, on the calling thread only.
     pub fn emit(
         &self,
         profile: &ProfileRef<'_>,
         writer: &mut dyn Write,
         options: &[(String, Option<String>)],
+        log: &mut dyn FnMut(u32, &str),
+    ) -> Result<(), CallError> {
+        self.emit_with_threads(profile, writer, options, 0, log)
+    }
+
+    /// Writes `profile` to `writer` with `options`; the emitter may use `threads` worker
+    /// threads (0 or 1: the calling thread only).
+    pub fn emit_with_threads(
+        &self,
+        profile: &ProfileRef<'_>,
+        writer: &mut dyn Write,
+        options: &[(String, Option<String>)],
+        threads: usize,
         log: &mut dyn FnMut(u32, &str),
     ) -> Result<(), CallError> {
         let Some(emit) = self.desc.emit.filter(|_| self.can_emit()) else {
@@ -649,7 +664,7 @@ impl FormatHandle {
         };
         let callbacks = HostCallbacks {
             struct_size: size_of::<HostCallbacks>() as u32,
-            reserved: 0,
+            threads: threads.min(u32::MAX as usize) as u32,
             ctx: &mut call as *mut CallCtx<'_> as *mut c_void,
             report_error: host_report_error,
             log: host_log,

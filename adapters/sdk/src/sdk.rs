@@ -249,6 +249,7 @@ type LogSink<'a> = &'a mut dyn FnMut(u32, &str);
 pub struct Context<'a> {
     host: Option<&'a HostCallbacks>,
     sink: Option<LogSink<'a>>,
+    threads: usize,
 }
 
 impl<'a> Context<'a> {
@@ -257,6 +258,7 @@ impl<'a> Context<'a> {
         Context {
             host: None,
             sink: Some(sink),
+            threads: 1,
         }
     }
     /// A context that drops every message.
@@ -264,6 +266,25 @@ impl<'a> Context<'a> {
         Context {
             host: None,
             sink: None,
+            threads: 1,
+        }
+    }
+    /// The same context allowing `threads` worker threads (tests, in-process callers).
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.threads = threads.max(1);
+        self
+    }
+    /// Worker threads this call may use (at least 1), as the host's `--threads` says. A
+    /// parser or emitter that can split its work uses up to this many; 1 means the calling
+    /// thread only.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+    fn from_host(host: Option<&'a HostCallbacks>) -> Self {
+        Context {
+            host,
+            sink: None,
+            threads: host.map_or(1, |h| (h.threads as usize).max(1)),
         }
     }
     /// A warning for the user (for example a skipped line).
@@ -505,7 +526,7 @@ unsafe extern "C" fn parse_trampoline<F: Format>(
             size_hint: (stream.size_hint != u64::MAX).then_some(stream.size_hint),
             name,
         };
-        let mut cx = Context { host, sink: None };
+        let mut cx = Context::from_host(host);
         let profile = F::parse(&mut input, &options, &mut cx)?;
         // SAFETY: `out` is a valid, writable export slot; the host takes ownership.
         unsafe { out.write(crate::view::export_profile(profile)) };
@@ -536,7 +557,7 @@ unsafe extern "C" fn emit_trampoline<F: Format>(
         let mut out = Output {
             inner: BufWriter::with_capacity(1 << 16, OutputSink::Host(stream)),
         };
-        let mut cx = Context { host, sink: None };
+        let mut cx = Context::from_host(host);
         F::emit(&p, &mut out, &options, &mut cx)?;
         out.flush()?;
         Ok(())

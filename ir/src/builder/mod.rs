@@ -16,6 +16,7 @@ use crate::strings::StringTable;
 use foldhash::fast::FixedState;
 use hashbrown::HashMap;
 
+mod absorb;
 mod bulk;
 mod trace;
 pub use trace::TraceBuilder;

@@ -1,0 +1,170 @@
+//! Putting a profile back together from pieces: a parser that splits its input and builds one
+//! partial profile per piece (on several threads) absorbs them into one builder, in input order.
+
+use super::ProfileBuilder;
+use crate::profile::{IrError, NONE, Profile};
+
+impl ProfileBuilder {
+    /// Adds `part`, the aggregated profile of a later piece of the same input, to this builder.
+    ///
+    /// Funcs, frames and stacks new to this builder are appended in `part`'s id order and its
+    /// sample rows summed in row order. Both were in first-seen order within the piece, so
+    /// absorbing the pieces of an input in input order gives exactly the ids and rows that one
+    /// builder reading the input whole gives: the output does not depend on how the input was
+    /// split. `part` must have this builder's value columns (decimals may differ: the larger
+    /// scale wins), aggregated samples (no time column) and no threads. Sums are checked.
+    pub fn absorb_aggregated(&mut self, part: &Profile) -> Result<(), IrError> {
+        let n_cols = self.profile.value_types.len();
+        if part.value_types.len() != n_cols {
+            return Err(IrError::Invalid(format!(
+                "absorbing a profile with {} value columns into one with {n_cols}",
+                part.value_types.len()
+            )));
+        }
+        if part.samples.time.is_some() || part.samples.thread.is_some() {
+            return Err(IrError::Invalid(
+                "only aggregated samples without threads can be absorbed".into(),
+            ));
+        }
+        let mut scale = vec![1i64; n_cols];
+        for (c, vt) in part.value_types.iter().enumerate() {
+            self.rescale(c, vt.decimals)?;
+            let diff = self.profile.value_types[c].decimals - vt.decimals;
+            scale[c] = 10i64
+                .checked_pow(diff)
+                .ok_or_else(|| IrError::Overflow(format!("{diff} decimals")))?;
+        }
+
+        let strings = &part.strings;
+        let opt_str = |id: u32| (id != NONE).then(|| strings.get(id));
+        let opt_u32 = |v: u32| (v != NONE).then_some(v);
+        let f = &part.funcs;
+        let func_map: Vec<u32> = (0..f.name.len())
+            .map(|i| {
+                self.func_with(
+                    strings.get(f.name[i]),
+                    opt_str(f.file[i]),
+                    opt_u32(f.line[i]),
+                    opt_str(f.resource[i]),
+                )
+            })
+            .collect();
+        let fr = &part.frames;
+        let frame_map: Vec<u32> = (0..fr.func.len())
+            .map(|i| {
+                let address =
+                    (fr.address[i] != crate::profile::NO_ADDRESS).then_some(fr.address[i]);
+                self.frame_at(func_map[fr.func[i] as usize], address, opt_u32(fr.line[i]))
+            })
+            .collect();
+        let st = &part.stacks;
+        let mut stack_map: Vec<u32> = Vec::with_capacity(st.prefix.len());
+        for i in 0..st.prefix.len() {
+            // `prefix[i] < i`: the prefix is mapped already.
+            let prefix = match st.prefix[i] {
+                NONE => NONE,
+                p => stack_map[p as usize],
+            };
+            let s = self.stack(prefix, frame_map[st.frame[i] as usize]);
+            stack_map.push(s);
+        }
+        let mut row = vec![0i64; n_cols];
+        for (r, &stack) in part.samples.stack.iter().enumerate() {
+            for c in 0..n_cols {
+                let v = part.samples.values[c][r];
+                row[c] = v
+                    .checked_mul(scale[c])
+                    .ok_or_else(|| IrError::Overflow(format!("rescaling {v}")))?;
+            }
+            let s = match stack {
+                NONE => NONE,
+                s => stack_map[s as usize],
+            };
+            self.add_to_stack(s, &row)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::ValueKind;
+
+    fn builder() -> ProfileBuilder {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b
+    }
+
+    /// The lines of one input, added to one builder, or split after every `k`-th line into
+    /// pieces built separately and absorbed in order.
+    fn build(lines: &[(&[&str], i64)], piece: usize) -> Profile {
+        let mut whole = builder();
+        for chunk in lines.chunks(piece) {
+            let mut part = builder();
+            for (names, v) in chunk {
+                part.add_stack(names, &[*v]).unwrap();
+            }
+            whole.absorb_aggregated(&part.finish()).unwrap();
+        }
+        whole.finish()
+    }
+
+    #[test]
+    fn absorbing_pieces_in_order_gives_the_ids_of_one_pass() {
+        let lines: &[(&[&str], i64)] = &[
+            (&["main", "a", "b"], 3),
+            (&["main", "c"], 1),
+            (&["main", "a", "b"], 2),
+            (&["other", "b"], 5),
+            (&["main", "a"], 1),
+            (&["main", "c", "a", "b"], 4),
+            (&["other"], 7),
+        ];
+        let one = build(lines, lines.len());
+        for piece in 1..lines.len() {
+            let split = build(lines, piece);
+            assert_eq!(
+                split.strings.offsets(),
+                one.strings.offsets(),
+                "piece {piece}"
+            );
+            assert_eq!(split.strings.blob(), one.strings.blob());
+            assert_eq!(split.funcs.name, one.funcs.name);
+            assert_eq!(split.frames.func, one.frames.func);
+            assert_eq!(split.stacks.prefix, one.stacks.prefix);
+            assert_eq!(split.stacks.frame, one.stacks.frame);
+            assert_eq!(split.samples.stack, one.samples.stack);
+            assert_eq!(split.samples.values, one.samples.values);
+        }
+        assert_eq!(one.samples.values[0].iter().sum::<i64>(), 23);
+    }
+
+    #[test]
+    fn finer_decimals_of_a_piece_rescale_the_whole() {
+        let mut whole = builder();
+        whole.add_stack(&["a"], &[2]).unwrap();
+        let mut part = builder();
+        part.rescale(0, 2).unwrap();
+        part.add_stack(&["a"], &[150]).unwrap(); // 1.50
+        whole.absorb_aggregated(&part.finish()).unwrap();
+        assert_eq!(whole.decimals(0), 2);
+        assert_eq!(whole.profile().samples.values[0], vec![350]);
+    }
+
+    #[test]
+    fn overflow_and_mismatched_columns_are_errors() {
+        let mut whole = builder();
+        whole.add_stack(&["a"], &[i64::MAX]).unwrap();
+        let mut part = builder();
+        part.add_stack(&["a"], &[1]).unwrap();
+        assert!(matches!(
+            whole.absorb_aggregated(&part.finish()),
+            Err(IrError::Overflow(_))
+        ));
+        let mut two = builder();
+        two.add_value_type("bytes", "bytes", ValueKind::Weight);
+        assert!(whole.absorb_aggregated(&two.finish()).is_err());
+    }
+}
