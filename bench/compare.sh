@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# One table: profconv's conversions of folded stacks at 50 MB, 200 MB and 1 GB, beside
-# inferno-flamegraph (folded → SVG) and beside `cat` of the same file (the floor).
+# One table: profconv's conversions beside inferno-flamegraph (folded → SVG) and beside `cat`
+# of the same file (the floor), for folded stacks at 50 MB, 200 MB and 1 GB, a PVM trace of
+# 10 M events and a 100 MB Deep.data file.
 #
-#   bench/compare.sh [SIZE...]        # default: 50M 200M 1G (gen_folded.py sizes)
+#   bench/compare.sh [INPUT...]      # default: 50M 200M 1G pvm deep
 #
-# Inputs come from ../shared/bench/gen_folded.py --seed 42 (PROFCONV_GEN_FOLDED overrides the
-# path) into bench/out/ unless already there; inferno 0.12.8 is installed into
-# bench/out/inferno with `cargo install`. Every command runs PROFCONV_BENCH_RUNS times (default
-# 3), alternating, under /usr/bin/time; the table shows medians of CPU (user + sys), wall time
-# and peak RSS, and each row's ratio to inferno's CPU and memory. CPU is the figure to compare
-# on a shared machine.
+# INPUT is a gen_folded.py size (50M, 200M, 1G …), `pvm` or `deep`. Inputs are generated into
+# bench/out/ unless already there: ../shared/bench/gen_folded.py --seed 42 (PROFCONV_GEN_FOLDED
+# overrides the path), ../shared/tools/gen_pvm_trace.py --events 10000000 --seed 1
+# (PROFCONV_GEN_PVM), and the project's own Deep.data generator (cargo run --example gen_deep
+# -p profconv-deep). inferno 0.12.8 is installed into bench/out/inferno with `cargo install`.
+# Every command runs PROFCONV_BENCH_RUNS times (default 3), alternating, under /usr/bin/time;
+# the table shows medians of CPU (user + sys), wall time and peak RSS, each row's CPU and memory
+# against inferno's on the same input, and its wall time against `cat`'s. profconv runs with
+# --threads 1 (one core: the CPU figure to compare) and with its default (every core).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-sizes=("$@")
-[ ${#sizes[@]} -gt 0 ] || sizes=(50M 200M 1G)
+inputs=("$@")
+[ ${#inputs[@]} -gt 0 ] || inputs=(50M 200M 1G pvm deep)
 runs="${PROFCONV_BENCH_RUNS:-3}"
 gen="${PROFCONV_GEN_FOLDED:-../shared/bench/gen_folded.py}"
+gen_pvm="${PROFCONV_GEN_PVM:-../shared/tools/gen_pvm_trace.py}"
 target="${CARGO_TARGET_DIR:-target}"
 mkdir -p bench/out
 inferno=bench/out/inferno/bin/inferno-flamegraph
@@ -25,40 +30,79 @@ if [ ! -x "$inferno" ]; then
 fi
 cargo build --release --quiet
 profconv="$target/release/profconv"
+out=bench/out/c
 
-measure() { # prints "cpu wall peak_kb"
-    local t
+measure() { # prints "cpu wall peak_kb" (wall from the shell's clock: finer than time's)
+    local t start end
     t=$(mktemp)
-    /usr/bin/time -f '%e %U %S %M' -o "$t" "$@" > /dev/null
-    awk '{ printf "%.2f %.2f %d\n", $2 + $3, $1, $4 }' "$t"
+    start=$EPOCHREALTIME
+    /usr/bin/time -f '%U %S %M' -o "$t" "$@" > /dev/null
+    end=$EPOCHREALTIME
+    awk -v w="$(echo "$end - $start" | bc -l)" '{ printf "%.2f %.3f %d\n", $1 + $2, w, $3 }' "$t"
     rm -f "$t"
 }
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-printf '%-6s %-28s %8s %8s %10s %9s %9s\n' size conversion "CPU s" "wall s" "peak MB" "CPU/inf" "mem/inf"
-for size in "${sizes[@]}"; do
-    input="$PWD/bench/out/folded-seed42-$size.folded"
-    if [ ! -s "$input" ]; then
-        python3 "$gen" --seed 42 --size "$size" > "$input.tmp" && mv "$input.tmp" "$input"
-    fi
-    runs_file="bench/out/compare-$size.txt"
+printf '%-6s %-38s %6s %7s %8s %8s %8s %9s\n' input conversion "CPU s" "wall s" "peak MB" \
+    "CPU/inf" "mem/inf" "wall/cat"
+for name in "${inputs[@]}"; do
+    rows=() # "label|command"
+    case "$name" in
+    pvm)
+        input="$PWD/bench/out/pvm-seed1-10000000.pvmtrace"
+        [ -s "$input" ] || { python3 "$gen_pvm" --events 10000000 --seed 1 > "$input.tmp" && mv "$input.tmp" "$input"; }
+        rows+=("profconv -> folded|$profconv convert -q $input --to folded -o $out.pvm.folded")
+        rows+=("profconv -> folded, -O aggregate|$profconv convert -q $input --to folded -O aggregate -o $out.pvm.folded")
+        rows+=("profconv -> SVG|$profconv convert -q $input -o $out.pvm.svg")
+        ;;
+    deep)
+        input="$PWD/bench/out/deep-seed42-100M.data"
+        if [ ! -s "$input" ]; then
+            cargo run --release --quiet -p profconv-deep --example gen_deep -- \
+                --size 100M --seed 42 -o "$input.tmp"
+            mv "$input.tmp" "$input"
+        fi
+        rows+=("profconv -> folded|$profconv convert -q $input --to folded -o $out.deep.folded")
+        rows+=("profconv -> SVG|$profconv convert -q $input -o $out.deep.svg")
+        ;;
+    *)
+        input="$PWD/bench/out/folded-seed42-$name.folded"
+        [ -s "$input" ] || { python3 "$gen" --seed 42 --size "$name" > "$input.tmp" && mv "$input.tmp" "$input"; }
+        rows+=("inferno-flamegraph -> SVG|$inferno $input")
+        for t in 1 default; do
+            threads=""
+            [ "$t" = default ] || threads="--threads $t"
+            label="threads $t"
+            rows+=("profconv -> SVG, $label|$profconv convert -q $threads $input -o $out.svg")
+            rows+=("profconv -> callgrind, $label|$profconv convert -q $threads $input -o $out.callgrind")
+            rows+=("profconv -> json.gz, $label|$profconv convert -q $threads $input -o $out.json.gz")
+            rows+=("profconv -> folded, $label|$profconv convert -q $threads $input -o $out.folded")
+        done
+        ;;
+    esac
+    rows=("cat (the floor)|cat $input" "${rows[@]}")
+    runs_file="bench/out/compare-$name.txt"
     : > "$runs_file"
     cat "$input" > /dev/null
     for _ in $(seq "$runs"); do
-        echo "cat $(measure cat "$input")" >> "$runs_file"
-        echo "inferno $(measure sh -c "\"$inferno\" \"$input\" > bench/out/c.svg")" >> "$runs_file"
-        for out in svg callgrind json.gz folded; do
-            echo "profconv->$out $(measure "$profconv" convert -q "$input" -o "bench/out/c.$out")" >> "$runs_file"
+        for row in "${rows[@]}"; do
+            label="${row%%|*}"
+            # shellcheck disable=SC2086 # commands are word lists without quoting needs
+            echo "$label|$(measure ${row#*|})" >> "$runs_file"
         done
     done
-    inf_cpu=$(awk '$1 == "inferno" { print $2 }' "$runs_file" | median)
-    inf_mem=$(awk '$1 == "inferno" { print $4 }' "$runs_file" | median)
-    for row in cat inferno profconv-\>svg profconv-\>callgrind profconv-\>json.gz profconv-\>folded; do
-        cpu=$(awk -v r="$row" '$1 == r { print $2 }' "$runs_file" | median)
-        wall=$(awk -v r="$row" '$1 == r { print $3 }' "$runs_file" | median)
-        mem=$(awk -v r="$row" '$1 == r { print $4 }' "$runs_file" | median)
-        printf '%-6s %-28s %8s %8s %10.1f %9.2f %9.2f\n' "$size" "$row" "$cpu" "$wall" \
-            "$(echo "$mem / 1024" | bc -l)" "$(echo "$cpu / $inf_cpu" | bc -l)" \
-            "$(echo "$mem / $inf_mem" | bc -l)"
+    stat() { awk -F'|' -v r="$1" '$1 == r { print $2 }' "$runs_file" | awk -v k="$2" '{ print $k }' | median; }
+    inf_cpu=$(stat "inferno-flamegraph -> SVG" 1)
+    inf_mem=$(stat "inferno-flamegraph -> SVG" 3)
+    cat_wall=$(stat "cat (the floor)" 2)
+    for row in "${rows[@]}"; do
+        label="${row%%|*}"
+        cpu=$(stat "$label" 1)
+        wall=$(stat "$label" 2)
+        mem=$(stat "$label" 3)
+        ratio() { if [ -n "$2" ] && [ "$(echo "$2 > 0" | bc)" = 1 ]; then printf '%.2f' "$(echo "$1 / $2" | bc -l)"; else echo -; fi; }
+        printf '%-6s %-38s %6s %7s %8.1f %8s %8s %9s\n' "$name" "$label" "$cpu" "$wall" \
+            "$(echo "$mem / 1024" | bc -l)" "$(ratio "$cpu" "$inf_cpu")" \
+            "$(ratio "$mem" "$inf_mem")" "$(ratio "$wall" "$cat_wall")"
     done
 done

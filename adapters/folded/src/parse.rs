@@ -923,5 +923,15 @@ mod tests {
             many_bad.extend_from_slice(format!("a;b{} {}\nbad line {i}x\n", i % 3, i).as_bytes());
         }
         same_with_threads(&many_bad, true);
+        for edge in [
+            &b""[..],
+            b"\n",
+            b"\n\n\n",
+            b"a 1",
+            b"a;b 1\r\n\r\n",
+            b"# only a comment\n",
+        ] {
+            same_with_threads(edge, false);
+        }
     }
 }
