@@ -1,18 +1,35 @@
-//! Folded → IR → callgrind throughput, and callgrind → IR.
+//! Folded → IR → callgrind throughput, the SVG flame graph emit on the same IR for comparison,
+//! and callgrind → IR.
 //!
 //! `PROFCONV_BENCH_INPUT=big.folded cargo bench -p profconv-callgrind --bench callgrind` (or
 //! `bench/callgrind.sh`, which generates the input). Prints, per stage, the median wall and CPU
 //! time of several runs (`PROFCONV_BENCH_RUNS`, default 5) and the throughput in input MB/s.
+//! CPU time is this thread's (Linux `/proc/thread-self/schedstat`, nanoseconds; else the
+//! process's user + system time from `/proc/self/stat`). Peak memory is measured end to end by
+//! `bench/callgrind.sh` (`/usr/bin/time` on the CLI), where the input is streamed.
+//!
+//! The two emitters compared (callgrind, and the flame graph with the CLI's default options)
+//! read the same parsed profile, so their difference is the emit alone; the folded parse both
+//! conversions share is timed separately.
 
-use profconv_callgrind::{BuildOptions, EmitOptions, emit_callgrind, parse_callgrind};
+use profconv_callgrind::{
+    BuildOptions, EmitOptions, emit_callgrind, emit_callgrind_validated, parse_callgrind,
+};
+use profconv_flamegraph::{FlameOptions, emit_flamegraph};
 use profconv_folded::parse_folded;
-use profconv_plugin::{Context, Input};
+use profconv_plugin::{Context, Input, Options};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// Process CPU time (user + system) in seconds, from /proc (Linux), else 0.
+/// CPU time of this thread (else of the process) so far, in seconds; 0 if unknown.
 fn cpu_seconds() -> f64 {
+    if let Some(ns) = std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+    {
+        return ns as f64 / 1e9;
+    }
     let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
         return 0.0;
     };
@@ -38,8 +55,8 @@ fn measure(name: &str, bytes: u64, runs: usize, mut f: impl FnMut()) -> (f64, f6
     }
     let (w, c) = (median(wall), median(cpu));
     println!(
-        "{name:<40} wall {w:7.3} s   cpu {c:7.3} s   {:8.0} MB/s (wall, of {:.1} MB)",
-        bytes as f64 / 1e6 / w,
+        "{name:<40} wall {w:7.3} s   cpu {c:7.3} s   {:8.0} MB/s (cpu, of {:.1} MB)",
+        bytes as f64 / 1e6 / c.max(1e-9),
         bytes as f64 / 1e6
     );
     (w, c)
@@ -94,13 +111,39 @@ fn main() {
     let (_, parse_cpu) = measure("folded parse (reference)", n, runs, || {
         std::hint::black_box(parse());
     });
-    let mut out_len = 0;
-    let (_, emit_cpu) = measure("callgrind emit", n, runs, || {
+    // As the plugin runs it: the SDK has validated the profile (timed apart below).
+    let out_len = std::cell::Cell::new(0u64);
+    let emit_cg = || {
         let mut sink = std::io::BufWriter::with_capacity(1 << 16, Counter(0));
-        emit_callgrind(&profile.view(), &mut sink, EmitOptions::default()).expect("emit");
+        emit_callgrind_validated(&profile.view(), &mut sink, EmitOptions::default()).expect("emit");
         sink.flush().unwrap();
-        out_len = sink.get_ref().0;
+        out_len.set(sink.get_ref().0);
+    };
+    let (_, emit_cpu) = measure("callgrind emit", n, runs, emit_cg);
+    measure("  profile validation (SDK, host)", n, runs, || {
+        profile.view().validate().expect("valid");
     });
+    // The flame graph emitter with the CLI's default options (`-o out.svg`), same profile.
+    let flame_opts = FlameOptions::from_options(&Options::new(Vec::new())).expect("options");
+    let svg_len = std::cell::Cell::new(0u64);
+    let emit_svg = || {
+        let mut sink = Counter(0);
+        emit_flamegraph(
+            &profile.view(),
+            &mut sink,
+            &flame_opts,
+            &mut Context::silent(),
+        )
+        .expect("flamegraph emit");
+        svg_len.set(sink.0);
+    };
+    let (_, svg_cpu) = measure("flamegraph (SVG) emit, for comparison", n, runs, emit_svg);
+    println!(
+        "emit CPU: callgrind {emit_cpu:.3} s, SVG {svg_cpu:.3} s (callgrind/SVG {:.2}); outputs {:.1} MB / {:.1} MB",
+        emit_cpu / svg_cpu.max(1e-9),
+        out_len.get() as f64 / 1e6,
+        svg_len.get() as f64 / 1e6
+    );
     measure("folded parse + callgrind emit", n, runs, || {
         let p = parse();
         let mut sink = std::io::BufWriter::with_capacity(1 << 16, Counter(0));
@@ -109,7 +152,7 @@ fn main() {
     });
     println!(
         "callgrind output: {:.1} MB; folded → callgrind CPU {:.3} s (parse {:.3} + emit {:.3})",
-        out_len as f64 / 1e6,
+        out_len.get() as f64 / 1e6,
         parse_cpu + emit_cpu,
         parse_cpu,
         emit_cpu

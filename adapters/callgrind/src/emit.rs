@@ -3,8 +3,11 @@
 //! The IR's stacks are a prefix tree of frames; callgrind wants a graph of functions: self cost
 //! per (function, position) and, per call edge (caller, call site, callee), a call count and the
 //! inclusive cost spent in the callee. Everything is computed per distinct stack (never per
-//! sample and frame), then sorted, so the output is deterministic and the work grows with the
-//! number of distinct stacks.
+//! sample and frame) in one iterative depth-first walk over the stack table's chains (runs of
+//! consecutive stacks, each the child of the one before), so the work grows with the number of
+//! distinct stacks and memory is read mostly in order. Call lines are summed per (call site,
+//! callee) through a hash table keyed by those two numbers; only the distinct call lines are
+//! sorted (never the map iterated), so the output is deterministic.
 //!
 //! * **Functions** are (object, file, name) triples: the IR func's resource, file and name. IR
 //!   funcs that differ only in their first line are one callgrind function (readers identify
@@ -20,7 +23,7 @@
 //!   Each sample is thus counted at most once per call edge and at most once in the incoming
 //!   calls of every function, which is what callgrind_annotate (`--inclusive=yes`) and
 //!   KCachegrind show as a function's inclusive cost: it never exceeds the total, even with
-//!   recursion, and self-recursive edges (`f -> f`) carry no cost. One pass over the stacks.
+//!   recursion, and self-recursive edges (`f -> f`) carry no cost. One walk over the stacks.
 //!   A call edge made only from inside recursion (no cost) is left out when its callee has a
 //!   call from outside recursion: gprof2dot cannot apportion weightless edges in cycles. The
 //!   header counts what was left out.
@@ -29,6 +32,8 @@
 //!   a lower bound, the number of distinct calling contexts (caller stacks) of the edge. The
 //!   header says which.
 
+use foldhash::fast::FixedState;
+use hashbrown::HashMap;
 use profconv_plugin::PluginError;
 use profconv_plugin::ir::{NO_ADDRESS, NONE, ProfileRef, ValueKind};
 use std::io::Write;
@@ -51,13 +56,24 @@ enum CallRule {
     Contexts,
 }
 
-/// Writes `p` as a callgrind profile.
+/// Writes `p` as a callgrind profile (after checking it with [`ProfileRef::validate`]).
 pub fn emit_callgrind(
     p: &ProfileRef<'_>,
     out: &mut impl Write,
     opts: EmitOptions<'_>,
 ) -> Result<(), PluginError> {
     p.validate()?;
+    emit_callgrind_validated(p, out, opts)
+}
+
+/// Writes `p`, which has passed [`ProfileRef::validate`], as a callgrind profile. The plugin
+/// entry point uses this: the SDK validates every profile a host passes to an emitter. An
+/// invalid profile may make it panic (an index out of range).
+pub fn emit_callgrind_validated(
+    p: &ProfileRef<'_>,
+    out: &mut impl Write,
+    opts: EmitOptions<'_>,
+) -> Result<(), PluginError> {
     let cols = weight_columns(p, opts.value)?;
     let nc = cols.len();
     let calls_col = p
@@ -79,96 +95,114 @@ pub fn emit_callgrind(
     } else {
         CallRule::Contexts
     };
-
-    let ns = p.n_stacks();
-    let cg = CgFuncs::new(p);
-    let cg_of_stack: Vec<u32> = (0..ns)
-        .map(|s| cg.of_func[p.stack_func(s as u32) as usize])
-        .collect();
-
-    // Per stack: self values (nc per stack), whether a sample ends there, exact calls.
-    let mut selfv = vec![0i64; ns * nc];
-    let mut sampled = vec![false; ns];
-    let mut calls = vec![0i64; if rule == CallRule::Contexts { 0 } else { ns }];
-    for i in 0..p.n_samples() {
-        let s = p.sample_stack[i] as usize;
-        sampled[s] = true;
-        for (k, &c) in cols.iter().enumerate() {
-            let cell = &mut selfv[s * nc + k];
-            *cell = checked_add(*cell, p.sample_values[c][i])?;
-        }
-        if let Some(c) = calls_col {
-            calls[s] = calls[s].saturating_add(p.sample_values[c][i].max(0));
-        }
-    }
-    if rule == CallRule::Estimated {
-        estimate_calls(p, &cg_of_stack, &mut calls);
-    }
-
-    // Subtree totals and liveness (a sample somewhere below), children before parents.
-    let mut total = selfv.clone();
-    let mut live = sampled.clone();
-    for s in (0..ns).rev() {
-        let par = p.stack_prefix[s];
-        if par != NONE {
-            let par = par as usize;
-            live[par] |= live[s];
-            for k in 0..nc {
-                total[par * nc + k] = checked_add(total[par * nc + k], total[s * nc + k])?;
-            }
-        }
-    }
-    let (edge_cost, outermost) = edge_costs(p, &cg_of_stack, &total, nc, cg.names.len());
-
-    // Self lines: (function, position) with summed values.
-    let has_addr = p.frame_address.iter().any(|&a| a != NO_ADDRESS);
-    let pos_of = |s: usize| -> (u64, u32) {
-        let fr = p.stack_frame[s] as usize;
-        let addr = match p.frame_address[fr] {
-            NO_ADDRESS => 0,
-            a => a,
-        };
-        let line = p.frame_line[fr];
-        (addr, if line == NONE { 0 } else { line })
-    };
-    let mut self_rows: Vec<(u32, u64, u32, u32)> = (0..ns)
-        .filter(|&s| sampled[s])
-        .map(|s| {
-            let (a, l) = pos_of(s);
-            (cg_of_stack[s], a, l, s as u32)
-        })
-        .collect();
-    self_rows.sort_unstable();
-
-    // Call lines: (caller, call site, callee) from every stack with a parent.
-    let mut edge_rows: Vec<EdgeRow> = Vec::new();
-    for q in 0..ns {
-        let par = p.stack_prefix[q];
-        if par == NONE {
-            continue;
-        }
-        let has_calls = rule != CallRule::Contexts && calls[q] > 0;
-        if !live[q] && !has_calls {
-            continue;
-        }
-        let (addr, line) = pos_of(par as usize);
-        edge_rows.push(EdgeRow {
-            caller: cg_of_stack[par as usize],
-            addr,
-            line,
-            callee: cg_of_stack[q],
-            parent: par,
-            stack: q as u32,
-        });
-    }
-    edge_rows.sort_unstable_by_key(|e| (e.caller, e.addr, e.line, e.callee, e.parent, e.stack));
-
+    // The grand totals, checked. Every value is at least 0, so no sum of some of them (a self
+    // cost, a subtree total, a call line's cost) can overflow once these fit.
     let mut grand = vec![0i64; nc];
     for (k, &c) in cols.iter().enumerate() {
         for &v in p.sample_values[c] {
             grand[k] = checked_add(grand[k], v)?;
         }
     }
+
+    let ns = p.n_stacks();
+    if ns >= OUTER as usize {
+        // Call-line groups are numbered below 2^31 (see `Acc`).
+        return Err(PluginError::unsupported(format!(
+            "{ns} stacks: the callgrind emitter handles fewer than 2^31"
+        )));
+    }
+    let cg = CgFuncs::new(p);
+    let sites = Sites::new(p, &cg);
+    let n_sites = sites.cg.len();
+    if n_sites >= LIVE as usize {
+        return Err(PluginError::unsupported(format!(
+            "{n_sites} call sites: the callgrind emitter handles fewer than 2^31"
+        )));
+    }
+
+    // Per stack: call site, self values (the walk below sums them into subtree totals) and
+    // whether a sample ends there (then: on it or below). Per call site: self costs, and
+    // whether a sample ends there.
+    let mut nodes: Vec<Node> = p
+        .stack_frame
+        .iter()
+        .map(|&fr| Node {
+            cost: 0,
+            site: sites.of_frame[fr as usize],
+        })
+        .collect();
+    let mut rest = vec![0i64; ns * (nc - 1)];
+    let mut site_self = vec![0i64; n_sites * nc];
+    let mut site_sampled = vec![false; n_sites];
+    let mut calls = vec![0i64; if rule == CallRule::Contexts { 0 } else { ns }];
+    for i in 0..p.n_samples() {
+        let s = p.sample_stack[i] as usize;
+        let node = &mut nodes[s];
+        let site = (node.site & !LIVE) as usize;
+        node.site |= LIVE;
+        node.cost += p.sample_values[cols[0]][i];
+        site_sampled[site] = true;
+        for (k, &c) in cols.iter().enumerate() {
+            let v = p.sample_values[c][i];
+            if k > 0 {
+                rest[s * (nc - 1) + k - 1] += v;
+            }
+            site_self[site * nc + k] += v;
+        }
+        if let Some(c) = calls_col {
+            calls[s] = calls[s].saturating_add(p.sample_values[c][i].max(0));
+        }
+    }
+    if rule == CallRule::Estimated {
+        estimate_calls(p, &sites.frame_cg, &mut calls);
+    }
+    // Subtree totals, and the call lines: one per (caller's call site, callee), summed over
+    // every stack with a parent that has a sample on it or below (or calls).
+    let chains = Chains::new(p);
+    let mut walk = Walk {
+        edges: EdgeGroups::new(nc),
+        open: vec![0u32; cg.names.len()],
+        nodes,
+        rest,
+    };
+    let cx = WalkCx {
+        site_cg: &sites.cg,
+        chains: &chains,
+        calls: &calls,
+        rule,
+        nc,
+    };
+    walk.run(&cx);
+    drop(chains);
+    let Walk {
+        edges,
+        open,
+        nodes,
+        rest,
+    } = walk;
+    drop((open, nodes, rest));
+    let edges = edges.finish();
+
+    let mut order: Vec<u32> = (0..edges.keys.len() as u32).collect();
+    order.sort_unstable_by_key(|&g| edges.keys[g as usize]);
+    let mut body_edges: Vec<MergedEdge> = order
+        .iter()
+        .map(|&g| {
+            let g = g as usize;
+            let key = edges.keys[g];
+            let site = (key >> 32) as usize;
+            MergedEdge {
+                caller: sites.cg[site],
+                addr: sites.addr[site],
+                line: sites.line[site],
+                callee: key as u32,
+                calls: edges.calls[g].max(0) as u64,
+                cost: g * nc,
+                outer: edges.outer[g],
+            }
+        })
+        .collect();
+    let costs = edges.costs;
 
     let mut w = Writer {
         out,
@@ -179,48 +213,9 @@ pub fn emit_callgrind(
         next_name: 1,
         next_file: 1,
         next_ob: 1,
-        has_addr,
+        has_addr: sites.has_addr,
     };
 
-    // Merge the rows, then write the header (it names the invented counts) and the body.
-    let mut body_edges: Vec<MergedEdge> = Vec::new();
-    let mut costs: Vec<i64> = Vec::new();
-    let mut i = 0;
-    while i < edge_rows.len() {
-        let e = edge_rows[i];
-        let start = costs.len();
-        costs.resize(start + nc, 0);
-        let mut count: i64 = 0;
-        let mut last_parent = NONE;
-        let mut outer = false;
-        while i < edge_rows.len() && edge_rows[i].same_edge(&e) {
-            let r = edge_rows[i];
-            let q = r.stack as usize;
-            outer |= outermost[q];
-            for k in 0..nc {
-                costs[start + k] = checked_add(costs[start + k], edge_cost[q * nc + k])?;
-            }
-            match rule {
-                CallRule::Contexts => {
-                    if live[q] && r.parent != last_parent {
-                        count += 1;
-                        last_parent = r.parent;
-                    }
-                }
-                _ => count = count.saturating_add(calls[q]),
-            }
-            i += 1;
-        }
-        body_edges.push(MergedEdge {
-            caller: e.caller,
-            addr: e.addr,
-            line: e.line,
-            callee: e.callee,
-            calls: count.max(0) as u64,
-            cost: start,
-            outer,
-        });
-    }
     // Calls made only from inside recursion (the callee is already on every stack they are on)
     // carry no cost. Left in, they would make readers see cycles whose edges have no weight,
     // which gprof2dot cannot apportion (it asserts). They are left out when the callee has a
@@ -256,32 +251,30 @@ pub fn emit_callgrind(
     };
     w.header(p, &cols, calls_col, &notes, &grand)?;
 
-    let mut self_costs = vec![0i64; nc];
+    // Functions in order; per function its self lines (call sites in position order), then its
+    // call lines.
+    let sampled: Vec<u32> = (0..n_sites as u32)
+        .filter(|&s| site_sampled[s as usize])
+        .collect();
     let (mut si, mut ei) = (0usize, 0usize);
     let mut cur_ob = NONE;
     let mut cur_file = NONE;
-    while si < self_rows.len() || ei < body_edges.len() {
-        let f = match (self_rows.get(si), body_edges.get(ei)) {
-            (Some(s), Some(e)) => s.0.min(e.caller),
-            (Some(s), None) => s.0,
+    while si < sampled.len() || ei < body_edges.len() {
+        let f = match (sampled.get(si), body_edges.get(ei)) {
+            (Some(&s), Some(e)) => sites.cg[s as usize].min(e.caller),
+            (Some(&s), None) => sites.cg[s as usize],
             (None, Some(e)) => e.caller,
             (None, None) => break,
         };
         w.function(&cg, f, &mut cur_ob, &mut cur_file)?;
-        while si < self_rows.len() && self_rows[si].0 == f {
-            let (_, addr, line, _) = self_rows[si];
-            self_costs.iter_mut().for_each(|v| *v = 0);
-            while si < self_rows.len()
-                && self_rows[si].0 == f
-                && (self_rows[si].1, self_rows[si].2) == (addr, line)
-            {
-                let s = self_rows[si].3 as usize;
-                for k in 0..nc {
-                    self_costs[k] = checked_add(self_costs[k], selfv[s * nc + k])?;
-                }
-                si += 1;
-            }
-            w.cost_line(addr, line, &self_costs)?;
+        while si < sampled.len() && sites.cg[sampled[si] as usize] == f {
+            let s = sampled[si] as usize;
+            w.cost_line(
+                sites.addr[s],
+                sites.line[s],
+                &site_self[s * nc..(s + 1) * nc],
+            )?;
+            si += 1;
         }
         while ei < body_edges.len() && body_edges[ei].caller == f {
             let e = &body_edges[ei];
@@ -368,13 +361,14 @@ impl<'a> CgFuncs<'a> {
                 p.strings.get(p.func_name[f]),
             )
         };
+        let keys: Vec<_> = (0..nf).map(key).collect();
         let mut order: Vec<u32> = (0..nf as u32).collect();
-        order.sort_by(|&a, &b| key(a as usize).cmp(&key(b as usize)).then(a.cmp(&b)));
+        order.sort_unstable_by(|&a, &b| keys[a as usize].cmp(&keys[b as usize]).then(a.cmp(&b)));
         let mut of_func = vec![0u32; nf];
         let (mut names, mut files, mut obs, mut line) = (vec![], vec![], vec![], vec![]);
         let mut prev = None;
         for &f in &order {
-            let k = key(f as usize);
+            let k = keys[f as usize];
             if prev != Some(k) {
                 names.push(k.2);
                 files.push(k.1);
@@ -405,90 +399,478 @@ impl<'a> CgFuncs<'a> {
     }
 }
 
-/// For each item, the index of its value among the distinct values (sorted).
-fn groups<T: Ord + Copy>(items: &[T]) -> Vec<u32> {
-    let mut order: Vec<u32> = (0..items.len() as u32).collect();
-    order.sort_by_key(|&i| items[i as usize]);
-    let mut g = vec![0u32; items.len()];
-    let mut n = 0u32;
-    for (k, &i) in order.iter().enumerate() {
-        if k > 0 && items[order[k - 1] as usize] != items[i as usize] {
-            n += 1;
-        }
-        g[i as usize] = n;
-    }
-    g
+/// For each item, a number for its value: equal values get the same number, numbered in
+/// first-seen order.
+fn groups<T: Eq + std::hash::Hash + Copy>(items: &[T]) -> Vec<u32> {
+    let mut seen: HashMap<T, u32, FixedState> =
+        HashMap::with_capacity_and_hasher(items.len(), FixedState::with_seed(0x6367));
+    items
+        .iter()
+        .map(|&v| {
+            let n = seen.len() as u32;
+            *seen.entry(v).or_insert(n)
+        })
+        .collect()
 }
 
-/// Inclusive cost of the call into each stack (`nc` values per stack): its subtree total when
-/// no stack above it is of the same function (the call into the function's outermost frame),
-/// else zero. So each sample is charged once per function it passes through, on the call into
-/// that function's outermost frame: the sum of a function's incoming call costs (what
-/// callgrind_annotate and KCachegrind show as its inclusive cost) never exceeds the total.
-/// Also returns, per stack, whether it is such an outermost frame. One iterative depth-first
-/// pass over the stack tree.
-fn edge_costs(
-    p: &ProfileRef<'_>,
-    cg_of_stack: &[u32],
-    total: &[i64],
+/// Call sites: distinct (callgrind function, address, line) of the frames, numbered in that
+/// order, so sorting by site sorts by function then position.
+struct Sites {
+    /// Per frame: its callgrind function and its site.
+    frame_cg: Vec<u32>,
+    of_frame: Vec<u32>,
+    /// Per site: function, address (0: none), line (0: none).
+    cg: Vec<u32>,
+    addr: Vec<u64>,
+    line: Vec<u32>,
+    /// Whether any frame has an address (`positions: instr line`).
+    has_addr: bool,
+}
+
+impl Sites {
+    fn new(p: &ProfileRef<'_>, cg: &CgFuncs<'_>) -> Self {
+        let nfr = p.n_frames();
+        let frame_cg: Vec<u32> = p
+            .frame_func
+            .iter()
+            .map(|&f| cg.of_func[f as usize])
+            .collect();
+        let pos = |fr: usize| -> (u64, u32) {
+            let addr = match p.frame_address[fr] {
+                NO_ADDRESS => 0,
+                a => a,
+            };
+            let line = match p.frame_line[fr] {
+                NONE => 0,
+                l => l,
+            };
+            (addr, line)
+        };
+        let key = |fr: u32| {
+            let (a, l) = pos(fr as usize);
+            (frame_cg[fr as usize], a, l)
+        };
+        let mut order: Vec<u32> = (0..nfr as u32).collect();
+        order.sort_unstable_by_key(|&fr| key(fr));
+        let mut of_frame = vec![0u32; nfr];
+        let (mut site_cg, mut addr, mut line) = (Vec::new(), Vec::new(), Vec::new());
+        let mut prev = None;
+        for &fr in &order {
+            let k = key(fr);
+            if prev != Some(k) {
+                site_cg.push(k.0);
+                addr.push(k.1);
+                line.push(k.2);
+                prev = Some(k);
+            }
+            of_frame[fr as usize] = (site_cg.len() - 1) as u32;
+        }
+        Sites {
+            frame_cg,
+            of_frame,
+            cg: site_cg,
+            addr,
+            line,
+            has_addr: p.frame_address.iter().any(|&a| a != NO_ADDRESS),
+        }
+    }
+}
+
+/// The stack tree as chains: a chain is a run of consecutive stacks, each the child of the one
+/// before (a folded line's new frames, say), so the chains split `0..n_stacks` into ranges. A
+/// chain's head (its first stack) is a root or a stack whose prefix is not the stack just before
+/// it. Walking chains instead of stacks keeps the walk over consecutive memory.
+struct Chains {
+    /// Per chain: its head and the position in `attached` of the chains attached to its
+    /// stacks; then (`n_stacks`, `attached.len()`). Chain `j` is `head[j]..head[j + 1]`.
+    meta: Vec<(u32, u32)>,
+    /// The chains that start at a root, ascending.
+    roots: Vec<u32>,
+    /// The chains attached to a stack, as `prefix << 32 | chain`, sorted: those attached to the
+    /// stacks of chain `j` are `attached[meta[j].1..meta[j + 1].1]`, those attached to one stack
+    /// too.
+    attached: Vec<u64>,
+}
+
+impl Chains {
+    fn new(p: &ProfileRef<'_>) -> Self {
+        let (mut head, mut roots, mut attached) = (Vec::new(), Vec::new(), Vec::new());
+        for (q, &par) in p.stack_prefix.iter().enumerate() {
+            if par == NONE {
+                roots.push(head.len() as u32);
+                head.push(q as u32);
+            } else if par as usize + 1 != q {
+                attached.push(u64::from(par) << 32 | head.len() as u64);
+                head.push(q as u32);
+            }
+        }
+        attached.sort_unstable();
+        let mut meta = Vec::with_capacity(head.len() + 1);
+        let mut k = 0;
+        for &h in &head {
+            while k < attached.len() && (attached[k] >> 32) < u64::from(h) {
+                k += 1;
+            }
+            meta.push((h, k as u32));
+        }
+        meta.push((p.stack_prefix.len() as u32, attached.len() as u32));
+        Chains {
+            meta,
+            roots,
+            attached,
+        }
+    }
+}
+
+/// One chain on the walk's path: its first and last stacks, the first one's prefix, the stack
+/// being visited (its stacks are visited last to first, after the chains attached below them),
+/// the chains attached to stacks above `at` (`attached[lo..rest]`) and those of `at` still to
+/// walk (`attached[next..end]`).
+struct ChainVisit {
+    first: u32,
+    last: u32,
+    parent: u32,
+    at: u32,
+    lo: usize,
+    rest: usize,
+    next: usize,
+    end: usize,
+}
+
+/// A stack, as the walk sees it (12 bytes: the walk is bound by memory traffic).
+#[derive(Clone, Copy)]
+#[repr(C, packed(4))]
+struct Node {
+    /// Self value, then subtree total, of the first column (the others are in `Walk::rest`).
+    cost: i64,
+    /// Call site (its function is `Sites::cg[site]`), and [`LIVE`] when a sample is on the
+    /// stack or below.
+    site: u32,
+}
+
+/// Flag in [`Node::site`].
+const LIVE: u32 = 1 << 31;
+
+/// Call lines being summed: one group per (caller's site, callee), numbered in first-seen
+/// order. The running sums live in the table's slots next to their keys (one memory access per
+/// row); the costs of columns after the first in `rest`.
+struct EdgeGroups {
     nc: usize,
-    n_cg: usize,
-) -> (Vec<i64>, Vec<bool>) {
-    let ns = p.n_stacks();
-    let mut cost = total.to_vec();
-    let mut outermost = vec![true; ns];
-    // Children in stack order (link in reverse so the lists come out ascending).
-    let mut first_child = vec![NONE; ns];
-    let mut next_sibling = vec![NONE; ns];
-    let mut first_root = NONE;
-    for s in (0..ns).rev() {
-        let par = p.stack_prefix[s];
-        if par == NONE {
-            next_sibling[s] = first_root;
-            first_root = s as u32;
-        } else {
-            next_sibling[s] = first_child[par as usize];
-            first_child[par as usize] = s as u32;
+    /// Open addressing, linear probing, keys stored inline ([`NO_KEY`]: empty slot), at most
+    /// 3/4 full; the slot of a key is its product with a large odd constant, top bits.
+    slots: Vec<(u64, Acc)>,
+    len: usize,
+    shift: u32,
+    rest: Vec<i64>,
+}
+
+/// An empty slot's key (a real key's site is below 2^31).
+const NO_KEY: u64 = u64::MAX;
+
+/// One group's sums so far (with its key, 32 bytes: half a cache line).
+#[derive(Clone, Copy)]
+struct Acc {
+    /// The group's number, and [`OUTER`] once some row was the callee's outermost frame on its
+    /// stack.
+    g: u32,
+    /// The last caller stack counted (distinct calling contexts).
+    last_parent: u32,
+    calls: i64,
+    /// Cost in the first column.
+    cost0: i64,
+}
+
+/// Flag in [`Acc::g`].
+const OUTER: u32 = 1 << 31;
+
+const EMPTY_ACC: Acc = Acc {
+    g: 0,
+    last_parent: NONE,
+    calls: 0,
+    cost0: 0,
+};
+
+/// The groups, indexed by group number.
+struct Groups {
+    /// `site << 32 | callee`.
+    keys: Vec<u64>,
+    calls: Vec<i64>,
+    outer: Vec<bool>,
+    /// `nc` per group.
+    costs: Vec<i64>,
+}
+
+impl EdgeGroups {
+    fn new(nc: usize) -> Self {
+        EdgeGroups {
+            nc,
+            slots: vec![(NO_KEY, EMPTY_ACC); 1 << 10],
+            len: 0,
+            shift: 64 - 10,
+            rest: Vec::new(),
         }
     }
-    // How many stacks of each function are open on the current path.
-    let mut open = vec![0u32; n_cg];
-    let mut cur = first_root;
-    while cur != NONE {
-        // Enter `cur`.
-        let f = cg_of_stack[cur as usize] as usize;
-        if open[f] > 0 {
-            let c = cur as usize;
-            cost[c * nc..(c + 1) * nc].iter_mut().for_each(|v| *v = 0);
-            outermost[c] = false;
-        }
-        open[f] += 1;
-        if first_child[cur as usize] != NONE {
-            cur = first_child[cur as usize];
-            continue;
-        }
-        // Leave `cur` and every ancestor whose children are done.
+
+    fn slot_of(&self, key: u64) -> usize {
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize
+    }
+
+    /// The slot holding `key`, or the empty one where it goes.
+    fn find(&self, key: u64) -> usize {
+        let mask = self.slots.len() - 1;
+        let mut i = self.slot_of(key);
         loop {
-            open[cg_of_stack[cur as usize] as usize] -= 1;
-            let sib = next_sibling[cur as usize];
-            if sib != NONE {
-                cur = sib;
-                break;
+            let k = self.slots[i].0;
+            if k == key || k == NO_KEY {
+                return i;
             }
-            cur = p.stack_prefix[cur as usize];
-            if cur == NONE {
-                break;
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Doubles the table.
+    fn grow(&mut self) {
+        let n = self.slots.len() * 2;
+        let old = std::mem::replace(&mut self.slots, vec![(NO_KEY, EMPTY_ACC); n]);
+        self.shift -= 1;
+        for (key, acc) in old {
+            if key != NO_KEY {
+                let i = self.find(key);
+                self.slots[i] = (key, acc);
             }
         }
     }
-    (cost, outermost)
+
+    /// Adds the call from stack `parent` (at `site`) to a stack of `callee`: its subtree total
+    /// (first column, other columns) when it is the callee's outermost frame, and `calls` calls
+    /// (`None`: count distinct parents instead).
+    fn add(
+        &mut self,
+        site: u32,
+        callee: u32,
+        parent: u32,
+        outer: Option<(i64, &[i64])>,
+        calls: Option<i64>,
+    ) {
+        let key = u64::from(site) << 32 | u64::from(callee);
+        let mut i = self.find(key);
+        if self.slots[i].0 == NO_KEY {
+            if (self.len + 1) * 4 > self.slots.len() * 3 {
+                self.grow();
+                i = self.find(key);
+            }
+            let g = self.len as u32;
+            self.len += 1;
+            self.slots[i] = (key, Acc { g, ..EMPTY_ACC });
+            self.rest.resize(self.rest.len() + self.nc - 1, 0);
+        }
+        let acc = &mut self.slots[i].1;
+        if let Some((cost0, more)) = outer {
+            acc.g |= OUTER;
+            acc.cost0 += cost0;
+            if self.nc > 1 {
+                let g = (acc.g & !OUTER) as usize * (self.nc - 1);
+                for (r, &v) in self.rest[g..g + self.nc - 1].iter_mut().zip(more) {
+                    *r += v;
+                }
+            }
+        }
+        match calls {
+            Some(n) => acc.calls = acc.calls.saturating_add(n),
+            None => {
+                if acc.last_parent != parent {
+                    acc.calls += 1;
+                    acc.last_parent = parent;
+                }
+            }
+        }
+    }
+
+    /// The groups by number (the map's order does not matter: each goes to its own slot).
+    fn finish(self) -> Groups {
+        let (n, nc) = (self.len, self.nc);
+        let mut out = Groups {
+            keys: vec![0; n],
+            calls: vec![0; n],
+            outer: vec![false; n],
+            costs: vec![0; n * nc],
+        };
+        for (key, acc) in self.slots.into_iter().filter(|s| s.0 != NO_KEY) {
+            let g = (acc.g & !OUTER) as usize;
+            out.keys[g] = key;
+            out.calls[g] = acc.calls;
+            out.outer[g] = acc.g & OUTER != 0;
+            out.costs[g * nc] = acc.cost0;
+            out.costs[g * nc + 1..(g + 1) * nc]
+                .copy_from_slice(&self.rest[g * (nc - 1)..(g + 1) * (nc - 1)]);
+        }
+        out
+    }
+}
+
+/// What the depth-first walk reads.
+struct WalkCx<'a> {
+    /// Callgrind function of each call site.
+    site_cg: &'a [u32],
+    chains: &'a Chains,
+    calls: &'a [i64],
+    rule: CallRule,
+    nc: usize,
+}
+
+impl WalkCx<'_> {
+    /// Callgrind function of a stack.
+    fn cg(&self, node: Node) -> u32 {
+        self.site_cg[(node.site & !LIVE) as usize]
+    }
+}
+
+/// The walk's state: the call lines so far, how many stacks of each function are open on the
+/// current path, and per stack its [`Node`] and its costs in the columns after the first
+/// (`nc - 1` per stack): self values, then the subtree's totals once its children are closed.
+struct Walk {
+    edges: EdgeGroups,
+    open: Vec<u32>,
+    nodes: Vec<Node>,
+    rest: Vec<i64>,
+}
+
+impl Walk {
+    /// Depth-first over the chains, iteratively. On entering a chain, its stacks are opened
+    /// (first to last); then, from its last stack back to its first, each stack `s` walks the
+    /// chains attached to it, then is closed: with just the path from a root to `s` open and
+    /// its children's subtrees summed, it adds the calls into its children (the next stack of
+    /// the chain and the heads attached to `s`) and passes its totals to its prefix.
+    fn run(&mut self, cx: &WalkCx<'_>) {
+        let mut path: Vec<ChainVisit> = Vec::new();
+        for &root in &cx.chains.roots {
+            path.push(self.open_chain(cx, root as usize, NONE));
+            while let Some(v) = path.last_mut() {
+                if v.next < v.end {
+                    let chain = cx.chains.attached[v.next] as u32 as usize;
+                    v.next += 1;
+                    let at = v.at;
+                    let visit = self.open_chain(cx, chain, at);
+                    path.push(visit);
+                    continue;
+                }
+                self.close(cx, v);
+                if v.at == v.first {
+                    path.pop();
+                } else {
+                    v.at -= 1;
+                    v.attach_of_at(cx);
+                }
+            }
+        }
+    }
+
+    /// Opens the stacks of chain `j` (whose head's prefix is `parent`), and stands at its last
+    /// stack.
+    fn open_chain(&mut self, cx: &WalkCx<'_>, j: usize, parent: u32) -> ChainVisit {
+        let ((first, lo), (end, rest)) = (cx.chains.meta[j], cx.chains.meta[j + 1]);
+        for node in &self.nodes[first as usize..end as usize] {
+            self.open[cx.cg(*node) as usize] += 1;
+        }
+        let mut v = ChainVisit {
+            first,
+            last: end - 1,
+            parent,
+            at: end - 1,
+            lo: lo as usize,
+            rest: rest as usize,
+            next: rest as usize,
+            end: rest as usize,
+        };
+        // Touch what entering each chain attached to this one (soon) reads first: its first
+        // and last stacks and the end of its own attached list. Independent loads, so the
+        // processor fetches those cache lines together instead of one miss at a time when each
+        // chain is entered (large profiles do not fit in the caches).
+        let mut touch = 0u64;
+        for &a in &cx.chains.attached[v.lo..v.rest] {
+            let j = a as u32 as usize;
+            let ((head, lo), (end, rest)) = (cx.chains.meta[j], cx.chains.meta[j + 1]);
+            touch ^= u64::from(self.nodes[head as usize].site);
+            touch ^= u64::from(self.nodes[end as usize - 1].site);
+            if rest > lo {
+                touch ^= cx.chains.attached[rest as usize - 1];
+            }
+        }
+        std::hint::black_box(touch);
+        v.attach_of_at(cx);
+        v
+    }
+
+    /// Closes stack `v.at` (its attached chains are done): the calls into its children, charged
+    /// with the child's subtree totals when the callee is not open (its outermost frame); then
+    /// its totals and liveness go to its prefix, and it leaves the path.
+    fn close(&mut self, cx: &WalkCx<'_>, v: &ChainVisit) {
+        let s = v.at as usize;
+        let node = self.nodes[s];
+        let site = node.site & !LIVE;
+        if v.at < v.last {
+            self.call(cx, site, s, s + 1);
+        }
+        for &a in &cx.chains.attached[v.rest..v.end] {
+            let head = cx.chains.meta[a as u32 as usize].0;
+            self.call(cx, site, s, head as usize);
+        }
+        let par = if v.at > v.first { v.at - 1 } else { v.parent };
+        if par != NONE {
+            let par = par as usize;
+            let up = &mut self.nodes[par];
+            up.cost += node.cost;
+            up.site |= node.site & LIVE;
+            let m = cx.nc - 1;
+            if m > 0 {
+                let (head, tail) = self.rest.split_at_mut(s * m);
+                for (t, &x) in head[par * m..(par + 1) * m].iter_mut().zip(&tail[..m]) {
+                    *t += x;
+                }
+            }
+        }
+        self.open[cx.cg(node) as usize] -= 1;
+    }
+
+    /// The call from stack `s` (at `site`) into its child `q`.
+    fn call(&mut self, cx: &WalkCx<'_>, site: u32, s: usize, q: usize) {
+        let q_calls = if cx.rule == CallRule::Contexts {
+            0
+        } else {
+            cx.calls[q]
+        };
+        let node = self.nodes[q];
+        if node.site & LIVE == 0 && q_calls <= 0 {
+            return;
+        }
+        let m = cx.nc - 1;
+        let outer = (self.open[cx.cg(node) as usize] == 0)
+            .then(|| (node.cost, &self.rest[q * m..(q + 1) * m]));
+        let calls = (cx.rule != CallRule::Contexts).then_some(q_calls);
+        self.edges.add(site, cx.cg(node), s as u32, outer, calls);
+    }
+}
+
+impl ChainVisit {
+    /// Sets the chains attached to `at` as the ones to walk next.
+    fn attach_of_at(&mut self, cx: &WalkCx<'_>) {
+        let attached = &cx.chains.attached;
+        let mut k = self.rest;
+        while k > self.lo && (attached[k - 1] >> 32) as u32 == self.at {
+            k -= 1;
+        }
+        self.next = k;
+        self.end = self.rest;
+        self.rest = k;
+    }
 }
 
 /// Seed 003's call-count estimate: walking the samples in order, per thread, the calls on the
 /// new stack below its common part with the previous stack are new calls (+1 each). Stacks are
 /// compared frame by frame, except that the first differing level counts as the same call when
 /// both frames are of one function (the callee moved to another line; its caller did not).
-fn estimate_calls(p: &ProfileRef<'_>, cg_of_stack: &[u32], calls: &mut [i64]) {
+fn estimate_calls(p: &ProfileRef<'_>, frame_cg: &[u32], calls: &mut [i64]) {
+    let cg_of = |s: u32| frame_cg[p.stack_frame[s as usize] as usize];
     let ns = p.n_stacks();
     let mut depth = vec![0u32; ns];
     for s in 0..ns {
@@ -529,29 +911,13 @@ fn estimate_calls(p: &ProfileRef<'_>, cg_of_stack: &[u32], calls: &mut [i64]) {
         }
         let mut n = new_part.len();
         if let Some(&top) = new_part.last() {
-            if x_child != NONE && cg_of_stack[x_child as usize] == cg_of_stack[top as usize] {
+            if x_child != NONE && cg_of(x_child) == cg_of(top) {
                 n -= 1;
             }
         }
         for &q in &new_part[..n] {
             calls[q as usize] = calls[q as usize].saturating_add(1);
         }
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-struct EdgeRow {
-    caller: u32,
-    addr: u64,
-    line: u32,
-    callee: u32,
-    parent: u32,
-    stack: u32,
-}
-
-impl EdgeRow {
-    fn same_edge(&self, o: &EdgeRow) -> bool {
-        (self.caller, self.addr, self.line, self.callee) == (o.caller, o.addr, o.line, o.callee)
     }
 }
 
@@ -1021,6 +1387,66 @@ mod tests {
         );
         assert!(text.contains("desc: Scale: event samples is written in units of 10^-2 count"));
         assert!(text.contains("\n0 15000\n"));
+    }
+
+    /// The same profile with its stack table built in two orders: line by line (long chains
+    /// of consecutive stacks), and level by level from the last line (every stack a chain of
+    /// its own, prefixes far away). The output must not depend on the order.
+    fn build_in_order(paths: &[(&[(&str, u32)], i64)], level_by_level: bool) -> Profile {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_value_type("time", "nanoseconds", ValueKind::Weight);
+        let frame = |b: &mut ProfileBuilder, (name, line): (&str, u32)| {
+            let f = b.func(name);
+            b.frame_at(f, None, Some(line))
+        };
+        if level_by_level {
+            let depth = paths.iter().map(|(p, _)| p.len()).max().unwrap_or(0);
+            for d in 1..=depth {
+                for (path, _) in paths.iter().rev().filter(|(p, _)| p.len() >= d) {
+                    let mut s = NONE;
+                    for &fl in &path[..d] {
+                        let fr = frame(&mut b, fl);
+                        s = b.stack(s, fr);
+                    }
+                }
+            }
+        }
+        for (path, v) in paths {
+            let mut s = NONE;
+            for &fl in *path {
+                let fr = frame(&mut b, fl);
+                s = b.stack(s, fr);
+            }
+            b.add_to_stack(s, &[*v, 10 * *v]).unwrap();
+        }
+        b.finish()
+    }
+
+    #[test]
+    fn output_does_not_depend_on_the_stack_order() {
+        let paths: &[(&[(&str, u32)], i64)] = &[
+            (&[("main", 1), ("a", 1), ("b", 1), ("a", 2), ("b", 2)], 3),
+            (&[("main", 1), ("a", 1), ("c", 1)], 2),
+            (&[("main", 1), ("a", 5), ("c", 1)], 1),
+            (&[("main", 1), ("d", 1)], 1),
+            (&[("main", 1), ("a", 1), ("b", 1), ("a", 2)], 0),
+            (&[("main", 2), ("a", 1)], 4),
+            (&[("x", 1), ("main", 1), ("a", 1), ("x", 3), ("a", 1)], 1),
+        ];
+        let chained = build_in_order(paths, false);
+        let scattered = build_in_order(paths, true);
+        assert_ne!(chained.view().stack_prefix, scattered.view().stack_prefix);
+        let text = emit(&chained);
+        assert_eq!(text, emit(&scattered));
+        // main:1 -> a: two callers' frames of a (lines 1 and 5) under one main stack, and
+        // main:1 under x: two calling contexts; inclusive 3 + 2 + 1 + 0 + 1 = 7 samples, 70 ns.
+        assert!(
+            text.contains("fn=(6) main\ncfi=(1)\ncfn=(1)\ncalls=2 0\n1 7 70\n"),
+            "{text}"
+        );
+        // a -> b from inside recursion only (a;b;a;b) is left out: b's outer call is a -> b.
+        assert!(text.contains("desc: Left out: "), "{text}");
     }
 
     #[test]

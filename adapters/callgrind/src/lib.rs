@@ -28,7 +28,7 @@ mod tree;
 use profconv_plugin::ir::{Profile, ProfileRef};
 use profconv_plugin::{Context, Format, Input, OptionDesc, Options, Output, PluginError};
 
-pub use emit::{EmitOptions, emit_callgrind};
+pub use emit::{EmitOptions, emit_callgrind, emit_callgrind_validated};
 pub use graph::{Costs, Edge, Event, Func, Graph, SelfCost};
 pub use parse::{parse_graph, sniff};
 pub use tree::{BuildOptions, build_profile};
@@ -112,6 +112,7 @@ impl Format for Callgrind {
         let opts = EmitOptions {
             value: options.get("value").filter(|v| !v.is_empty()),
         };
-        emit_callgrind(profile, output, opts)
+        // The SDK's entry point validated the profile (as the host did): no third pass.
+        emit_callgrind_validated(profile, output, opts)
     }
 }
