@@ -11,7 +11,7 @@
 use crate::model::{DeepFile, Label, Measures, m};
 use crate::tree::PdTree;
 use profconv_plugin::PluginError;
-use profconv_plugin::ir::{NONE, Profile, ProfileBuilder, ValueKind};
+use profconv_plugin::ir::{IrError, NONE, Profile, ProfileBuilder, ValueKind};
 use std::fmt::Write as _;
 
 /// How procedures are named.
@@ -164,13 +164,12 @@ pub fn proc_module<'a>(label: &Label<'a>) -> &'a [u8] {
 
 /// Builds the IR profile of a read file and its tree.
 ///
-/// Strings, funcs and frames go through [`ProfileBuilder`] (each name interned once). Stacks and
-/// samples are then appended to the finished profile's columns directly, in preorder, with their
-/// exact sizes reserved: one stack and one sample row per tree node (plus one stack per distinct
-/// call place of a caller), so nothing needs the builder's per-stack lookups, and nothing is
-/// reallocated as it grows. The result satisfies every IR invariant (`prefix < stack`, equal
-/// column lengths); two sibling nodes of one function reached from one line get two stacks,
-/// which the call tree combines as it combines any frames of one function.
+/// Strings, funcs and frames are interned by [`ProfileBuilder`] (each name once); stacks and
+/// sample rows are then appended through its bulk phase ([`ProfileBuilder::into_bulk`]) in
+/// preorder, with their sizes reserved: one stack and one sample row per tree node (plus one
+/// stack per distinct call place of a caller), so nothing needs the builder's per-stack lookups.
+/// Two sibling nodes of one function reached from one line get two stacks, which the call tree
+/// combines as it combines any frames of one function.
 pub fn to_profile(
     f: &DeepFile<'_>,
     t: &PdTree,
@@ -221,21 +220,12 @@ pub fn to_profile(
         }
     }
     drop((node_func, func_of_ps, frame_of_css));
-    let mut p = b.finish();
-    // Stacks and samples, in preorder (a parent's stacks before its children's).
-    let stacks = &mut p.stacks;
-    stacks.prefix.reserve_exact(2 * n);
-    stacks.frame.reserve_exact(2 * n);
-    let samples = &mut p.samples;
-    samples.stack.reserve_exact(n);
-    for col in &mut samples.values {
-        col.reserve_exact(n);
-    }
-    let mut push_stack = |prefix: u32, frame: u32| {
-        stacks.prefix.push(prefix);
-        stacks.frame.push(frame);
-        (stacks.prefix.len() - 1) as u32
-    };
+    // Stacks and samples, in preorder (a parent's stacks before its children's). A separate
+    // pass from the names: with fewer memory streams at a time, both passes run faster than
+    // one merged pass (measured: 15-25 % for the whole parse).
+    let mut b = b.into_bulk();
+    b.reserve_stacks(2 * n);
+    b.reserve_samples(n);
     // Per node: the stack its own frame is pushed on, its own stack, and the last call place
     // (frame, stack) made under it, which its next children from the same place share.
     let mut prefix = vec![NONE; n];
@@ -255,13 +245,13 @@ pub fn to_profile(
             } else if last_call[par].0 == fr {
                 last_call[par].1
             } else {
-                let s = push_stack(prefix[par], fr);
+                let s = b.push_stack(prefix[par], fr).map_err(ir_error)?;
                 last_call[par] = (fr, s);
                 s
             }
         };
         prefix[k] = pre;
-        own_stack[k] = push_stack(pre, own_frame[k]);
+        own_stack[k] = b.push_stack(pre, own_frame[k]).map_err(ir_error)?;
         // The tree edge's costs and calls (the root has none, but gets its row: every node
         // exists in the IR, whatever its values).
         if t.csd[k] == 0 {
@@ -270,28 +260,35 @@ pub fn to_profile(
             f.measures_into(t.csd[k], &mut ms)?;
         }
         fill_row(&mut row, &ms, ms.calls, 0);
-        samples.stack.push(own_stack[k]);
-        for (col, &v) in samples.values.iter_mut().zip(&row) {
-            col.push(v);
-        }
+        b.push_row(own_stack[k], &row).map_err(ir_error)?;
     }
     // The other links: their costs into the row of the node they reach, their calls as
     // recursive calls.
     for &c in &t.link_csds {
-        let k = t.node_of[f.csd[c as usize].callee as usize] as usize;
+        let k = t.node_of[f.csd[c as usize].callee as usize];
         f.measures_into(c, &mut ms)?;
         fill_row(&mut row, &ms, 0, ms.calls);
-        for (col, &v) in samples.values.iter_mut().zip(&row) {
-            col[k] = col[k].checked_add(v).ok_or_else(|| {
-                PluginError::invalid_input(format!(
-                    "the values of proc-dynamic {} overflow 64 bits",
-                    t.pd[k]
-                ))
-                .at_offset(f.csd[c as usize].offset)
-            })?;
-        }
+        b.add_to_row(k, &row)
+            .map_err(|e| link_overflow(e, t.pd[k as usize], f.csd[c as usize].offset))?;
     }
-    Ok(p)
+    Ok(b.finish())
+}
+
+/// An IR builder error: the appends are checked, and a check failing here is a bug.
+#[cold]
+fn ir_error(e: IrError) -> PluginError {
+    PluginError::internal(format!("building the IR: {e}"))
+}
+
+#[cold]
+fn link_overflow(e: IrError, pd: u32, at: u64) -> PluginError {
+    match e {
+        IrError::Overflow(_) => {
+            PluginError::invalid_input(format!("the values of proc-dynamic {pd} overflow 64 bits"))
+                .at_offset(at)
+        }
+        e => ir_error(e),
+    }
 }
 
 #[inline]

@@ -282,6 +282,20 @@ pub(crate) fn measures<'a>(i: &'a [u8], ms: &mut Measures) -> Result<&'a [u8], M
     // allocs, words).
     let mut vals = [0i64; 9];
     let mut order = value_order(mask);
+    // Fast path: every value is a one-byte number (most are small counts).
+    let n_values = order.count_ones() as usize;
+    if let Some(bytes) = i.get(..n_values) {
+        if bytes.iter().all(|&b| b < 0x80) {
+            for &b in bytes {
+                let k = order.trailing_zeros() as usize;
+                order &= order - 1;
+                if let Some(slot) = vals.get_mut(k) {
+                    *slot = b as i64;
+                }
+            }
+            i = &i[n_values..];
+        }
+    }
     while order != 0 {
         let k = order.trailing_zeros() as usize;
         order &= order - 1;
@@ -1114,9 +1128,16 @@ impl<'a> Loader<'a> {
                 1,
             )?;
             i = rest;
-            for _ in 0..n {
-                let (rest, _count) = field(num(i), "a coverage count (a variable-length number)")?;
-                i = rest;
+            match i.get(..n as usize) {
+                // Fast path: every count is a one-byte number.
+                Some(counts) if counts.iter().all(|&b| b < 0x80) => i = &i[n as usize..],
+                _ => {
+                    for _ in 0..n {
+                        let (rest, _count) =
+                            field(num(i), "a coverage count (a variable-length number)")?;
+                        i = rest;
+                    }
+                }
             }
             n_coverage = n;
             self.f.coverage_counts += n as u64;

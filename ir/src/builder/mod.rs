@@ -19,6 +19,7 @@ use hashbrown::HashMap;
 mod absorb;
 mod bulk;
 mod trace;
+pub use bulk::BulkBuilder;
 pub use trace::TraceBuilder;
 
 type FastMap<K, V> = HashMap<K, V, FixedState>;
