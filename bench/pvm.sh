@@ -12,6 +12,11 @@
 # aggregated memory does not grow with the number of events once the distinct stacks are all
 # seen: a trace with 10 functions, depth 3, no host or indirect calls (1114 distinct stacks),
 # at EVENTS/10 and EVENTS events.
+#
+# The bench alone, for profiling (see adapters/pvm/benches/pvm.rs):
+#   PROFCONV_BENCH_INPUT=FILE PROFCONV_BENCH_MODE=ordered|aggregate PROFCONV_BENCH_EMIT=0 \
+#   PROFCONV_BENCH_RUNS=1 perf record -g target/release/deps/pvm-<hash>
+# (PROFCONV_BENCH_WHOLE=1 parses from memory, where the reader knows the input's size.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 events="${1:-10000000}"

@@ -9,6 +9,12 @@
 //! `PROFCONV_BENCH_RUNS` times (default 5). Prints the median wall and CPU time of the parse and
 //! of parse + emit, the parse throughput in MB/s, the IR's size, and the peak RSS of the mode
 //! (Linux: reset through `/proc/self/clear_refs` before each mode, read from `VmHWM`).
+//!
+//! `PROFCONV_BENCH_MODE=ordered` (or `aggregate`) runs one mode only, and
+//! `PROFCONV_BENCH_EMIT=0` skips the emit (for profiling the parse alone with `perf record`).
+//! `PROFCONV_BENCH_WHOLE=1` reads the file into memory first and parses it from there (as the
+//! host does when it holds the input: the parser then knows the input's size and sizes the
+//! IR's columns from it).
 
 use profconv_plugin::{Context, Input};
 use profconv_pvm::{ParseOptions, parse_pvm};
@@ -56,7 +62,18 @@ fn main() {
         "input: {path} ({:.1} MB), {runs} runs per mode",
         size as f64 / 1e6
     );
+    let only = std::env::var("PROFCONV_BENCH_MODE").unwrap_or_default();
+    let emit = std::env::var("PROFCONV_BENCH_EMIT").map_or(true, |v| v != "0");
+    let whole = std::env::var("PROFCONV_BENCH_WHOLE").is_ok_and(|v| v == "1");
+    let data = if whole {
+        std::fs::read(&path).expect("read input")
+    } else {
+        Vec::new()
+    };
     for (mode, aggregate) in [("ordered (default)", false), ("aggregate", true)] {
+        if !only.is_empty() && !mode.starts_with(only.as_str()) {
+            continue;
+        }
         let opts = ParseOptions {
             aggregate,
             ..Default::default()
@@ -69,19 +86,21 @@ fn main() {
             let file = std::fs::File::open(&path).expect("open input");
             let mut reader = BufReader::with_capacity(1 << 16, file);
             let (w0, c0) = (Instant::now(), cpu());
-            let p = parse_pvm(
-                &mut Input::from_reader(&mut reader),
-                &opts,
-                &mut Context::silent(),
-            )
-            .expect("parse");
+            let mut input = if whole {
+                Input::from_slice(&data)
+            } else {
+                Input::from_reader(&mut reader)
+            };
+            let p = parse_pvm(&mut input, &opts, &mut Context::silent()).expect("parse");
             let (w1, c1) = (Instant::now(), cpu());
-            profconv_folded::emit_folded(
-                &p.view(),
-                &mut std::io::sink(),
-                profconv_folded::EmitOptions::default(),
-            )
-            .expect("emit");
+            if emit {
+                profconv_folded::emit_folded(
+                    &p.view(),
+                    &mut std::io::sink(),
+                    profconv_folded::EmitOptions::default(),
+                )
+                .expect("emit");
+            }
             let (w2, c2) = (Instant::now(), cpu());
             parse_wall.push(w1 - w0);
             all_wall.push(w2 - w0);

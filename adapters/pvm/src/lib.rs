@@ -111,6 +111,7 @@ pub fn parse_pvm(
     opts: &ParseOptions,
     cx: &mut Context<'_>,
 ) -> Result<Profile, PluginError> {
+    let size_hint = input.size_hint();
     let mut lines = Lines::new(input);
     let variant = match opts.variant {
         Some(v) => v,
@@ -133,7 +134,7 @@ pub fn parse_pvm(
         }
     };
     match (variant, opts.variant) {
-        (InputVariant::Pvmtrace, _) => trace::parse_trace(&mut lines, opts, cx),
+        (InputVariant::Pvmtrace, _) => trace::parse_trace(&mut lines, size_hint, opts, cx),
         (InputVariant::Debugger(v), Some(_)) => octez::parse_octez(&mut lines, Some(v), opts, cx),
         (InputVariant::Debugger(_), None) => octez::parse_octez(&mut lines, None, opts, cx),
     }
@@ -292,6 +293,164 @@ mod tests {
     }
 
     const SEED: &str = "PVMTRACE 1\nC 0 f\n C 10 g\n  C 30 h\n  E 60 h\n E 100 g\nE 160 f\n";
+
+    /// Parses `text` from memory (the fast path reads most event lines) and streamed 7 bytes
+    /// at a time (lines reach the fast path only when a read ends right after them, so the nom
+    /// grammar reads most of them): the profile and the messages must be the same.
+    fn both_paths(text: &str, opts: ParseOptions) -> (String, Vec<String>) {
+        struct Small<'a>(&'a [u8]);
+        impl std::io::Read for Small<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = buf.len().min(7).min(self.0.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let describe = |r: Result<Profile, PluginError>| match r {
+            Ok(p) => format!(
+                "{}stacks {:?} {:?}\nsamples {:?} {:?} {:?}\nmeta {:?}",
+                tree_of(&p),
+                p.stacks.prefix,
+                p.stacks.frame,
+                p.samples.stack,
+                p.samples.time,
+                p.samples.values,
+                p.meta
+            ),
+            Err(e) => format!("error: {e}"),
+        };
+        let (whole, w1) = parse_opts(text, opts);
+        let mut w2 = Vec::new();
+        let mut sink = |_: u32, m: &str| w2.push(m.to_string());
+        let mut small = Small(text.as_bytes());
+        let streamed = parse_pvm(
+            &mut Input::from_reader(&mut small),
+            &opts,
+            &mut Context::with_sink(&mut sink),
+        );
+        let (a, b) = (describe(whole), describe(streamed));
+        assert_eq!(a, b, "{text}");
+        assert_eq!(w1, w2, "{text}");
+        (a, w1)
+    }
+
+    #[test]
+    fn the_fast_path_reads_timestamps_as_the_grammar_does() {
+        let text = "PVMTRACE 1 time_unit=ns\nN 1 one\nC 5 @100 direct:1\nC 7 @+10 direct:1\n\
+                    E 9 @120\nC 10 @119 direct:1\nE 11 @+0\nE 12 @130 direct:1\n\
+                    C 13 @131 kernel_run\nC 14 @132 direct:1\nE 15\nE 16 @+1\n\
+                    C 17 @+5 direct:1\nE 18 @+1\nE 19 @1000\n";
+        for aggregate in [false, true] {
+            let opts = ParseOptions {
+                aggregate,
+                ..Default::default()
+            };
+            let (out, warnings) = both_paths(text, opts);
+            assert!(!out.contains("self_time_ns"), "time dropped: {out}");
+            assert!(
+                warnings
+                    .iter()
+                    .any(|w| w.contains("timestamp 119 goes backwards")),
+                "{warnings:?}"
+            );
+            assert!(
+                warnings
+                    .iter()
+                    .any(|w| w.contains("some events have a timestamp and others not")),
+                "{warnings:?}"
+            );
+            // Without the line lacking a time: the time column stays, on both paths.
+            let (out, warnings) = both_paths(&text.replace("E 15\n", "E 15 @133\n"), opts);
+            assert!(out.contains("self_time_ns"), "{out} {warnings:?}");
+        }
+    }
+
+    #[test]
+    fn the_fast_path_reads_event_lines_as_the_grammar_does() {
+        let mut text = String::from("PVMTRACE 1\nN 1 one\nN 2 two\n");
+        // Every shape near the fast path's edges: relative ticks, ref calls, unknown and
+        // known indices, end names (matching or not), a tick going backwards, an end with
+        // nothing open, CR, blanks, 19- and 20-digit ticks, comments, indices of 10 digits, a
+        // run end.
+        for (k, line) in [
+            "C 5 direct:1",
+            "C 7 direct:2",
+            "E 9",
+            "C +3 direct:2",
+            "C +0 ref:0",
+            "E 20",
+            "E 21 direct:2",
+            "E 22 direct:1",
+            "E 23",
+            "C 24 direct:1",
+            "C 24 ref:0",
+            "E 25 ref:0",
+            "E 26 direct:2",
+            "E 27 ref:7",
+            "E 28",
+            "C 30 direct:3",
+            "C 31 ref:0",
+            "C 32 direct:3",
+            "E 29",
+            "E 40\r",
+            "E  41",
+            "E 42 ",
+            "C 50 direct:1",
+            "C 51 direct:0000000001",
+            "C 52 direct:2147483647",
+            "# a comment",
+            "C 53 ref:1",
+            "E 54",
+            "E 1000000000000000000",
+            "E 1000000000000000001",
+            "E 01000000000000000001",
+            "E +1",
+            "E 1000000000000000002",
+            "E 1000000000000000003",
+            "C 1000000000000000004 direct:1",
+            "E 1000000000000000005",
+        ]
+        .iter()
+        .enumerate()
+        {
+            text.push_str(line);
+            text.push('\n');
+            if k == 31 {
+                text.push_str("R 1000000000000000002 reboot\nC +1 direct:1\n");
+            }
+        }
+        for aggregate in [false, true] {
+            let opts = ParseOptions {
+                aggregate,
+                ..Default::default()
+            };
+            let (_, warnings) = both_paths(&text, opts);
+            assert!(
+                warnings.iter().any(|w| w.contains("goes backwards")),
+                "{warnings:?}"
+            );
+            assert!(
+                warnings
+                    .iter()
+                    .any(|w| w.contains("line 16: end of `two` while `one` is open")),
+                "{warnings:?}"
+            );
+            // The error (20 digits) names its line either way.
+            let (out, _) = both_paths(
+                &text.replace("E 54\n", "E 54\nE 99999999999999999999\n"),
+                opts,
+            );
+            assert!(out.contains("line 32"), "{out}");
+        }
+        // Strict: the first warning is an error, on its line, on both paths.
+        let strict = ParseOptions {
+            strict: true,
+            ..Default::default()
+        };
+        let (out, _) = both_paths(&text, strict);
+        assert!(out.starts_with("error:"), "{out}");
+    }
 
     #[test]
     fn seed_000_worked_example() {

