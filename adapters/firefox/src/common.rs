@@ -177,23 +177,23 @@ pub fn thread_name<'p>(p: &ProfileRef<'p>, t: usize) -> &'p str {
 
 /// Position of each stack in a depth-first walk of the stack tree with siblings by function
 /// name (bytewise; ties by frame, then first-seen): the order of a flame graph, so every
-/// subtree's samples are contiguous. One pass to link children, one walk; no recursion, no
-/// hashing.
+/// subtree's samples are contiguous.
+#[cfg(test)]
 pub fn stack_rank(p: &ProfileRef<'_>) -> Vec<u32> {
+    stack_rank_and_spare(p).0
+}
+
+/// [`stack_rank`], and a spare array of one `NONE` per stack (the memory of a temporary, to
+/// be reused as a per-stack scratch map).
+///
+/// No recursion, no hashing and no walk in depth-first order (which would jump around memory):
+/// one backward pass links each stack's children (in first-seen order) and sums subtree sizes
+/// (`prefix[i] < i`); one forward pass, parents before children, sorts each stack's children
+/// by name and places them one after another right after their parent: a child's position is
+/// its parent's, plus one, plus the sizes of the siblings before it. The size array becomes
+/// the rank array as it goes (a child's size is read just before its position is written).
+pub fn stack_rank_and_spare(p: &ProfileRef<'_>) -> (Vec<u32>, Vec<u32>) {
     let n = p.n_stacks();
-    let mut first_child = vec![NONE; n];
-    let mut next_sibling = vec![NONE; n];
-    let mut roots = Vec::new();
-    // Linked in reverse so each list ends up in first-seen order.
-    for i in (0..n).rev() {
-        match p.stack_prefix[i] {
-            NONE => roots.push(i as u32),
-            pre => {
-                next_sibling[i] = first_child[pre as usize];
-                first_child[pre as usize] = i as u32;
-            }
-        }
-    }
     // Funcs ranked by name once, so sibling sorts compare integers.
     let mut funcs: Vec<u32> = (0..p.n_funcs() as u32).collect();
     funcs.sort_by(|&a, &b| {
@@ -206,32 +206,62 @@ pub fn stack_rank(p: &ProfileRef<'_>) -> Vec<u32> {
     for (r, &f) in funcs.iter().enumerate() {
         func_rank[f as usize] = r as u32;
     }
-    let key = |s: &u32| {
-        let frame = p.stack_frame[*s as usize];
-        (func_rank[p.frame_func[frame as usize] as usize], frame, *s)
+    drop(funcs);
+    // Sibling order: (func rank, frame) in one integer; equal keys keep first-seen order.
+    let key = |s: u32| {
+        let frame = p.stack_frame[s as usize];
+        ((func_rank[p.frame_func[frame as usize] as usize] as u64) << 32) | frame as u64
     };
-    let by_name = |a: &u32, b: &u32| key(a).cmp(&key(b));
-    let mut rank = vec![0u32; n];
-    roots.sort_by(by_name);
-    roots.reverse();
-    let mut todo = roots;
-    let mut kids = Vec::new();
-    let mut next = 0u32;
-    while let Some(s) = todo.pop() {
-        rank[s as usize] = next;
-        next += 1;
+    let mut rank = vec![1u32; n]; // subtree sizes first
+    let mut first_child = vec![NONE; n];
+    let mut next_sibling = vec![0u32; n]; // every entry is set below
+    let mut first_root = NONE;
+    for i in (0..n).rev() {
+        match p.stack_prefix[i] {
+            NONE => {
+                next_sibling[i] = first_root;
+                first_root = i as u32;
+            }
+            pre => {
+                let pre = pre as usize;
+                rank[pre] += rank[i];
+                next_sibling[i] = first_child[pre];
+                first_child[pre] = i as u32;
+            }
+        }
+    }
+    let mut kids: Vec<(u64, u32)> = Vec::new();
+    let mut place = |head: u32, first: u32, rank: &mut [u32]| {
+        if head == NONE {
+            return;
+        }
+        if next_sibling[head as usize] == NONE {
+            // An only child (most stacks).
+            rank[head as usize] = first;
+            return;
+        }
         kids.clear();
-        let mut c = first_child[s as usize];
+        let mut c = head;
         while c != NONE {
-            kids.push(c);
+            kids.push((key(c), c));
             c = next_sibling[c as usize];
         }
-        if kids.len() > 1 {
-            kids.sort_by(by_name);
+        kids.sort_unstable();
+        let mut at = first;
+        for &(_, c) in &kids {
+            let size = rank[c as usize];
+            rank[c as usize] = at;
+            at += size;
         }
-        todo.extend(kids.iter().rev());
+    };
+    place(first_root, 0, &mut rank);
+    for v in 0..n {
+        let first = rank[v] + 1;
+        place(first_child[v], first, &mut rank);
     }
-    rank
+    drop(next_sibling);
+    first_child.fill(NONE);
+    (rank, first_child)
 }
 
 /// Sums of one thread's samples per stack, sorted in depth-first order ([`stack_rank`]): one
@@ -262,11 +292,17 @@ pub fn aggregate_per_stack(
             })?;
         }
     }
-    for &(s, _) in &rows {
-        acc[s as usize] = NONE;
-    }
-    rows.sort_unstable_by_key(|&(s, _)| rank[s as usize]);
-    Ok(rows)
+    // Sorted by rank, each looked up once (ranks are distinct, so the order is total).
+    let mut ranked: Vec<(u32, u32, i64)> = rows
+        .iter()
+        .map(|&(s, v)| {
+            acc[s as usize] = NONE;
+            (rank[s as usize], s, v)
+        })
+        .collect();
+    drop(rows);
+    ranked.sort_unstable_by_key(|&(r, _, _)| r);
+    Ok(ranked.into_iter().map(|(_, s, v)| (s, v)).collect())
 }
 
 /// True when value column `col` is a `Count` (never summed into parents).
@@ -301,6 +337,81 @@ mod tests {
         assert_eq!(scaled(i64::MAX as i128, 0), Num::I(i64::MAX));
         assert_eq!(scaled(-5, -1), Num::F(-0.5));
         assert!(matches!(scaled(i64::MAX as i128, 3), Num::F(_)));
+    }
+
+    /// The depth-first walk `stack_rank` replaced: children linked per stack, siblings sorted
+    /// at each visit.
+    fn stack_rank_by_walk(p: &ProfileRef<'_>) -> Vec<u32> {
+        let n = p.n_stacks();
+        let mut children = vec![Vec::new(); n];
+        let mut roots = Vec::new();
+        for i in 0..n {
+            match p.stack_prefix[i] {
+                NONE => roots.push(i as u32),
+                pre => children[pre as usize].push(i as u32),
+            }
+        }
+        let key = |s: &u32| {
+            let frame = p.stack_frame[*s as usize];
+            let name = p.func_name_str(p.frame_func[frame as usize]).as_bytes();
+            (name, p.frame_func[frame as usize], frame, *s)
+        };
+        roots.sort_by_key(key);
+        let mut todo: Vec<u32> = roots.into_iter().rev().collect();
+        let mut rank = vec![0u32; n];
+        let mut next = 0;
+        while let Some(s) = todo.pop() {
+            rank[s as usize] = next;
+            next += 1;
+            let mut kids = children[s as usize].clone();
+            kids.sort_by_key(key);
+            todo.extend(kids.iter().rev());
+        }
+        rank
+    }
+
+    #[test]
+    fn stack_rank_is_the_depth_first_order_by_name() {
+        use profconv_plugin::ir::ProfileBuilder;
+        // Pseudo-random stacks over a few names (some frames of one func at two addresses), so
+        // siblings tie on names and on funcs.
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        let names = ["b", "a", "c", "a2", "B", "z", "a"];
+        let funcs: Vec<u32> = names.iter().map(|n| b.func(n)).collect();
+        let mut frames: Vec<u32> = funcs.iter().map(|&f| b.frame(f)).collect();
+        frames.push(b.frame_at(funcs[1], Some(0x10), None));
+        frames.push(b.frame_at(funcs[1], Some(0x20), None));
+        let mut x: u64 = 42;
+        let mut rnd = |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        for _ in 0..2000 {
+            let depth = 1 + rnd(6);
+            let mut s = NONE;
+            for _ in 0..depth {
+                s = b.stack(s, frames[rnd(frames.len() as u64) as usize]);
+            }
+            b.add_to_stack(s, &[1]).unwrap();
+        }
+        let p = b.finish();
+        let v = p.view();
+        assert!(v.n_stacks() > 1000);
+        assert_eq!(stack_rank(&v), stack_rank_by_walk(&v));
+        // A single chain and an empty profile.
+        let mut b = ProfileBuilder::new();
+        let f = b.func("f");
+        let fr = b.frame(f);
+        let mut s = NONE;
+        for _ in 0..100 {
+            s = b.stack(s, fr);
+        }
+        let p = b.finish();
+        assert_eq!(stack_rank(&p.view()), (0..100).collect::<Vec<u32>>());
+        assert!(stack_rank(&ProfileBuilder::new().finish().view()).is_empty());
     }
 
     #[test]

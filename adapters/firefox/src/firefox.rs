@@ -1,4 +1,8 @@
 //! The Firefox Profiler's processed profile format, version 55, as hand-written serde structs.
+//! The stack table and the sample columns are not stored: their structs compute each value from
+//! the IR while they are written, and the `.json.gz` file is written by a direct writer
+//! ([`crate::compact`]) that gives serde_json's compact bytes for these structs, on a second
+//! thread while this one compresses ([`emit_firefox`]).
 //!
 //! Version 55 is the last version with every table inside its thread; the profiler upgrades it
 //! to its current version on load, and rejects versions newer than its own, so the version is
@@ -18,16 +22,19 @@
 //!   sample per distinct stack with its self value, in depth-first order with siblings by name,
 //!   at the running sum of the weights, so the stack chart looks like a flame graph.
 
-use crate::categories::{Categories, Category, categorize};
+use crate::categories::{Category, categorize};
 use crate::common::{
-    Fill, Num, UnitKind, aggregate_per_stack, product_name, samples_by_thread, scaled, stack_rank,
-    thread_name, time_column, unit_kind, weight_column,
+    Fill, Num, UnitKind, aggregate_per_stack, product_name, samples_by_thread, scaled,
+    stack_rank_and_spare, thread_name, time_column, unit_kind, weight_column,
 };
+use crate::compact::{CHUNK, Chunks, Item};
 use flate2::{Compression, GzBuilder};
 use profconv_plugin::ir::{NO_ADDRESS, NONE, ProfileRef, ValueKind};
 use profconv_plugin::{Context, PluginError};
-use serde::Serialize;
-use std::io::{BufWriter, Write};
+use serde::ser::SerializeSeq;
+use serde::{Serialize, Serializer};
+use std::io::{self, Write};
+use std::sync::{Mutex, mpsc};
 
 /// `meta.preprocessedProfileVersion`.
 pub const PROCESSED_PROFILE_VERSION: u32 = 55;
@@ -46,14 +53,16 @@ pub struct FirefoxOptions<'a> {
     pub value: Option<&'a str>,
 }
 
-/// The whole file.
+/// The whole file. The threads' tables are built one thread at a time while they are written
+/// ([`Threads`]), and the stack table, the only table as large as the profile, is streamed from
+/// the IR's columns without being stored.
 #[derive(Serialize)]
-pub struct FxProfile<'p> {
+pub struct FxProfile<'r, 'p> {
     meta: Meta,
     libs: [(); 0],
     pages: [(); 0],
     counters: [(); 0],
-    threads: Vec<Thread<'p>>,
+    threads: Threads<'r, 'p>,
 }
 
 #[derive(Serialize)]
@@ -81,7 +90,7 @@ struct Meta {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Thread<'p> {
+struct Thread<'a, 'p> {
     name: &'p str,
     process_type: &'static str,
     process_name: &'p str,
@@ -93,13 +102,13 @@ struct Thread<'p> {
     register_time: u32,
     unregister_time: Option<u32>,
     paused_ranges: [(); 0],
-    string_array: Vec<&'p str>,
-    func_table: FuncTable,
-    frame_table: FrameTable,
-    stack_table: StackTable,
-    resource_table: ResourceTable,
+    string_array: &'a [&'p str],
+    func_table: &'a FuncTable,
+    frame_table: &'a FrameTable,
+    stack_table: StackTable<'a, 'p>,
+    resource_table: &'a ResourceTable,
     native_symbols: NativeSymbols,
-    samples: Samples,
+    samples: Samples<'a>,
     markers: Markers,
 }
 
@@ -134,11 +143,99 @@ struct FrameTable {
     length: usize,
 }
 
-#[derive(Serialize, Default)]
-struct StackTable {
-    frame: Vec<u32>,
-    prefix: Vec<Option<u32>>,
+/// The stack table of one thread: its used stacks in IR order, renumbered through the
+/// scratch maps of [`Scratch`].
+#[derive(Serialize)]
+struct StackTable<'a, 'p> {
+    frame: StackColumn<'a, 'p>,
+    prefix: StackColumn<'a, 'p>,
     length: usize,
+}
+
+/// Which stacks a thread uses, in IR order.
+enum Used {
+    /// Every stack (an aggregated profile with one thread): the numbering is the IR's, so
+    /// nothing is looked up.
+    All,
+    /// Most stacks: those marked in [`Scratch::stack`], found by a scan.
+    Dense,
+    /// A few: their sorted list.
+    Sparse(Vec<u32>),
+}
+
+/// One column of a [`StackTable`], computed from the IR while it is written.
+struct StackColumn<'a, 'p> {
+    p: &'a ProfileRef<'p>,
+    sc: &'a Scratch,
+    used: &'a Used,
+    len: usize,
+    prefix: bool,
+}
+
+impl StackColumn<'_, '_> {
+    /// Hands the column's values to `sink`.
+    fn write<K: Sink>(&self, sink: K) -> K::Out {
+        let (p, sc) = (self.p, self.sc);
+        let frame = |st: u32| sc.frame[p.stack_frame[st as usize] as usize];
+        let prefix = |st: u32| match p.stack_prefix[st as usize] {
+            NONE => None,
+            pre => Some(sc.stack[pre as usize]),
+        };
+        match (self.used, self.prefix) {
+            (Used::All, false) => sink.items(p.stack_frame.iter().map(|&fr| sc.frame[fr as usize])),
+            (Used::All, true) => sink.items(p.stack_prefix.iter().map(|&pre| opt(pre))),
+            (Used::Dense, false) => sink.items(sc.dense_used().map(frame)),
+            (Used::Dense, true) => sink.items(sc.dense_used().map(prefix)),
+            (Used::Sparse(v), false) => sink.items(v.iter().map(|&st| frame(st))),
+            (Used::Sparse(v), true) => sink.items(v.iter().map(|&st| prefix(st))),
+        }
+    }
+}
+
+impl Serialize for StackColumn<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.write(SerdeSink(s, self.len))
+    }
+}
+
+/// Where a column's values go: a serde serializer ([`SerdeSink`]) or the compact writer
+/// ([`ChunkSink`]), so both write the same values.
+trait Sink {
+    type Out;
+    fn items<T: Item + Serialize>(self, items: impl Iterator<Item = T>) -> Self::Out;
+}
+
+/// A column as a serde sequence of `.1` elements.
+struct SerdeSink<S>(S, usize);
+
+impl<S: Serializer> Sink for SerdeSink<S> {
+    type Out = Result<S::Ok, S::Error>;
+    fn items<T: Item + Serialize>(self, items: impl Iterator<Item = T>) -> Self::Out {
+        seq(self.0, self.1, items)
+    }
+}
+
+/// A column by [`Chunks::array`] (the same bytes as serde_json's compact output).
+struct ChunkSink<'w, F>(&'w mut Chunks<F>);
+
+impl<F: FnMut(Vec<u8>) -> io::Result<Vec<u8>>> Sink for ChunkSink<'_, F> {
+    type Out = io::Result<()>;
+    fn items<T: Item + Serialize>(self, items: impl Iterator<Item = T>) -> Self::Out {
+        self.0.array(items)
+    }
+}
+
+/// Writes `len` items as a JSON array.
+fn seq<S: Serializer, T: Serialize>(
+    s: S,
+    len: usize,
+    items: impl Iterator<Item = T>,
+) -> Result<S::Ok, S::Error> {
+    let mut seq = s.serialize_seq(Some(len))?;
+    for item in items {
+        seq.serialize_element(&item)?;
+    }
+    seq.end()
 }
 
 #[derive(Serialize, Default)]
@@ -163,12 +260,50 @@ struct NativeSymbols {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Samples {
-    stack: Vec<Option<u32>>,
-    time: Vec<Num>,
-    weight: Vec<Num>,
+struct Samples<'a> {
+    stack: SampleColumn<'a>,
+    time: SampleColumn<'a>,
+    weight: SampleColumn<'a>,
     weight_type: &'static str,
     length: usize,
+}
+
+/// One column of [`Samples`], from the thread's [`RawSample`]s (stacks renumbered through
+/// [`Scratch::stack`] unless the thread uses every stack).
+struct SampleColumn<'a> {
+    raw: &'a [RawSample],
+    sc: &'a Scratch,
+    /// [`Used::All`]: the stacks keep their IR numbers.
+    all: bool,
+    what: SampleField,
+}
+
+#[derive(Clone, Copy)]
+enum SampleField {
+    Stack,
+    Time,
+    Weight,
+}
+
+impl SampleColumn<'_> {
+    /// Hands the column's values to `sink`.
+    fn write<K: Sink>(&self, sink: K) -> K::Out {
+        let raw = self.raw.iter();
+        match self.what {
+            SampleField::Stack if self.all => sink.items(raw.map(|r| opt(r.stack))),
+            SampleField::Stack => {
+                sink.items(raw.map(|r| (r.stack != NONE).then(|| self.sc.stack[r.stack as usize])))
+            }
+            SampleField::Time => sink.items(raw.map(|r| r.time)),
+            SampleField::Weight => sink.items(raw.map(|r| r.weight)),
+        }
+    }
+}
+
+impl Serialize for SampleColumn<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.write(SerdeSink(s, self.raw.len()))
+    }
 }
 
 #[derive(Serialize, Default)]
@@ -235,6 +370,11 @@ impl Weight {
 }
 
 /// Writes `p` as a gzip-compressed v55 processed profile.
+///
+/// When the host allows more than one thread (`--threads`), the JSON is generated on a second
+/// thread and handed over in chunks (128 KiB, at most 4 waiting) to this thread, which
+/// compresses and writes them: deflate and JSON generation run at the same time. The bytes
+/// written are the same as with one thread (also the fallback when no thread can be started).
 pub fn emit_firefox(
     p: &ProfileRef<'_>,
     out: &mut impl Write,
@@ -242,16 +382,180 @@ pub fn emit_firefox(
     cx: &mut Context<'_>,
 ) -> Result<(), PluginError> {
     let profile = build_profile(p, opts, cx)?;
-    let gz = GzBuilder::new()
+    let mut gz = GzBuilder::new()
         .mtime(0)
         .write(out, Compression::new(GZIP_LEVEL));
-    let mut w = BufWriter::with_capacity(1 << 17, gz);
-    serde_json::to_writer(&mut w, &profile).map_err(json_error)?;
-    let gz = w
-        .into_inner()
-        .map_err(|e| PluginError::from(e.into_error()))?;
+    if cx.threads() > 1 {
+        write_pipelined(&profile, &mut gz)?;
+    } else {
+        write_in_turn(&profile, &mut gz)?;
+    }
     gz.finish()?.flush()?;
     Ok(())
+}
+
+/// Chunks that may wait for the compressor (bounds the memory in flight: `QUEUE + 2` chunks of
+/// [`CHUNK`] bytes).
+const QUEUE: usize = 4;
+
+/// Writes `doc` as compact JSON ([`FxProfile::write_compact`]) on a second thread and
+/// compresses it into `sink` on this one.
+fn write_pipelined(doc: &FxProfile<'_, '_>, sink: &mut impl Write) -> Result<(), PluginError> {
+    let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(QUEUE);
+    let (back_tx, back_rx) = mpsc::channel::<Vec<u8>>();
+    std::thread::scope(|scope| {
+        let producer = std::thread::Builder::new()
+            .name("profconv-firefox-json".to_string())
+            .spawn_scoped(scope, move || {
+                let mut w = Chunks::new(|full: Vec<u8>| {
+                    tx.send(full).map_err(|_| {
+                        io::Error::new(io::ErrorKind::BrokenPipe, "the compressor stopped")
+                    })?;
+                    Ok(back_rx
+                        .try_recv()
+                        .unwrap_or_else(|_| Vec::with_capacity(CHUNK)))
+                });
+                doc.write_compact(&mut w)?;
+                w.hand()?;
+                Ok::<(), io::Error>(())
+            });
+        let Ok(producer) = producer else {
+            return write_in_turn(doc, sink);
+        };
+        let mut written = Ok(());
+        for mut chunk in rx.iter() {
+            written = sink.write_all(&chunk);
+            if written.is_err() {
+                break;
+            }
+            chunk.clear();
+            // The producer may have finished; then the buffer is simply dropped.
+            let _ = back_tx.send(chunk);
+        }
+        // Unblocks a producer still sending after a write error (its send then fails).
+        drop(rx);
+        let produced = match producer.join() {
+            Ok(r) => r,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        written?;
+        Ok(produced?)
+    })
+}
+
+/// [`write_pipelined`] without a second thread: the same chunks, generated and written in turn.
+fn write_in_turn(doc: &FxProfile<'_, '_>, sink: &mut impl Write) -> Result<(), PluginError> {
+    let mut w = Chunks::new(|full: Vec<u8>| {
+        sink.write_all(&full)?;
+        Ok(full)
+    });
+    doc.write_compact(&mut w)?;
+    Ok(w.hand()?)
+}
+
+/// The uncompressed compact JSON that [`emit_firefox`] compresses (for tests).
+#[cfg(test)]
+pub(crate) fn firefox_json_compact(
+    p: &ProfileRef<'_>,
+    opts: FirefoxOptions<'_>,
+    cx: &mut Context<'_>,
+) -> Result<(Vec<u8>, Vec<u8>), PluginError> {
+    let profile = build_profile(p, opts, cx)?;
+    let mut out = Vec::new();
+    let mut w = Chunks::new(|full: Vec<u8>| {
+        out.extend_from_slice(&full);
+        Ok(full)
+    });
+    profile.write_compact(&mut w)?;
+    w.hand()?;
+    drop(w);
+    let by_serde = serde_json::to_vec(&profile).map_err(json_error)?;
+    Ok((out, by_serde))
+}
+
+impl FxProfile<'_, '_> {
+    /// The file as compact JSON: the same bytes as `serde_json::to_writer(self)`, but the
+    /// stack table and the sample columns are written by [`Chunks::array`] rather than element by
+    /// element through the serializer (tests compare the two).
+    fn write_compact<F>(&self, w: &mut Chunks<F>) -> io::Result<()>
+    where
+        F: FnMut(Vec<u8>) -> io::Result<Vec<u8>>,
+    {
+        w.raw(b"{\"meta\":")?;
+        w.value(&self.meta)?;
+        w.raw(b",\"libs\":[],\"pages\":[],\"counters\":[],\"threads\":[")?;
+        let mut first = true;
+        self.threads.each(|th| {
+            if !first {
+                w.raw(b",")?;
+            }
+            first = false;
+            th.write_compact(w)
+        })?;
+        w.raw(b"]}")
+    }
+}
+
+impl Thread<'_, '_> {
+    /// See [`FxProfile::write_compact`]; the keys are those of the derived `Serialize`.
+    fn write_compact<F>(&self, w: &mut Chunks<F>) -> io::Result<()>
+    where
+        F: FnMut(Vec<u8>) -> io::Result<Vec<u8>>,
+    {
+        w.raw(b"{\"name\":")?;
+        w.value(self.name)?;
+        w.raw(b",\"processType\":")?;
+        w.value(self.process_type)?;
+        w.raw(b",\"processName\":")?;
+        w.value(self.process_name)?;
+        w.raw(b",\"pid\":")?;
+        w.value(&self.pid)?;
+        w.raw(b",\"tid\":")?;
+        w.value(&self.tid)?;
+        w.raw(b",\"isMainThread\":")?;
+        w.value(&self.is_main_thread)?;
+        w.raw(b",\"processStartupTime\":")?;
+        w.value(&self.process_startup_time)?;
+        w.raw(b",\"processShutdownTime\":")?;
+        w.value(&self.process_shutdown_time)?;
+        w.raw(b",\"registerTime\":")?;
+        w.value(&self.register_time)?;
+        w.raw(b",\"unregisterTime\":")?;
+        w.value(&self.unregister_time)?;
+        w.raw(b",\"pausedRanges\":")?;
+        w.value(&self.paused_ranges)?;
+        w.raw(b",\"stringArray\":")?;
+        w.value(self.string_array)?;
+        w.raw(b",\"funcTable\":")?;
+        w.value(self.func_table)?;
+        w.raw(b",\"frameTable\":")?;
+        w.value(self.frame_table)?;
+        let st = &self.stack_table;
+        w.raw(b",\"stackTable\":{\"frame\":")?;
+        st.frame.write(ChunkSink(&mut *w))?;
+        w.raw(b",\"prefix\":")?;
+        st.prefix.write(ChunkSink(&mut *w))?;
+        w.raw(b",\"length\":")?;
+        w.value(&st.length)?;
+        w.raw(b"},\"resourceTable\":")?;
+        w.value(self.resource_table)?;
+        w.raw(b",\"nativeSymbols\":")?;
+        w.value(&self.native_symbols)?;
+        let s = &self.samples;
+        w.raw(b",\"samples\":{\"stack\":")?;
+        s.stack.write(ChunkSink(&mut *w))?;
+        w.raw(b",\"time\":")?;
+        s.time.write(ChunkSink(&mut *w))?;
+        w.raw(b",\"weight\":")?;
+        s.weight.write(ChunkSink(&mut *w))?;
+        w.raw(b",\"weightType\":")?;
+        w.value(s.weight_type)?;
+        w.raw(b",\"length\":")?;
+        w.value(&s.length)?;
+        w.raw(b"},\"markers\":")?;
+        w.value(&self.markers)?;
+        w.raw(b"}")
+    }
 }
 
 /// The uncompressed JSON, pretty-printed (for tests and inspection).
@@ -272,12 +576,13 @@ fn json_error(e: serde_json::Error) -> PluginError {
     }
 }
 
-/// Builds the file's structure (borrowing `p`'s strings).
-pub fn build_profile<'p>(
-    p: &ProfileRef<'p>,
+/// Decides everything about the file that can fail or warn (the weight, the timeline, each
+/// thread's samples); the tables are built while it is written.
+pub fn build_profile<'r, 'p>(
+    p: &'r ProfileRef<'p>,
     opts: FirefoxOptions<'_>,
     cx: &mut Context<'_>,
-) -> Result<FxProfile<'p>, PluginError> {
+) -> Result<FxProfile<'r, 'p>, PluginError> {
     let col = weight_column(p, opts.value)?;
     let weight = Weight::of(p, col);
     if let Some(c) = col {
@@ -292,10 +597,14 @@ pub fn build_profile<'p>(
     let cats = categorize(p);
     let interval = sample_interval(p);
     let by_thread = samples_by_thread(p);
-    let rank = (!p.is_ordered()).then(|| stack_rank(p));
-    let mut scratch = Scratch::new(p);
+    let (rank, spare) = match p.is_ordered() {
+        true => (None, Vec::new()),
+        false => {
+            let (rank, spare) = stack_rank_and_spare(p);
+            (Some(rank), spare)
+        }
+    };
     let product = product_name(p);
-    let mut threads = Vec::with_capacity(by_thread.len());
     let axis = match rank {
         Some(_) => None,
         None => {
@@ -307,18 +616,21 @@ pub fn build_profile<'p>(
             Some(axis)
         }
     };
-    for (t, samples) in by_thread.iter().enumerate() {
-        let raw = match (&rank, &axis) {
-            (Some(rank), _) => {
-                aggregated_samples(p, samples, &weight, rank, &mut scratch.acc, interval)?
-            }
+    // One NONE per stack for aggregation, then the thread's stack map.
+    let mut acc = match rank {
+        Some(_) => spare,
+        None => vec![NONE; p.n_stacks()],
+    };
+    let mut raw = Vec::with_capacity(by_thread.len());
+    for samples in &by_thread {
+        raw.push(match (&rank, &axis) {
+            (Some(rank), _) => aggregated_samples(p, samples, &weight, rank, &mut acc, interval)?,
             (None, Some(axis)) => ordered_samples(p, samples, &weight, axis),
             (None, None) => Vec::new(),
-        };
-        let name = thread_name(p, t);
-        threads.push(build_thread(p, name, t, &raw, &weight, &cats, &mut scratch));
+        });
     }
-    let n = threads.len() as u32;
+    drop((by_thread, rank, axis));
+    let n = raw.len() as u32;
     let meta = Meta {
         preprocessed_profile_version: PROCESSED_PROFILE_VERSION,
         version: GECKO_VERSION,
@@ -342,8 +654,99 @@ pub fn build_profile<'p>(
         libs: [],
         pages: [],
         counters: [],
-        threads,
+        threads: Threads {
+            p,
+            scratch: Mutex::new(Scratch::new(p, acc)),
+            raw,
+            of_func: cats.of_func,
+            weight_type: weight.weight_type,
+        },
     })
+}
+
+/// The `threads` array: each thread's samples, decided up front; its tables are built when it
+/// is written, in scratch maps shared by all threads.
+struct Threads<'r, 'p> {
+    p: &'r ProfileRef<'p>,
+    /// Index maps, reset after each thread (a mutex only so that the file can be written on
+    /// another thread).
+    scratch: Mutex<Scratch>,
+    raw: Vec<Vec<RawSample>>,
+    /// Each func's category ([`crate::Categories::of_func`]).
+    of_func: Vec<Option<(u32, u32)>>,
+    weight_type: &'static str,
+}
+
+impl Threads<'_, '_> {
+    /// Calls `f` with each thread, its tables built in the scratch maps (and reset after).
+    fn each<E>(&self, mut f: impl FnMut(&Thread<'_, '_>) -> Result<(), E>) -> Result<(), E> {
+        let p = self.p;
+        let mut sc = self
+            .scratch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let sc = &mut *sc;
+        for (t, raw) in self.raw.iter().enumerate() {
+            let tables = build_tables(p, raw, &self.of_func, sc);
+            let name = thread_name(p, t);
+            let scr = &*sc;
+            let column = |prefix| StackColumn {
+                p,
+                sc: scr,
+                used: &tables.used,
+                len: tables.n_stacks,
+                prefix,
+            };
+            let all = matches!(tables.used, Used::All);
+            let sample = |what| SampleColumn {
+                raw,
+                sc: scr,
+                all,
+                what,
+            };
+            f(&Thread {
+                name,
+                process_type: "default",
+                process_name: name,
+                pid: (t + 1).to_string(),
+                tid: t as u32 + 1,
+                is_main_thread: true,
+                process_startup_time: 0,
+                process_shutdown_time: None,
+                register_time: 0,
+                unregister_time: None,
+                paused_ranges: [],
+                string_array: &tables.strings,
+                func_table: &tables.funcs,
+                frame_table: &tables.frames,
+                stack_table: StackTable {
+                    frame: column(false),
+                    prefix: column(true),
+                    length: tables.n_stacks,
+                },
+                resource_table: &tables.resources,
+                native_symbols: NativeSymbols::default(),
+                samples: Samples {
+                    stack: sample(SampleField::Stack),
+                    time: sample(SampleField::Time),
+                    weight: sample(SampleField::Weight),
+                    weight_type: self.weight_type,
+                    length: raw.len(),
+                },
+                markers: Markers::default(),
+            })?;
+            sc.reset(p, &tables);
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for Threads<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.raw.len()))?;
+        self.each(|th| seq.serialize_element(th))?;
+        seq.end()
+    }
 }
 
 /// One sample per distinct stack of the thread, with its self value, in depth-first order, at
@@ -539,59 +942,149 @@ fn ordered_samples(
 
 /// Index maps from IR rows to a thread's rows, reused across threads (reset after each).
 struct Scratch {
+    /// New index of each IR stack the thread uses, else `NONE`.
     stack: Vec<u32>,
     frame: Vec<u32>,
     func: Vec<u32>,
     string: Vec<u32>,
     resource: Vec<u32>,
-    /// For [`aggregate_per_stack`].
-    acc: Vec<u32>,
 }
 
 impl Scratch {
-    fn new(p: &ProfileRef<'_>) -> Self {
+    /// `stack` holds one `NONE` per stack.
+    fn new(p: &ProfileRef<'_>, stack: Vec<u32>) -> Self {
         Scratch {
-            stack: vec![NONE; p.n_stacks()],
+            stack,
             frame: vec![NONE; p.n_frames()],
             func: vec![NONE; p.n_funcs()],
             string: vec![NONE; p.strings.len()],
             resource: vec![NONE; p.strings.len()],
-            acc: vec![NONE; p.n_stacks()],
+        }
+    }
+
+    /// The used stacks of [`Used::Dense`], in IR order.
+    fn dense_used(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.stack.len() as u32).filter(|&s| self.stack[s as usize] != NONE)
+    }
+
+    /// Unmarks what `t` marked.
+    fn reset(&mut self, p: &ProfileRef<'_>, t: &Tables<'_>) {
+        match &t.used {
+            Used::All | Used::Dense => self.stack.fill(NONE),
+            Used::Sparse(v) => {
+                for &s in v {
+                    self.stack[s as usize] = NONE;
+                }
+            }
+        }
+        for &f in &t.used_frames {
+            self.frame[f as usize] = NONE;
+        }
+        for &f in &t.used_funcs {
+            self.func[f as usize] = NONE;
+            let r = p.func_resource[f as usize];
+            if r != NONE {
+                self.resource[r as usize] = NONE;
+            }
+        }
+        for &s in &t.used_strings {
+            self.string[s as usize] = NONE;
         }
     }
 }
 
-/// A thread's tables: the rows its samples reach, renumbered in IR order.
-fn build_thread<'p>(
-    p: &ProfileRef<'p>,
-    name: &'p str,
-    index: usize,
-    raw: &[RawSample],
-    weight: &Weight,
-    cats: &Categories,
-    sc: &mut Scratch,
-) -> Thread<'p> {
-    // The stacks reached: each sample's stack and its prefixes (each walk stops at a marked one).
-    let mut used: Vec<u32> = Vec::new();
-    for r in raw {
-        let mut s = r.stack;
-        while s != NONE && sc.stack[s as usize] == NONE {
-            sc.stack[s as usize] = 0;
-            used.push(s);
-            s = p.stack_prefix[s as usize];
-        }
-    }
-    if used.len() > p.n_stacks() / 8 {
-        // Dense (the usual case): one pass in IR order instead of a sort.
-        used.clear();
-        used.extend((0..p.n_stacks() as u32).filter(|&s| sc.stack[s as usize] != NONE));
-    } else {
-        used.sort_unstable();
-    }
+/// A thread's tables but the stack table (which [`StackColumn`] writes from the IR and the
+/// scratch maps): the rows its samples reach, renumbered in IR order.
+struct Tables<'p> {
+    used: Used,
+    n_stacks: usize,
+    strings: Vec<&'p str>,
+    funcs: FuncTable,
+    frames: FrameTable,
+    resources: ResourceTable,
+    used_frames: Vec<u32>,
+    used_funcs: Vec<u32>,
+    used_strings: Vec<u32>,
+}
 
-    let mut strings: Vec<&'p str> = Vec::new();
-    let mut used_strings: Vec<u32> = Vec::new();
-    let mut intern = |id: u32, sc_string: &mut Vec<u32>| -> u32 {
+/// Marks the stacks `raw` reaches and numbers them, their frames, funcs, resources and strings
+/// in `sc`, in IR stack order.
+fn build_tables<'p>(
+    p: &ProfileRef<'p>,
+    raw: &[RawSample],
+    of_func: &[Option<(u32, u32)>],
+    sc: &mut Scratch,
+) -> Tables<'p> {
+    // The stacks reached: each sample's stack and its prefixes. With samples on a good part of
+    // the stacks (aggregated profiles), marking the samples' stacks and then every marked
+    // stack's prefix in one backward pass (`prefix[i] < i`) reads memory in order; otherwise
+    // each sample walks up to the first marked prefix. Either way the used stacks are listed
+    // only while they are few: past an eighth of all stacks, a scan in IR order is cheaper than
+    // a sort and needs no list.
+    let n = p.n_stacks();
+    let mut list: Vec<u32> = Vec::new();
+    let mut count = 0usize;
+    if raw.len() >= n / 64 && n > 0 {
+        for r in raw {
+            if r.stack != NONE {
+                sc.stack[r.stack as usize] = 0;
+            }
+        }
+        for s in (0..n).rev() {
+            if sc.stack[s] != NONE {
+                count += 1;
+                let pre = p.stack_prefix[s];
+                if pre != NONE {
+                    sc.stack[pre as usize] = 0;
+                }
+            }
+        }
+        if count <= n / 8 {
+            list.extend((0..n as u32).filter(|&s| sc.stack[s as usize] != NONE));
+        }
+    } else {
+        for r in raw {
+            let mut s = r.stack;
+            while s != NONE && sc.stack[s as usize] == NONE {
+                sc.stack[s as usize] = 0;
+                count += 1;
+                if count <= n / 8 {
+                    list.push(s);
+                }
+                s = p.stack_prefix[s as usize];
+            }
+        }
+        list.sort_unstable();
+    }
+    let used = if count == n {
+        Used::All
+    } else if count > n / 8 {
+        drop(list);
+        Used::Dense
+    } else {
+        Used::Sparse(list)
+    };
+
+    let mut t = Tables {
+        used,
+        n_stacks: count,
+        strings: Vec::new(),
+        funcs: FuncTable::default(),
+        frames: FrameTable::default(),
+        resources: ResourceTable::default(),
+        used_frames: Vec::new(),
+        used_funcs: Vec::new(),
+        used_strings: Vec::new(),
+    };
+    let Scratch {
+        stack: sc_stack,
+        frame: sc_frame,
+        func: sc_func,
+        string: sc_string,
+        resource: sc_resource,
+    } = sc;
+    let (strings, used_strings) = (&mut t.strings, &mut t.used_strings);
+    let mut intern = |id: u32| -> u32 {
         let slot = &mut sc_string[id as usize];
         if *slot == NONE {
             *slot = strings.len() as u32;
@@ -600,46 +1093,39 @@ fn build_thread<'p>(
         }
         *slot
     };
-    let mut funcs = FuncTable::default();
-    let mut frames = FrameTable::default();
-    let mut stacks = StackTable::default();
-    let mut resources = ResourceTable::default();
-    let (mut used_frames, mut used_funcs, mut used_resources) =
-        (Vec::new(), Vec::new(), Vec::new());
-
-    for &s in &used {
+    let (funcs, frames, resources) = (&mut t.funcs, &mut t.frames, &mut t.resources);
+    let mut visit = |s: u32| {
         let fr = p.stack_frame[s as usize];
-        if sc.frame[fr as usize] == NONE {
+        if sc_frame[fr as usize] == NONE {
             let f = p.frame_func[fr as usize];
-            if sc.func[f as usize] == NONE {
+            if sc_func[f as usize] == NONE {
                 let fi = f as usize;
                 let res = match p.func_resource[fi] {
                     NONE => -1,
                     r => {
-                        if sc.resource[r as usize] == NONE {
-                            sc.resource[r as usize] = resources.name.len() as u32;
-                            let n = intern(r, &mut sc.string);
+                        if sc_resource[r as usize] == NONE {
+                            sc_resource[r as usize] = resources.name.len() as u32;
+                            let n = intern(r);
                             resources.name.push(n);
-                            used_resources.push(r);
                         }
-                        sc.resource[r as usize] as i64
+                        sc_resource[r as usize] as i64
                     }
                 };
-                sc.func[fi] = funcs.name.len() as u32;
-                used_funcs.push(f);
-                let n = intern(p.func_name[fi], &mut sc.string);
+                sc_func[fi] = funcs.name.len() as u32;
+                t.used_funcs.push(f);
+                let n = intern(p.func_name[fi]);
                 funcs.name.push(n);
                 funcs.resource.push(res);
                 funcs.file_name.push(match p.func_file[fi] {
                     NONE => None,
-                    file => Some(intern(file, &mut sc.string)),
+                    file => Some(intern(file)),
                 });
                 funcs.line_number.push(opt(p.func_line[fi]));
             }
-            sc.frame[fr as usize] = frames.func.len() as u32;
-            used_frames.push(fr);
-            frames.func.push(sc.func[f as usize]);
-            let cat = cats.of_func.get(f as usize).copied().flatten();
+            sc_frame[fr as usize] = frames.func.len() as u32;
+            t.used_frames.push(fr);
+            frames.func.push(sc_func[f as usize]);
+            let cat = of_func.get(f as usize).copied().flatten();
             frames.category.push(cat.map(|c| c.0));
             frames.subcategory.push(cat.map(|c| c.1));
             frames.address.push(match p.frame_address[fr as usize] {
@@ -648,88 +1134,44 @@ fn build_thread<'p>(
             });
             frames.line.push(opt(p.frame_line[fr as usize]));
         }
-        let new = stacks.frame.len() as u32;
-        stacks.frame.push(sc.frame[fr as usize]);
-        stacks.prefix.push(match p.stack_prefix[s as usize] {
-            NONE => None,
-            pre => Some(sc.stack[pre as usize]),
-        });
-        sc.stack[s as usize] = new;
-    }
-
-    let n = raw.len();
-    let mut samples = Samples {
-        stack: Vec::with_capacity(n),
-        time: Vec::with_capacity(n),
-        weight: Vec::with_capacity(n),
-        weight_type: weight.weight_type,
-        length: n,
     };
-    for r in raw {
-        samples.stack.push(match r.stack {
-            NONE => None,
-            s => Some(sc.stack[s as usize]),
-        });
-        samples.time.push(r.time);
-        samples.weight.push(r.weight);
+    match &t.used {
+        Used::All => (0..n as u32).for_each(&mut visit),
+        Used::Dense => {
+            let mut new = 0;
+            for s in 0..n as u32 {
+                if sc_stack[s as usize] != NONE {
+                    visit(s);
+                    sc_stack[s as usize] = new;
+                    new += 1;
+                }
+            }
+        }
+        Used::Sparse(list) => {
+            for (new, &s) in list.iter().enumerate() {
+                visit(s);
+                sc_stack[s as usize] = new as u32;
+            }
+        }
     }
 
-    // Reset the scratch maps for the next thread.
-    for &s in &used {
-        sc.stack[s as usize] = NONE;
-    }
-    for &f in &used_frames {
-        sc.frame[f as usize] = NONE;
-    }
-    for &f in &used_funcs {
-        sc.func[f as usize] = NONE;
-    }
-    for &r in &used_resources {
-        sc.resource[r as usize] = NONE;
-    }
-    for &s in &used_strings {
-        sc.string[s as usize] = NONE;
-    }
-
-    let nfunc = funcs.name.len();
-    funcs.is_js = Fill(false, nfunc);
-    funcs.relevant_for_js = Fill(false, nfunc);
-    funcs.column_number = Fill(None, nfunc);
-    funcs.length = nfunc;
-    let nframe = frames.func.len();
-    frames.inline_depth = Fill(0, nframe);
-    frames.native_symbol = Fill(None, nframe);
-    frames.inner_window_id = Fill(0, nframe);
-    frames.column = Fill(None, nframe);
-    frames.length = nframe;
-    stacks.length = stacks.frame.len();
-    let nres = resources.name.len();
-    resources.lib = Fill(None, nres);
-    resources.host = Fill(None, nres);
-    resources.kind = Fill(0, nres);
-    resources.length = nres;
-
-    Thread {
-        name,
-        process_type: "default",
-        process_name: name,
-        pid: (index + 1).to_string(),
-        tid: index as u32 + 1,
-        is_main_thread: true,
-        process_startup_time: 0,
-        process_shutdown_time: None,
-        register_time: 0,
-        unregister_time: None,
-        paused_ranges: [],
-        string_array: strings,
-        func_table: funcs,
-        frame_table: frames,
-        stack_table: stacks,
-        resource_table: resources,
-        native_symbols: NativeSymbols::default(),
-        samples,
-        markers: Markers::default(),
-    }
+    let nfunc = t.funcs.name.len();
+    t.funcs.is_js = Fill(false, nfunc);
+    t.funcs.relevant_for_js = Fill(false, nfunc);
+    t.funcs.column_number = Fill(None, nfunc);
+    t.funcs.length = nfunc;
+    let nframe = t.frames.func.len();
+    t.frames.inline_depth = Fill(0, nframe);
+    t.frames.native_symbol = Fill(None, nframe);
+    t.frames.inner_window_id = Fill(0, nframe);
+    t.frames.column = Fill(None, nframe);
+    t.frames.length = nframe;
+    let nres = t.resources.name.len();
+    t.resources.lib = Fill(None, nres);
+    t.resources.host = Fill(None, nres);
+    t.resources.kind = Fill(0, nres);
+    t.resources.length = nres;
+    t
 }
 
 /// The sampling interval in ms: the `sample_interval_ms` metadata if it is a positive number,
@@ -752,4 +1194,71 @@ fn float_num(x: f64) -> Num {
 
 fn opt(v: u32) -> Option<u32> {
     (v != NONE).then_some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use profconv_plugin::ir::ProfileBuilder;
+
+    #[test]
+    fn one_thread_or_two_write_the_same_bytes() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        let frames: Vec<u32> = (0..300)
+            .map(|i| {
+                let f = b.func(&format!("f{i}"));
+                b.frame(f)
+            })
+            .collect();
+        for i in 0..20_000usize {
+            let mut s = NONE;
+            for f in [i % 300, (i / 300) % 300, (i * 31 + 7) % 300] {
+                s = b.stack(s, frames[f]);
+            }
+            b.add_to_stack(s, &[1]).unwrap();
+        }
+        let p = b.finish();
+        let v = p.view();
+        let doc = build_profile(&v, FirefoxOptions::default(), &mut Context::silent()).unwrap();
+        let (mut two, mut one) = (Vec::new(), Vec::new());
+        write_pipelined(&doc, &mut two).unwrap();
+        write_in_turn(&doc, &mut one).unwrap();
+        assert!(two.len() > 4 * CHUNK, "{} bytes: several chunks", two.len());
+        assert!(one == two);
+        assert_eq!(serde_json::to_vec(&doc).unwrap(), one);
+    }
+
+    /// A sink that fails after some bytes: the error comes back, and the generating thread
+    /// stops instead of blocking forever.
+    #[test]
+    fn a_write_error_stops_both_threads() {
+        struct Failing(usize);
+        impl Write for Failing {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                if self.0 < buf.len() {
+                    return Err(io::Error::other("disk full"));
+                }
+                self.0 -= buf.len();
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        let f = b.func("f");
+        let fr = b.frame(f);
+        let mut s = NONE;
+        for _ in 0..200_000 {
+            s = b.stack(s, fr);
+        }
+        b.add_to_stack(s, &[1]).unwrap();
+        let p = b.finish();
+        let v = p.view();
+        let doc = build_profile(&v, FirefoxOptions::default(), &mut Context::silent()).unwrap();
+        let err = write_pipelined(&doc, &mut Failing(CHUNK)).unwrap_err();
+        assert!(err.to_string().contains("disk full"), "{err}");
+    }
 }

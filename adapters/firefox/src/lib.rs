@@ -13,6 +13,7 @@
 mod categories;
 pub mod check;
 mod common;
+mod compact;
 mod firefox;
 mod speedscope;
 

@@ -12,7 +12,7 @@
 
 use crate::common::{
     Num, UnitKind, aggregate_per_stack, calls_column, product_name, samples_by_thread, scaled,
-    stack_rank, thread_name, time_column, unit_kind, weight_column,
+    stack_rank_and_spare, thread_name, time_column, unit_kind, weight_column,
 };
 use profconv_plugin::ir::{NONE, ProfileRef};
 use profconv_plugin::{Context, PluginError};
@@ -244,8 +244,14 @@ fn build_file<'r, 'p>(
     let times = p
         .sample_time
         .filter(|_| col.is_some() && col == time_column(p));
-    let rank = (!p.is_ordered()).then(|| stack_rank(p));
-    let mut acc = vec![NONE; if rank.is_some() { p.n_stacks() } else { 0 }];
+    // The rank's spare array (one NONE per stack) is the scratch map of the aggregation.
+    let (rank, mut acc) = match p.is_ordered() {
+        true => (None, Vec::new()),
+        false => {
+            let (rank, spare) = stack_rank_and_spare(p);
+            (Some(rank), spare)
+        }
+    };
     let mut dropped = 0usize;
     let mut profiles = Vec::new();
     for (t, samples) in samples_by_thread(p).iter().enumerate() {

@@ -29,6 +29,19 @@ fn firefox(p: &Profile, options: &[(&str, &str)]) -> (Vec<u8>, Value) {
     assert_eq!(&gz[4..8], &[0, 0, 0, 0], "no mtime");
     let json = gunzip(&gz).expect("gunzip");
     check_firefox(&json).unwrap_or_else(|e| panic!("invalid Firefox profile: {e}"));
+    // The direct writer's bytes are serde_json's for the same structure.
+    let value = options.iter().find(|(k, _)| *k == "value").map(|(_, v)| *v);
+    let (direct, by_serde) = crate::firefox::firefox_json_compact(
+        &p.view(),
+        crate::FirefoxOptions { value },
+        &mut Context::silent(),
+    )
+    .expect("compact json");
+    assert_eq!(
+        String::from_utf8_lossy(&direct),
+        String::from_utf8_lossy(&by_serde)
+    );
+    assert_eq!(json, direct, "the file is the compact JSON, compressed");
     (json.clone(), serde_json::from_slice(&json).expect("json"))
 }
 
@@ -569,4 +582,46 @@ fn speedscope_events_of_a_very_deep_trace_are_linear() {
     assert_eq!(events[N as usize]["type"], "C");
     assert_eq!(events[N as usize]["at"], N);
     assert_eq!(events[2 * N as usize - 1]["at"], 2 * N - 1);
+}
+
+#[test]
+fn threads_with_few_of_many_stacks_and_a_large_table() {
+    // Thread one reaches over 10 000 stacks (a table larger than a chunk, marked by a backward
+    // pass and written by a scan); thread two a handful of them (marked by walks up from each
+    // sample, listed); thread three a few hundred (backward pass, listed).
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("samples", "count", ValueKind::Weight);
+    let funcs: Vec<u32> = (0..50)
+        .map(|i| b.func(&format!("f{}", (i * 7) % 50)))
+        .collect();
+    let frames: Vec<u32> = funcs.iter().map(|&f| b.frame(f)).collect();
+    let one = b.add_thread("one");
+    let mut leaves = Vec::new();
+    for i in 0..10_000usize {
+        let mut s = profconv_plugin::ir::NONE;
+        for d in 0..3 {
+            s = b.stack(s, frames[(i / 50usize.pow(d as u32) + d) % 50]);
+        }
+        leaves.push(s);
+        b.add_to_stack(s, &[1 + (i % 3) as i64]).unwrap();
+    }
+    let two = b.add_thread("two");
+    for &s in leaves.iter().step_by(2000) {
+        b.add_to_stack(s, &[5]).unwrap();
+    }
+    // Thread three: samples on one stack in 20, still few stacks in all.
+    let three = b.add_thread("three");
+    for &s in leaves.iter().step_by(20) {
+        b.add_to_stack(s, &[1]).unwrap();
+    }
+    let _ = (one, two, three);
+    let p = b.finish();
+    assert!(p.view().n_stacks() > 8 * 20);
+    let (_, v) = firefox(&p, &[]);
+    let two = thread(&v, 1);
+    assert_eq!(two["samples"]["length"], 5);
+    assert!(two["stackTable"]["length"].as_u64().unwrap() <= 15);
+    assert!(thread(&v, 0)["stackTable"]["length"].as_u64().unwrap() > 10_000);
+    let n3 = thread(&v, 2)["stackTable"]["length"].as_u64().unwrap();
+    assert!(n3 > 500 && n3 < 1600, "{n3}");
 }
