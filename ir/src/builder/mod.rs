@@ -15,10 +15,12 @@ use crate::strings::StrId;
 use crate::strings::StringTable;
 use foldhash::fast::FixedState;
 use hashbrown::HashMap;
+use trie::StackTrie;
 
 mod absorb;
 mod bulk;
 mod trace;
+mod trie;
 pub use bulk::BulkBuilder;
 pub use trace::TraceBuilder;
 
@@ -26,20 +28,6 @@ type FastMap<K, V> = HashMap<K, V, FixedState>;
 
 fn fast_map<K, V>() -> FastMap<K, V> {
     HashMap::with_hasher(FixedState::with_seed(0x5354_4143_4b53_0001))
-}
-
-/// Children kept inline in their parent's trie node; more go to the hash index.
-const INLINE: usize = 2;
-
-/// A stack's children, inline while they are few: finding a child then costs no memory access
-/// beyond the parent's node, which the walk from the root has just loaded. 20 bytes: measured
-/// on the 200 MB benchmark, two inline children beat three (32 bytes, cache-line aligned) on
-/// CPU and page faults and take 38 % less peak memory (65 MB against 103 MB).
-#[derive(Clone, Copy)]
-struct TrieNode {
-    n_children: u32,
-    kid_frame: [u32; INLINE],
-    kid_stack: [u32; INLINE],
 }
 
 /// Builds a [`Profile`] row by row, deduplicating funcs, frames and stacks.
@@ -53,11 +41,8 @@ pub struct ProfileBuilder {
     plain_frame_of_func: Vec<u32>,
     /// Frames with an address or line, by their full key.
     frame_by_key: FastMap<(u32, u64, u32), u32>,
-    /// Per stack, its first children. Most stacks have one or two, so finding a child costs no
-    /// lookup, and a new suffix of a stack needs no lookup at all.
-    trie: Vec<TrieNode>,
-    /// Children of roots and of stacks with many children, by (prefix, frame) packed in a u64.
-    wide_index: FastMap<u64, u32>,
+    /// The stack table's index (trie.rs).
+    trie: StackTrie,
     /// Sample row of each stack when samples are aggregated (for the current thread; rows of
     /// other threads are found in `sample_of_thread_stack`).
     sample_of_stack: Vec<u32>,
@@ -81,8 +66,7 @@ impl ProfileBuilder {
             func_by_key: fast_map(),
             plain_frame_of_func: Vec::new(),
             frame_by_key: fast_map(),
-            trie: Vec::new(),
-            wide_index: fast_map(),
+            trie: StackTrie::default(),
             sample_of_stack: Vec::new(),
             sample_of_thread_stack: fast_map(),
             current_thread: 0,
@@ -297,55 +281,8 @@ impl ProfileBuilder {
     /// The stack whose prefix is `prefix` ([`NONE`] for a root) and leaf is `frame`.
     #[inline]
     pub fn stack(&mut self, prefix: u32, frame: u32) -> u32 {
-        let key = ((prefix as u64) << 32) | frame as u64;
-        if prefix != NONE {
-            let node = &self.trie[prefix as usize];
-            let n = node.n_children as usize;
-            if n <= INLINE {
-                for k in 0..n {
-                    if node.kid_frame[k] == frame {
-                        return node.kid_stack[k];
-                    }
-                }
-                let s = self.push_stack(prefix, frame);
-                let node = &mut self.trie[prefix as usize];
-                if n < INLINE {
-                    node.kid_frame[n] = frame;
-                    node.kid_stack[n] = s;
-                } else {
-                    // One child too many to keep inline: index them all from now on.
-                    let old = *node;
-                    for k in 0..INLINE {
-                        let key = ((prefix as u64) << 32) | old.kid_frame[k] as u64;
-                        self.wide_index.insert(key, old.kid_stack[k]);
-                    }
-                    self.wide_index.insert(key, s);
-                }
-                self.trie[prefix as usize].n_children += 1;
-                return s;
-            }
-        }
-        if let Some(&s) = self.wide_index.get(&key) {
-            return s;
-        }
-        let s = self.push_stack(prefix, frame);
-        self.wide_index.insert(key, s);
-        if prefix != NONE {
-            self.trie[prefix as usize].n_children += 1;
-        }
-        s
-    }
-
-    fn push_stack(&mut self, prefix: u32, frame: u32) -> u32 {
-        let stacks = &mut self.profile.stacks;
-        stacks.prefix.push(prefix);
-        stacks.frame.push(frame);
-        self.trie.push(TrieNode {
-            n_children: 0,
-            kid_frame: [NONE; INLINE],
-            kid_stack: [NONE; INLINE],
-        });
-        (stacks.prefix.len() - 1) as u32
+        self.trie
+            .get_or_push(&mut self.profile.stacks, prefix, frame)
     }
 
     /// The stack of `names`, root first (each a name-only func). Empty `names` gives [`NONE`].
