@@ -1,8 +1,7 @@
 //! The call tree over funcs (seed 001/002): frames of one func combine into one call node.
 
+use crate::children::ChildIndex;
 use crate::profile::{IrError, NONE, ProfileRef, ValueKind};
-use foldhash::fast::FixedState;
-use hashbrown::HashMap;
 
 /// A path of funcs from a root: names a call node stably across transforms (seed 001).
 pub type CallNodePath = Vec<u32>;
@@ -39,11 +38,11 @@ pub struct CallTree {
 }
 
 impl CallTree {
-    /// Derives the call tree. Cost: one hash lookup per stack and one pass per sample column.
+    /// Derives the call tree. Cost: one child lookup per stack (no hashing for a call node with
+    /// one or two children) and one pass per sample column.
     pub fn build(p: &ProfileRef<'_>) -> Result<CallTree, IrError> {
         let ns = p.n_stacks();
-        let mut index: HashMap<u64, u32, FixedState> =
-            HashMap::with_capacity_and_hasher(ns, FixedState::with_seed(0x4341_4c4c_4e4f_4445));
+        let mut index = ChildIndex::default();
         let mut parent = Vec::new();
         let mut func = Vec::new();
         let mut depth = Vec::new();
@@ -56,8 +55,7 @@ impl CallTree {
                 stack_node[prefix as usize]
             };
             let f = p.stack_func(s as u32);
-            let key = ((parent_node as u64) << 32) | f as u64;
-            let node = *index.entry(key).or_insert_with(|| {
+            let node = index.get_or_make(parent_node, f, || {
                 parent.push(parent_node);
                 func.push(f);
                 depth.push(if parent_node == NONE {

@@ -19,6 +19,7 @@
 
 pub mod builder;
 pub mod calltree;
+mod children;
 pub mod diff;
 pub mod profile;
 pub mod strings;

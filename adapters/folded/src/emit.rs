@@ -115,12 +115,17 @@ impl LineWriter {
         has: &[bool],
         out: &mut impl Write,
     ) -> Result<(), PluginError> {
+        // Per func, computed once: its name's rank in line-sort order, and its name as written.
+        let rank = name_ranks(p);
+        let mut names = Vec::new();
+        let mut name_end = Vec::with_capacity(p.n_funcs() + 1);
+        name_end.push(0);
+        for f in 0..p.n_funcs() as u32 {
+            push_name(&mut names, p.func_name_str(f));
+            name_end.push(names.len());
+        }
         let by_name = |a: &u32, b: &u32| {
-            let (x, y) = (
-                p.func_name_str(tree.func[*a as usize]).as_bytes(),
-                p.func_name_str(tree.func[*b as usize]).as_bytes(),
-            );
-            x.iter().chain(b";").cmp(y.iter().chain(b";"))
+            rank[tree.func[*a as usize] as usize].cmp(&rank[tree.func[*b as usize] as usize])
         };
         // Length of the path before each depth's name, so a sibling truncates, not rebuilds.
         let mut prefix_len: Vec<usize> = Vec::new();
@@ -137,7 +142,8 @@ impl LineWriter {
             if depth > 0 {
                 path.push(b';');
             }
-            push_name(&mut path, p.func_name_str(tree.func[i]));
+            let f = tree.func[i] as usize;
+            path.extend_from_slice(&names[name_end[f]..name_end[f + 1]]);
             prefix_len.push(path.len());
             if has[i] {
                 self.line(&path, selfv[i], out)?;
@@ -217,6 +223,23 @@ impl LineWriter {
         self.path = path;
         Ok(())
     }
+}
+
+/// Each func's rank when names are sorted as the lines that hold them are (`name;` byte
+/// order); equal names share a rank.
+fn name_ranks(p: &ProfileRef<'_>) -> Vec<u32> {
+    let key = |f: u32| p.func_name_str(f).as_bytes().iter().chain(b";");
+    let mut order: Vec<u32> = (0..p.n_funcs() as u32).collect();
+    order.sort_by(|&a, &b| key(a).cmp(key(b)));
+    let mut rank = vec![0u32; order.len()];
+    let mut r = 0u32;
+    for k in 1..order.len() {
+        if p.func_name_str(order[k - 1]) != p.func_name_str(order[k]) {
+            r += 1;
+        }
+        rank[order[k] as usize] = r;
+    }
+    rank
 }
 
 /// Appends a frame name; line breaks (possible in names from other formats) would split the

@@ -8,6 +8,7 @@
 //!
 //! `trace.rs` holds the trace builder; `mod.rs` the tables and their deduplication.
 
+use crate::children::ChildIndex;
 use crate::profile::{
     FrameTable, FuncTable, IrError, NO_ADDRESS, NONE, Profile, ProfileRef, ValueKind, ValueType,
 };
@@ -15,12 +16,10 @@ use crate::strings::StrId;
 use crate::strings::StringTable;
 use foldhash::fast::FixedState;
 use hashbrown::HashMap;
-use trie::StackTrie;
 
 mod absorb;
 mod bulk;
 mod trace;
-mod trie;
 pub use bulk::BulkBuilder;
 pub use trace::TraceBuilder;
 
@@ -41,8 +40,8 @@ pub struct ProfileBuilder {
     plain_frame_of_func: Vec<u32>,
     /// Frames with an address or line, by their full key.
     frame_by_key: FastMap<(u32, u64, u32), u32>,
-    /// The stack table's index (trie.rs).
-    trie: StackTrie,
+    /// The stack table's index: the stack of each (prefix, frame).
+    trie: ChildIndex,
     /// Sample row of each stack when samples are aggregated (for the current thread; rows of
     /// other threads are found in `sample_of_thread_stack`).
     sample_of_stack: Vec<u32>,
@@ -66,7 +65,7 @@ impl ProfileBuilder {
             func_by_key: fast_map(),
             plain_frame_of_func: Vec::new(),
             frame_by_key: fast_map(),
-            trie: StackTrie::default(),
+            trie: ChildIndex::default(),
             sample_of_stack: Vec::new(),
             sample_of_thread_stack: fast_map(),
             current_thread: 0,
@@ -281,8 +280,12 @@ impl ProfileBuilder {
     /// The stack whose prefix is `prefix` ([`NONE`] for a root) and leaf is `frame`.
     #[inline]
     pub fn stack(&mut self, prefix: u32, frame: u32) -> u32 {
-        self.trie
-            .get_or_push(&mut self.profile.stacks, prefix, frame)
+        let stacks = &mut self.profile.stacks;
+        self.trie.get_or_make(prefix, frame, || {
+            stacks.prefix.push(prefix);
+            stacks.frame.push(frame);
+            (stacks.prefix.len() - 1) as u32
+        })
     }
 
     /// The stack of `names`, root first (each a name-only func). Empty `names` gives [`NONE`].
