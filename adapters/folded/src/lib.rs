@@ -32,7 +32,7 @@ impl Format for Folded {
         ),
         OptionDesc::integer(
             "piece-size",
-            "8388608",
+            "4194304",
             "parse: bytes of input per piece when parsing on several threads (--threads)",
         ),
         OptionDesc::string(
