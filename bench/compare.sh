@@ -3,9 +3,10 @@
 # of the same file (the floor), for folded stacks at 50 MB, 200 MB and 1 GB, a PVM trace of
 # 10 M events and a 100 MB Deep.data file.
 #
-#   bench/compare.sh [INPUT...]      # default: 50M 200M 1G pvm deep
+#   bench/compare.sh [INPUT...]      # default: 50M 200M 1G few pvm deep
 #
-# INPUT is a gen_folded.py size (50M, 200M, 1G …), `pvm` or `deep`. Inputs are generated into
+# INPUT is a gen_folded.py size (50M, 200M, 1G …), `few` (1 GB of folded stacks made of the
+# 50 MB input's first 1 000 lines repeated: memory must follow distinct stacks), `pvm` or `deep`. Inputs are generated into
 # bench/out/ unless already there: ../shared/bench/gen_folded.py --seed 42 (PROFCONV_GEN_FOLDED
 # overrides the path), ../shared/tools/gen_pvm_trace.py --events 10000000 --seed 1
 # (PROFCONV_GEN_PVM), and the project's own Deep.data generator (cargo run --example gen_deep
@@ -17,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 inputs=("$@")
-[ ${#inputs[@]} -gt 0 ] || inputs=(50M 200M 1G pvm deep)
+[ ${#inputs[@]} -gt 0 ] || inputs=(50M 200M 1G few pvm deep)
 runs="${PROFCONV_BENCH_RUNS:-3}"
 gen="${PROFCONV_GEN_FOLDED:-../shared/bench/gen_folded.py}"
 gen_pvm="${PROFCONV_GEN_PVM:-../shared/tools/gen_pvm_trace.py}"
@@ -51,9 +52,28 @@ for name in "${inputs[@]}"; do
     pvm)
         input="$PWD/bench/out/pvm-seed1-10000000.pvmtrace"
         [ -s "$input" ] || { python3 "$gen_pvm" --events 10000000 --seed 1 > "$input.tmp" && mv "$input.tmp" "$input"; }
-        rows+=("profconv -> folded|$profconv convert -q $input --to folded -o $out.pvm.folded")
-        rows+=("profconv -> folded, -O aggregate|$profconv convert -q $input --to folded -O aggregate -o $out.pvm.folded")
+        rows+=("profconv -> folded|$profconv convert -q $input --to folded -o -")
+        rows+=("profconv -> folded, -O aggregate|$profconv convert -q $input --to folded -O aggregate -o -")
         rows+=("profconv -> SVG|$profconv convert -q $input -o $out.pvm.svg")
+        ;;
+    few)
+        input="$PWD/bench/out/folded-few1000-1G.folded"
+        if [ ! -s "$input" ]; then
+            small="$PWD/bench/out/folded-seed42-50M.folded"
+            [ -s "$small" ] || { python3 "$gen" --seed 42 --size 50M > "$small.tmp" && mv "$small.tmp" "$small"; }
+            python3 - "$small" "$input.tmp" <<'PY'
+import sys
+lines = open(sys.argv[1], 'rb').readlines()[:1000]
+block = b''.join(lines)
+with open(sys.argv[2], 'wb') as out:
+    for _ in range((1 << 30) // len(block) + 1):
+        out.write(block)
+PY
+            mv "$input.tmp" "$input"
+        fi
+        rows+=("inferno-flamegraph -> SVG|$inferno $input")
+        rows+=("profconv -> SVG, threads 1|$profconv convert -q --threads 1 $input -o $out.svg")
+        rows+=("profconv -> SVG, threads default|$profconv convert -q $input -o $out.svg")
         ;;
     deep)
         input="$PWD/bench/out/deep-seed42-100M.data"
@@ -62,7 +82,7 @@ for name in "${inputs[@]}"; do
                 --size 100M --seed 42 -o "$input.tmp"
             mv "$input.tmp" "$input"
         fi
-        rows+=("profconv -> folded|$profconv convert -q $input --to folded -o $out.deep.folded")
+        rows+=("profconv -> folded|$profconv convert -q $input --to folded -o -")
         rows+=("profconv -> SVG|$profconv convert -q $input -o $out.deep.svg")
         ;;
     *)
