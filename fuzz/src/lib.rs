@@ -29,6 +29,48 @@ pub fn parse_and_check<F: Format>(data: &[u8]) {
     }
 }
 
+/// The folded parser gives the same profile, warnings and error on three threads with small
+/// pieces (cut anywhere, even inside a line's count) as on one, whatever the input: the
+/// identical-output rule of `--threads`.
+pub fn folded_threads_agree(data: &[u8]) {
+    let piece_size = 1 + data.first().map_or(0, |&b| usize::from(b) % 61);
+    for skip_bad_lines in [false, true] {
+        let one = folded_outcome(data, skip_bad_lines, 1, profconv_folded::PIECE_SIZE);
+        let many = folded_outcome(data, skip_bad_lines, 3, piece_size);
+        if one != many {
+            panic!("3 threads with {piece_size}-byte pieces differ from one:\n{one}\n---\n{many}");
+        }
+    }
+}
+
+fn folded_outcome(data: &[u8], skip_bad_lines: bool, threads: usize, piece_size: usize) -> String {
+    let mut messages = Vec::new();
+    let mut sink = |_: u32, m: &str| messages.push(m.to_string());
+    let mut cx = Context::with_sink(&mut sink).with_threads(threads);
+    let opts = profconv_folded::ParseOptions {
+        skip_bad_lines,
+        threads,
+        piece_size,
+    };
+    let result =
+        match profconv_folded::parse_folded_with(&mut Input::from_slice(data), opts, &mut cx) {
+            Ok(p) => format!(
+                "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+                p.strings,
+                p.funcs.name,
+                p.frames.func,
+                p.value_types,
+                p.stacks.prefix,
+                p.stacks.frame,
+                p.samples.stack,
+                p.samples.values,
+                p.meta
+            ),
+            Err(e) => format!("error {e} at {:?}", e.byte_offset),
+        };
+    format!("{result}\n{messages:?}")
+}
+
 /// Builds the call tree and renders it; with `all_emitters`, also runs every emitter.
 /// Errors are fine (a tree whose totals overflow is refused); panics are not.
 pub fn check_valid(view: &ProfileRef<'_>, all_emitters: bool) {

@@ -69,6 +69,12 @@ fn replay_folded() {
     );
 }
 
+/// The same corpus, parsed on three threads in small pieces, gives the one-thread result.
+#[test]
+fn replay_folded_on_threads() {
+    replay("folded", fuzz_logic::folded_threads_agree);
+}
+
 #[test]
 fn replay_pvm() {
     replay("pvm", fuzz_logic::parse_and_check::<profconv_pvm::Pvm>);

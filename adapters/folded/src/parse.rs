@@ -282,10 +282,11 @@ impl Parser_ {
         }
         let want = frac.len() as u32;
         if want > self.b.decimals(0) {
-            self.b.rescale(0, want).map_err(|e| {
+            // The message names no value: it must not depend on how the input was split.
+            self.b.rescale(0, want).map_err(|_| {
                 self.error(
                     col,
-                    format!("this count needs {want} decimals, and the counts so far do not fit in 64 bits at that scale: {e}"),
+                    format!("this count needs {want} decimals, and the counts so far do not fit in 64 bits at that scale"),
                 )
             })?;
         }
@@ -450,16 +451,27 @@ pub fn parse_folded_with(
 ) -> Result<Profile, PluginError> {
     let mut p = Parser_::new(opts.skip_bad_lines);
     p.b.add_meta("source_format", "folded");
-    let mut reporter = Reporter::default();
     if let Some(whole) = input.whole() {
-        if opts.threads <= 1 || whole.len() <= opts.piece_size {
-            p.piece(whole)?;
-        } else {
+        if opts.threads > 1 && whole.len() > opts.piece_size {
             let mut r: &[u8] = whole;
             return parse_parallel(&mut r, p, opts, cx);
         }
     } else if opts.threads > 1 {
         return parse_parallel(input, p, opts, cx);
+    }
+    let parsed = parse_serial(input, &mut p);
+    // The notes of the lines before an error are given too.
+    let mut reporter = Reporter::default();
+    reporter.take(std::mem::take(&mut p.report), 0, 0, cx);
+    parsed?;
+    reporter.finish(cx);
+    Ok(p.b.finish())
+}
+
+/// Parses `input` on this thread into `p`.
+fn parse_serial(input: &mut Input<'_>, p: &mut Parser_) -> Result<(), PluginError> {
+    if let Some(whole) = input.whole() {
+        p.piece(whole)
     } else {
         let mut buf = vec![0u8; BLOCK];
         let (mut start, mut end) = (0usize, 0usize);
@@ -493,10 +505,8 @@ pub fn parse_folded_with(
                 search = start;
             }
         }
+        Ok(())
     }
-    reporter.take(std::mem::take(&mut p.report), 0, 0, cx);
-    reporter.finish(cx);
-    Ok(p.b.finish())
 }
 
 /// `read`, retrying when interrupted.
@@ -557,8 +567,9 @@ impl Pieces<'_> {
     }
 }
 
-/// A parsed piece: its profile, notes and line count, or the error that stopped it.
-type PieceResult = Result<(Profile, Report, u64), PluginError>;
+/// A parsed piece: its notes (up to its error, if any), and its line count and profile, or the
+/// error that stopped it.
+type PieceResult = (Report, Result<(u64, Profile), PluginError>);
 
 /// Parses pieces of `input` on `opts.threads` workers while this thread reads the input and
 /// absorbs the finished pieces into `main`'s builder in input order (so ids, rows, warnings and
@@ -585,8 +596,9 @@ fn parse_parallel(
     };
     if pieces.eof && pieces.carry.is_empty() {
         // One piece is the whole input: nothing to share out.
-        main.piece(&first.buf[..first.len])?;
+        let parsed = main.piece(&first.buf[..first.len]);
         reporter.take(std::mem::take(&mut main.report), 0, 0, cx);
+        parsed?;
         reporter.finish(cx);
         return Ok(main.b.finish());
     }
@@ -610,9 +622,9 @@ fn parse_parallel(
                     };
                     let Ok((index, piece)) = job else { return };
                     let mut p = Parser_::new(skip_bad_lines);
-                    let result = p
-                        .piece(&piece.buf[..piece.len])
-                        .map(|()| (p.b.finish(), p.report, p.line_no));
+                    let parsed = p.piece(&piece.buf[..piece.len]);
+                    let report = std::mem::take(&mut p.report);
+                    let result = (report, parsed.map(|()| (p.line_no, p.b.finish())));
                     if done_tx.send((index, piece, result)).is_err() {
                         return;
                     }
@@ -626,6 +638,10 @@ fn parse_parallel(
         let mut finished = BTreeMap::new();
         let (mut sent, mut merged) = (0usize, 0usize);
         let (mut lines, mut offset) = (0u64, 0u64);
+        // An upper bound of every sum so far (counts are never negative), at the profile's
+        // scale: while absorbing a piece cannot overflow, its lines get exactly the checks they
+        // would get on one thread.
+        let mut bound = 0i128;
         loop {
             while sent - merged < threads + 1 {
                 let Some(piece) = next.take() else { break };
@@ -640,20 +656,54 @@ fn parse_parallel(
             finished.insert(index, (piece, result));
             while let Some((piece, result)) = finished.remove(&merged) {
                 merged += 1;
-                let (part, report, n_lines) = result.map_err(|e| shifted(e, lines, offset))?;
-                reporter.take(report, lines, offset, cx);
-                lines += n_lines;
+                let (report, parsed) = result;
+                let absorbable = match &parsed {
+                    Ok((n_lines, part)) => {
+                        absorb_bound(&main.b, bound, part).map(|b| (b, *n_lines, part))
+                    }
+                    Err(_) => None,
+                };
+                if let Some((new_bound, n_lines, part)) = absorbable {
+                    reporter.take(report, lines, offset, cx);
+                    main.b.absorb_aggregated(part)?;
+                    bound = new_bound;
+                    lines += n_lines;
+                } else {
+                    // The piece failed, or a sum could overflow at the profile's scale: parse
+                    // it again here, into the profile itself, so that every line gets the
+                    // checks (and the error) it gets on one thread, whose scale and sums
+                    // depend on the lines before the piece. Rare: bad input.
+                    main.line_no = 0;
+                    main.prev.clear();
+                    main.prev_frames.clear();
+                    let again = main.piece(&piece.buf[..piece.len]);
+                    reporter.take(std::mem::take(&mut main.report), lines, offset, cx);
+                    again.map_err(|e| shifted(e, lines, offset))?;
+                    bound = main.b.profile().samples.values[0]
+                        .iter()
+                        .map(|&v| i128::from(v))
+                        .max()
+                        .unwrap_or(0);
+                    lines += main.line_no;
+                }
                 offset += piece.len as u64;
-                main.b.absorb_aggregated(&part).map_err(|e| {
-                    PluginError::invalid_input(format!("sum of counts up to line {lines}: {e}"))
-                        .at_offset(offset)
-                })?;
                 pool.push(piece.buf);
             }
         }
         reporter.finish(cx);
         Ok(std::mem::take(&mut main.b).finish())
     })
+}
+
+/// The bound of every sum after absorbing `part` into `b` (whose sums are at most `bound`), or
+/// `None` if some sum might not fit in 64 bits. Counts are never negative, so the sum of a
+/// piece's rows bounds each of them.
+fn absorb_bound(b: &ProfileBuilder, bound: i128, part: &Profile) -> Option<i128> {
+    let (ours, theirs) = (b.decimals(0), part.value_types[0].decimals);
+    let scale = ours.max(theirs);
+    let part_sum: i128 = part.samples.values[0].iter().map(|&v| i128::from(v)).sum();
+    let new = bound * 10i128.pow(scale - ours) + part_sum * 10i128.pow(scale - theirs);
+    (new <= i128::from(i64::MAX)).then_some(new)
 }
 
 /// Confidence that `head` is folded stacks: every complete line ends in a count.
@@ -922,6 +972,27 @@ mod tests {
         assert!(e.starts_with("error line 4, column 8"), "{e}");
         same_with_threads(bad, false);
         same_with_threads(bad, true);
+        // Whether a count or a sum fits depends on the lines before it (their scale, their
+        // sums): a piece that fits on its own but not in the profile is parsed again in place.
+        let scaled = b"a 0.001\nb 9300000000000000\nc 1\nd 2.5\n";
+        assert!(
+            outcome(scaled, ParseOptions::default(), true)
+                .contains("line 2, column 3: count does not fit")
+        );
+        same_with_threads(scaled, false);
+        same_with_threads(scaled, true);
+        let sums = b"a 5000000000000000000\nb 1\na 5000000000000000000\nc 1\n";
+        assert!(outcome(sums, ParseOptions::default(), true).contains("line 3"));
+        same_with_threads(sums, false);
+        same_with_threads(sums, true);
+        // Warnings about the lines before an error are given too (found by the fuzzer).
+        let warned = b"main;\xff 1\n 2\nmain;b 2\nmain;c x\n";
+        let e = outcome(warned, ParseOptions::default(), true);
+        assert!(
+            e.contains("not UTF-8") && e.contains("without a stack"),
+            "{e}"
+        );
+        same_with_threads(warned, false);
         let mut many_bad = Vec::new();
         for i in 0..40 {
             many_bad.extend_from_slice(format!("a;b{} {}\nbad line {i}x\n", i % 3, i).as_bytes());

@@ -136,10 +136,16 @@ impl ProfileBuilder {
         let factor = 10i64
             .checked_pow(decimals - old)
             .ok_or_else(|| IrError::Overflow(format!("{decimals} decimals")))?;
-        for v in &mut self.profile.samples.values[col] {
-            *v = v.checked_mul(factor).ok_or_else(|| {
-                IrError::Overflow(format!("rescaling {v} to {decimals} decimals"))
-            })?;
+        // Check every value before changing any: a failed rescale leaves the column as it was
+        // (a parser that skips the offending line goes on with consistent sums).
+        let column = &mut self.profile.samples.values[col];
+        if let Some(v) = column.iter().find(|v| v.checked_mul(factor).is_none()) {
+            return Err(IrError::Overflow(format!(
+                "rescaling {v} to {decimals} decimals"
+            )));
+        }
+        for v in column.iter_mut() {
+            *v *= factor;
         }
         self.profile.value_types[col].decimals = decimals;
         Ok(())
@@ -429,6 +435,14 @@ mod tests {
             Err(IrError::Overflow(_))
         ));
         assert!(matches!(b.rescale(0, 1), Err(IrError::Overflow(_))));
+        // A failed rescale changes nothing, not even the values before the one that overflows.
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&["a"], &[5]).unwrap();
+        b.add_stack(&["b"], &[i64::MAX / 2]).unwrap();
+        assert!(b.rescale(0, 1).is_err());
+        assert_eq!(b.profile().samples.values[0], vec![5, i64::MAX / 2]);
+        assert_eq!(b.decimals(0), 0);
     }
 }
 
