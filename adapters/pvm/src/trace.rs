@@ -109,6 +109,23 @@ fn eight_digits(chunk: u64, n: usize) -> u64 {
     v.wrapping_mul(10000 * (1 << 32) + 1) >> 32
 }
 
+/// A clock reading at the start of `body` as the fast path takes it: `N`, or `+N` after `prev`,
+/// of 1 to 18 digits and not before `prev`. Returns the reading and the bytes it took; `None`
+/// leaves the line to the nom grammar (which gives any message).
+#[inline(always)]
+fn fast_clock(body: &[u8], prev: u64) -> Option<(u64, usize)> {
+    let (relative, digits) = match body {
+        [b'+', d @ ..] => (true, d),
+        d => (false, d),
+    };
+    let (v, n) = swar_decimal(digits);
+    if n == 0 || n > 18 {
+        return None;
+    }
+    let reading = if relative { prev.checked_add(v)? } else { v };
+    (reading >= prev).then_some((reading, usize::from(relative) + n))
+}
+
 /// Leading decimal digits of `b`, eight at a time where eight bytes can be loaded: their
 /// value and count. Stops after 24 digits; the value is meaningful for at most 19 (callers
 /// reject longer runs).
@@ -431,68 +448,36 @@ impl Reader {
         let [op @ (b'C' | b'E'), b' ', rest @ ..] = buf else {
             return Ok(None);
         };
-        let (relative, digits, at) = match rest {
-            [b'+', d @ ..] => (true, d, 3),
-            d => (false, d, 2),
-        };
-        let (v, n) = swar_decimal(digits);
-        if n == 0 || n > 18 {
-            return Ok(None);
-        }
         let Some(prev) = self.prev_tick else {
             return Ok(None);
         };
-        let tick = if relative {
-            match prev.checked_add(v) {
-                Some(t) => t,
-                None => return Ok(None),
-            }
-        } else {
-            v
-        };
-        if tick < prev {
+        let Some((tick, took)) = fast_clock(rest, prev) else {
             return Ok(None);
-        }
+        };
         let Ok(now) = i64::try_from(tick - self.tick_base) else {
             return Ok(None);
         };
-        let mut after = &digits[n..];
-        let mut end = at + n;
+        let mut after = &rest[took..];
+        let mut end = 2 + took;
         // The timestamp, exactly when the trace has them (the first event had one).
         let time = if self.n_clocks == 2 {
             let Some(body) = after.strip_prefix(b" @") else {
                 return Ok(None);
             };
-            let (trel, tdigits) = match body {
-                [b'+', d @ ..] => (true, d),
-                d => (false, d),
-            };
-            let (tv, tn) = swar_decimal(tdigits);
             let Some(prev_time) = self.prev_time else {
                 return Ok(None);
             };
-            if tn == 0 || tn > 18 {
+            let Some((t, took)) = fast_clock(body, prev_time) else {
                 return Ok(None);
-            }
-            let t = if trel {
-                match prev_time.checked_add(tv) {
-                    Some(t) => t,
-                    None => return Ok(None),
-                }
-            } else {
-                tv
             };
-            if t < prev_time {
-                return Ok(None);
-            }
             let Some(v) = t
                 .checked_sub(self.time_base)
                 .and_then(|d| i64::try_from(d).ok())
             else {
                 return Ok(None);
             };
-            after = &tdigits[tn..];
-            end += 2 + trel as usize + tn;
+            after = &body[took..];
+            end += 2 + took;
             Some((t, v))
         } else {
             None

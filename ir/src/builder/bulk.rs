@@ -120,17 +120,7 @@ impl BulkBuilder {
 
     /// Room for exactly `additional` more sample rows in every sample column.
     pub fn reserve_samples(&mut self, additional: usize) {
-        let s = &mut self.b.profile.samples;
-        s.stack.reserve_exact(additional);
-        if let Some(t) = &mut s.time {
-            t.reserve_exact(additional);
-        }
-        if let Some(t) = &mut s.thread {
-            t.reserve_exact(additional);
-        }
-        for col in &mut s.values {
-            col.reserve_exact(additional);
-        }
+        self.b.reserve_samples(additional);
     }
 
     /// Appends the stack `prefix` ([`NONE`] for a root) + `frame` without looking for an equal
