@@ -39,16 +39,7 @@ fn field(i: &[u8]) -> IResult<&[u8], &[u8]> {
 /// Decimal digits and their value in one pass (`None` when it does not fit in 64 bits).
 #[inline]
 fn decimal(i: &[u8]) -> IResult<&[u8], Option<u64>> {
-    let mut v: u64 = 0;
-    let mut n = 0;
-    while let Some(&c) = i.get(n) {
-        let d = c.wrapping_sub(b'0');
-        if d > 9 {
-            break;
-        }
-        v = v.wrapping_mul(10).wrapping_add(d as u64);
-        n += 1;
-    }
+    let (v, n) = small_decimal(i);
     if n == 0 {
         return Err(nom::Err::Error(nom::error::Error::new(i, ErrorKind::Digit)));
     }
