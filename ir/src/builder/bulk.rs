@@ -9,8 +9,9 @@
 //! * [`BulkBuilder::push_stack`] appends a stack without any lookup, and
 //!   [`BulkBuilder::push_row`] a sample row to every column at once;
 //!   [`BulkBuilder::add_to_row`] adds (checked) into a row already pushed;
-//! * [`BulkBuilder::reserve_stacks`] / [`BulkBuilder::reserve_samples`] reserve exactly what a
-//!   reader's record counts announce, so the columns never grow by reallocation;
+//! * [`BulkBuilder::reserve_stacks`] / [`BulkBuilder::reserve_samples`] reserve what a reader's
+//!   record counts announce (exactly, when made once up front), so the columns do not grow by
+//!   reallocation;
 //! * funcs, frames and strings are still interned and deduplicated (delegated to the builder).
 //!
 //! # Invariants
@@ -118,7 +119,8 @@ impl BulkBuilder {
         s.frame.reserve_exact(additional);
     }
 
-    /// Room for exactly `additional` more sample rows in every sample column.
+    /// Room for `additional` more sample rows in every sample column (exactly that many when
+    /// the columns are still empty).
     pub fn reserve_samples(&mut self, additional: usize) {
         self.b.reserve_samples(additional);
     }
