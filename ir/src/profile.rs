@@ -484,7 +484,8 @@ pub fn format_fixed(value: i64, decimals: u32) -> String {
 pub fn write_fixed(out: &mut String, value: i64, decimals: u32) {
     use std::fmt::Write;
     if decimals == 0 {
-        let _ = write!(out, "{value}");
+        // Emitters write one number per line of output: no formatting machinery.
+        out.push_str(itoa::Buffer::new().format(value));
         return;
     }
     let scale = 10u128.pow(decimals);

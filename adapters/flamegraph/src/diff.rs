@@ -240,8 +240,9 @@ fn draw_diff<W: Write + ?Sized>(
     let ca = value_column(after, name).map_err(|e| in_profile(e, "after"))?;
     let cb = value_column(before, name).map_err(|e| in_profile(e, "before"))?;
     let countname = count_name(after, ca, o);
-    let ta = CallTree::build(after)?;
-    let tb = CallTree::build(before)?;
+    // Each side's one value column (or sample counts) is all the drawing reads.
+    let ta = CallTree::build_columns(after, ca.as_slice())?;
+    let tb = CallTree::build_columns(before, cb.as_slice())?;
     let (widths, negatives) = merge::node_widths(after, &ta, ca);
     if negatives > 0 {
         cx.warn(&format!(

@@ -178,7 +178,7 @@ fn merged_layout(
         match merge::merged_from_stacks(p, col, |total| o.min_value(total), o.sort) {
             Some(fast) => fast,
             None => {
-                let tree = CallTree::build(p)?;
+                let tree = CallTree::build_columns(p, col.as_slice())?;
                 let (widths, negatives) = merge::node_widths(p, &tree, col);
                 let total = merge::total_of_roots(&tree, &widths);
                 let layout = merge::merged(p, &tree, &widths, o.min_value(total), o.sort);
@@ -211,7 +211,8 @@ fn draw<W: Write + ?Sized>(
         if col.is_some_and(|c| p.sample_values[c].iter().any(|&v| v < 0)) {
             cx.warn("samples with negative values are drawn as zero");
         }
-        let tree = CallTree::build(p)?;
+        // The chart reads values from the samples; the tree gives only its shape.
+        let tree = CallTree::build_columns(p, &[])?;
         let calls = p
             .value_type_index("calls")
             .filter(|&c| p.value_types[c].kind == ValueKind::Count);

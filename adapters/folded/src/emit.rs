@@ -9,7 +9,7 @@
 //!   run of consecutive samples on the same stack.
 
 use profconv_plugin::PluginError;
-use profconv_plugin::ir::{CallTree, NONE, ProfileRef, ValueKind, write_fixed};
+use profconv_plugin::ir::{CallTree, IrError, NONE, ProfileRef, ValueKind, write_fixed};
 use std::io::Write;
 
 /// What to write.
@@ -54,7 +54,13 @@ pub fn emit_folded(
         return w.flamechart(p, out);
     }
     if opts.per_thread && p.n_threads() > 1 {
-        let tree = CallTree::build(p)?;
+        let tree = CallTree::build_columns(p, &[])?;
+        let rank = name_ranks(p);
+        let order = Ordered::new(
+            tree.len(),
+            |n| tree.parent[n],
+            |n| rank[tree.func[n] as usize],
+        );
         for thread in 0..p.n_threads() as u32 {
             // Self values of this thread's samples only, on the shared tree's nodes.
             let mut selfv = vec![0i64; tree.len()];
@@ -66,13 +72,175 @@ pub fn emit_folded(
                     has[n] = true;
                 }
             }
-            w.tree(p, &tree, &selfv, &has, out)?;
+            w.write(p, &order, |n| tree.func[n as usize], &selfv, &has, out)?;
         }
         return Ok(());
     }
-    let tree = CallTree::build(p)?;
+    merged(&mut w, p, out, true)
+}
+
+/// The merged call tree, one line per call node with samples; from the stack table when it is
+/// the call tree already and `try_stacks` (false only in tests, to compare both ways).
+fn merged(
+    w: &mut LineWriter,
+    p: &ProfileRef<'_>,
+    out: &mut impl Write,
+    try_stacks: bool,
+) -> Result<(), PluginError> {
+    let (col, rank) = (w.col, name_ranks(p));
+    if try_stacks && let Some(stacks) = StackTree::new(p, col, &rank)? {
+        return w.write(
+            p,
+            &stacks.order,
+            |s| p.stack_func(s),
+            &stacks.selfv,
+            &stacks.has,
+            out,
+        );
+    }
+    // One value column is written: the tree needs no other (a Deep.data profile has ten).
+    let tree = CallTree::build_columns(p, &[col])?;
     let has: Vec<bool> = tree.sample_count.iter().map(|&c| c > 0).collect();
-    w.tree(p, &tree, &tree.self_values[col], &has, out)
+    let order = Ordered::new(
+        tree.len(),
+        |n| tree.parent[n],
+        |n| rank[tree.func[n] as usize],
+    );
+    w.write(
+        p,
+        &order,
+        |n| tree.func[n as usize],
+        &tree.self_values[col],
+        &has,
+        out,
+    )
+}
+
+/// Children lists in line-sort order: node `n`'s children are `kids[start[n]..start[n + 1]]`,
+/// and the roots are the list of `n = len`. Made with a counting sort by parent, which keeps
+/// first-seen order, then a stable sort of each list by name rank.
+struct Ordered {
+    start: Vec<u32>,
+    kids: Vec<u32>,
+}
+
+impl Ordered {
+    fn new(len: usize, parent: impl Fn(usize) -> u32, rank: impl Fn(usize) -> u32) -> Self {
+        let list = |n: usize| {
+            let p = parent(n);
+            if p == NONE { len } else { p as usize }
+        };
+        // Counts at `start[k + 2]`; their running sums make `start[k + 1]` where list k is
+        // filled from, and after filling, where list k ends.
+        let mut start = vec![0u32; len + 3];
+        for n in 0..len {
+            start[list(n) + 2] += 1;
+        }
+        for k in 2..start.len() {
+            start[k] += start[k - 1];
+        }
+        let mut kids = vec![0u32; len];
+        for n in 0..len {
+            let at = &mut start[list(n) + 1];
+            kids[*at as usize] = n as u32;
+            *at += 1;
+        }
+        start.truncate(len + 2);
+        for k in 0..=len {
+            let run = &mut kids[start[k] as usize..start[k + 1] as usize];
+            if run.len() > 1 {
+                run.sort_by_key(|&c| rank(c as usize));
+            }
+        }
+        Ordered { start, kids }
+    }
+
+    /// The children of `node` (`len` for the roots), in line-sort order.
+    fn children(&self, node: usize) -> &[u32] {
+        &self.kids[self.start[node] as usize..self.start[node + 1] as usize]
+    }
+
+    fn roots(&self) -> &[u32] {
+        self.children(self.start.len() - 2)
+    }
+}
+
+/// The stack table as the tree to write, when it already is the call tree: no two sibling
+/// stacks (nor two roots) have one func. Then each stack is exactly one call node (by
+/// induction from the roots) and the output is the call tree's, line for line, without
+/// building it: about 25 bytes per stack instead of 60 per node, and no child lookups. Folded
+/// stacks and PVM traces always qualify; a profile whose funcs have several frames (lines,
+/// addresses) usually does not.
+struct StackTree {
+    order: Ordered,
+    selfv: Vec<i64>,
+    has: Vec<bool>,
+}
+
+impl StackTree {
+    fn new(p: &ProfileRef<'_>, col: usize, rank: &[u32]) -> Result<Option<Self>, PluginError> {
+        // Only tried where funcs have one frame each (else siblings of one func are likely,
+        // and finding one after ordering every list would be wasted work).
+        let mut framed = vec![false; p.n_funcs()];
+        for &f in p.frame_func {
+            if std::mem::replace(&mut framed[f as usize], true) {
+                return Ok(None);
+            }
+        }
+        let ns = p.n_stacks();
+        let func = |s: usize| p.stack_func(s as u32);
+        let order = Ordered::new(ns, |s| p.stack_prefix[s], |s| rank[func(s) as usize]);
+        for k in 0..=ns {
+            // Siblings of one func have one rank, so they are in one run of equal ranks.
+            let kids = order.children(k);
+            let mut at = 0;
+            while at < kids.len() {
+                let r = rank[func(kids[at] as usize) as usize];
+                let end = at
+                    + kids[at..]
+                        .iter()
+                        .take_while(|&&c| rank[func(c as usize) as usize] == r)
+                        .count();
+                let run = &kids[at..end];
+                for (i, &a) in run.iter().enumerate() {
+                    if run[i + 1..]
+                        .iter()
+                        .any(|&b| func(b as usize) == func(a as usize))
+                    {
+                        return Ok(None);
+                    }
+                }
+                at = end;
+            }
+        }
+        let mut selfv = vec![0i64; ns];
+        let mut has = vec![false; ns];
+        for (&s, &v) in p.sample_stack.iter().zip(p.sample_values[col]) {
+            let cell = &mut selfv[s as usize];
+            *cell = cell.checked_add(v).ok_or_else(|| overflow(*cell, v))?;
+            has[s as usize] = true;
+        }
+        if p.value_types[col].kind == ValueKind::Weight {
+            // The call tree checks that every node's total fits; so does this.
+            let mut total = selfv.clone();
+            for s in (0..ns).rev() {
+                let prefix = p.stack_prefix[s];
+                if prefix != NONE {
+                    let v = total[s];
+                    let cell = &mut total[prefix as usize];
+                    *cell = cell.checked_add(v).ok_or_else(|| overflow(*cell, v))?;
+                }
+            }
+        }
+        Ok(Some(StackTree { order, selfv, has }))
+    }
+}
+
+/// The call tree's error for a sum that does not fit.
+fn overflow(a: i64, b: i64) -> PluginError {
+    PluginError::from(IrError::Overflow(format!(
+        "{a} + {b} does not fit in 64 bits"
+    )))
 }
 
 struct LineWriter {
@@ -106,17 +274,18 @@ impl LineWriter {
         out.write_all(b"\n")
     }
 
-    /// One line per node with `has`, depth first, siblings in line-sort order.
-    fn tree(
+    /// One line per node with `has`, depth first, siblings in line-sort order (`order`);
+    /// `func_of` gives a node's func.
+    fn write(
         &mut self,
         p: &ProfileRef<'_>,
-        tree: &CallTree,
+        order: &Ordered,
+        func_of: impl Fn(u32) -> u32,
         selfv: &[i64],
         has: &[bool],
         out: &mut impl Write,
     ) -> Result<(), PluginError> {
-        // Per func, computed once: its name's rank in line-sort order, and its name as written.
-        let rank = name_ranks(p);
+        // Per func, computed once: its name as written.
         let mut names = Vec::new();
         let mut name_end = Vec::with_capacity(p.n_funcs() + 1);
         name_end.push(0);
@@ -124,34 +293,26 @@ impl LineWriter {
             push_name(&mut names, p.func_name_str(f));
             name_end.push(names.len());
         }
-        let by_name = |a: &u32, b: &u32| {
-            rank[tree.func[*a as usize] as usize].cmp(&rank[tree.func[*b as usize] as usize])
-        };
         // Length of the path before each depth's name, so a sibling truncates, not rebuilds.
         let mut prefix_len: Vec<usize> = Vec::new();
-        let mut todo: Vec<u32> = tree.roots.clone();
-        todo.sort_by(by_name);
-        todo.reverse();
-        let mut kids = Vec::new();
+        // (node, depth), the next one to write last.
+        let mut todo: Vec<(u32, u32)> = order.roots().iter().rev().map(|&r| (r, 0)).collect();
         let mut path = std::mem::take(&mut self.path);
-        while let Some(node) = todo.pop() {
-            let i = node as usize;
-            let depth = tree.depth[i] as usize;
+        while let Some((node, depth)) = todo.pop() {
+            let (i, depth) = (node as usize, depth as usize);
             prefix_len.truncate(depth);
             path.truncate(prefix_len.last().copied().unwrap_or(0));
             if depth > 0 {
                 path.push(b';');
             }
-            let f = tree.func[i] as usize;
+            let f = func_of(node) as usize;
             path.extend_from_slice(&names[name_end[f]..name_end[f + 1]]);
             prefix_len.push(path.len());
             if has[i] {
                 self.line(&path, selfv[i], out)?;
             }
-            kids.clear();
-            kids.extend(tree.children(node));
-            kids.sort_by(by_name);
-            todo.extend(kids.iter().rev());
+            let below = depth as u32 + 1;
+            todo.extend(order.children(i).iter().rev().map(|&c| (c, below)));
         }
         self.path = path;
         Ok(())
@@ -344,6 +505,87 @@ mod tests {
         };
         assert_eq!(emit(&p, per_thread), "k 7\nk;a 1\nk;b 2\nk 2\nk;a 4\n");
         assert_eq!(emit(&p, EmitOptions::default()), "k 9\nk;a 5\nk;b 2\n");
+    }
+
+    /// True when the stack table is written as it is.
+    fn is_call_tree(p: &Profile) -> bool {
+        let v = p.view();
+        StackTree::new(&v, 0, &name_ranks(&v)).unwrap().is_some()
+    }
+
+    /// The output from the stack table and from the call tree.
+    fn both_ways(p: &Profile) -> (String, String) {
+        let v = p.view();
+        let way = |try_stacks| {
+            let mut out = Vec::new();
+            let mut w = LineWriter::new(&v, 0);
+            merged(&mut w, &v, &mut out, try_stacks).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        (way(true), way(false))
+    }
+
+    #[test]
+    fn the_stack_table_gives_the_call_trees_lines() {
+        // Random stacks over few names (many shared prefixes, siblings, equal names at several
+        // depths), deterministic.
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for round in 0..20 {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("samples", "count", ValueKind::Weight);
+            for _ in 0..200 {
+                let depth = 1 + next(8) as usize;
+                let names: Vec<String> = (0..depth)
+                    .map(|_| ["a", "b", "a-b", "B", "c;d", "x y"][next(6) as usize].to_string())
+                    .collect();
+                b.add_stack(&names, &[next(5) as i64 - (round % 2)])
+                    .unwrap();
+            }
+            let p = b.finish();
+            assert!(is_call_tree(&p));
+            let (stacks, tree) = both_ways(&p);
+            assert_eq!(stacks, tree, "round {round}");
+            assert!(!stacks.is_empty());
+        }
+    }
+
+    #[test]
+    fn sibling_stacks_of_one_func_are_merged() {
+        // Appended in bulk, stacks are not deduplicated: `a;b` twice is one line.
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        let (fa, fb) = (b.func("a"), b.func("b"));
+        let (a, bf) = (b.frame(fa), b.frame(fb));
+        let mut k = b.into_bulk();
+        let root = k.push_stack(NONE, a).unwrap();
+        for n in [2, 3] {
+            let s = k.push_stack(root, bf).unwrap();
+            k.push_row(s, &[n]).unwrap();
+        }
+        let p = k.finish();
+        assert!(!is_call_tree(&p));
+        assert_eq!(both_ways(&p), ("a;b 5\n".into(), "a;b 5\n".into()));
+        // A func with a frame per line: two stacks, one call node.
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        let main = b.func("main");
+        let work = b.func("work");
+        let w = b.frame(work);
+        for (line, n) in [(3, 2), (9, 3)] {
+            let m = b.frame_at(main, None, Some(line));
+            let s = b.stack(NONE, m);
+            let s = b.stack(s, w);
+            b.add_to_stack(s, &[n]).unwrap();
+        }
+        let p = b.finish();
+        assert!(!is_call_tree(&p));
+        assert_eq!(emit(&p, EmitOptions::default()), "main;work 5\n");
     }
 
     #[test]
