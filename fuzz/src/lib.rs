@@ -34,16 +34,31 @@ pub fn parse_and_check<F: Format>(data: &[u8]) {
 /// identical-output rule of `--threads`.
 pub fn folded_threads_agree(data: &[u8]) {
     let piece_size = 1 + data.first().map_or(0, |&b| usize::from(b) % 61);
+    let batch_lines = 1 + data.get(1).map_or(0, |&b| usize::from(b) % 64);
+    let whole = profconv_folded::PIECE_SIZE;
     for skip_bad_lines in [false, true] {
-        let one = folded_outcome(data, skip_bad_lines, 1, profconv_folded::PIECE_SIZE);
-        let many = folded_outcome(data, skip_bad_lines, 3, piece_size);
+        // Line by line on one thread: the reference.
+        let one = folded_outcome(data, skip_bad_lines, 1, whole, 1);
+        let batched = folded_outcome(data, skip_bad_lines, 1, whole, batch_lines);
+        if one != batched {
+            panic!(
+                "batches of {batch_lines} lines differ from one line at a time:\n{one}\n---\n{batched}"
+            );
+        }
+        let many = folded_outcome(data, skip_bad_lines, 3, piece_size, batch_lines);
         if one != many {
             panic!("3 threads with {piece_size}-byte pieces differ from one:\n{one}\n---\n{many}");
         }
     }
 }
 
-fn folded_outcome(data: &[u8], skip_bad_lines: bool, threads: usize, piece_size: usize) -> String {
+fn folded_outcome(
+    data: &[u8],
+    skip_bad_lines: bool,
+    threads: usize,
+    piece_size: usize,
+    batch_lines: usize,
+) -> String {
     let mut messages = Vec::new();
     let mut sink = |_: u32, m: &str| messages.push(m.to_string());
     let mut cx = Context::with_sink(&mut sink).with_threads(threads);
@@ -51,6 +66,7 @@ fn folded_outcome(data: &[u8], skip_bad_lines: bool, threads: usize, piece_size:
         skip_bad_lines,
         threads,
         piece_size,
+        batch_lines,
     };
     let result =
         match profconv_folded::parse_folded_with(&mut Input::from_slice(data), opts, &mut cx) {

@@ -76,6 +76,41 @@ impl ChildIndex {
         }
     }
 
+    /// The child of `parent` ([`NONE`] for a root) with `key`, if there is one.
+    #[inline]
+    pub(crate) fn get(&self, parent: u32, key: u32) -> Option<u32> {
+        let node = if parent == NONE {
+            self.roots
+        } else {
+            self.nodes[parent as usize]
+        };
+        if node.child[0] != SPILLED {
+            for k in 0..INLINE {
+                if node.child[k] == NONE {
+                    return None;
+                }
+                if node.key[k] == key {
+                    return Some(node.child[k]);
+                }
+            }
+            return None;
+        }
+        let at = node.key[0] as usize | ((node.key[1] as usize) << 16 << 16);
+        let log = (self.tables[at] & 0xff) as u32;
+        let mask = (1usize << log) - 1;
+        let mut i = slot(key, log);
+        loop {
+            let e = self.tables[at + 1 + i];
+            if e == EMPTY {
+                return None;
+            }
+            if (e >> 32) as u32 == key {
+                return Some(e as u32);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
     /// The child of `parent` ([`NONE`] for a root) with `key`; when there is none, `make()`
     /// makes it and returns its id, which must be the number of nodes made so far.
     #[inline]

@@ -16,7 +16,9 @@ use profconv_plugin::ir::{Profile, ProfileRef};
 use profconv_plugin::{Context, Format, Input, OptionDesc, Options, Output, PluginError};
 
 pub use emit::{EmitOptions, emit_folded};
-pub use parse::{PIECE_SIZE, ParseOptions, parse_folded, parse_folded_with};
+pub use parse::{
+    BATCH_LINES, MAX_BATCH_LINES, PIECE_SIZE, ParseOptions, parse_folded, parse_folded_with,
+};
 
 /// The folded-stacks format.
 pub struct Folded;
@@ -74,6 +76,7 @@ impl Format for Folded {
             skip_bad_lines: options.flag("skip-bad-lines"),
             threads: cx.threads(),
             piece_size,
+            ..parse::ParseOptions::default()
         };
         parse::parse_folded_with(input, opts, cx)
     }

@@ -1,7 +1,8 @@
 //! Folded parser: blocks of input, lines found with memchr, counts parsed with nom, frames
-//! interned once, and each line's stack reusing the previous line's common prefix (inputs are
+//! interned once, and each line's frames reusing the previous line's common prefix (inputs are
 //! often sorted, and collapsers emit related stacks together), so shared leading frames cost a
-//! byte comparison instead of a hash lookup.
+//! byte comparison instead of a hash lookup. Lines are put in the profile in batches whose
+//! walks down the stack index are interleaved (see `Parser_::flush`).
 
 use memchr::{memchr, memrchr2};
 use nom::bytes::complete::tag;
@@ -17,6 +18,11 @@ use std::sync::{Mutex, mpsc};
 
 /// Most fractional digits kept exactly; more are truncated (with a warning).
 const MAX_DECIMALS: u32 = 9;
+/// Most lines whose stack lookups are interleaved ([`ParseOptions::batch_lines`]).
+pub const MAX_BATCH_LINES: usize = 64;
+/// Default lines per batch: measured on the 1 GB benchmark (one thread), 8 lines took 2.57 s of
+/// CPU, 16 2.49 s, 32 2.40 s, 64 2.44 s (one at a time: 2.79 s).
+pub const BATCH_LINES: usize = 32;
 /// Bytes asked of the input per read.
 const BLOCK: usize = 1 << 20;
 
@@ -49,6 +55,36 @@ struct Report {
     stackless: u64,
     lossy: u64,
     truncated_fraction: bool,
+}
+
+/// What a [`Report`] held at some line, to go back to when a later check fails for that line.
+#[derive(Clone, Copy)]
+struct ReportMark {
+    notes: usize,
+    skipped: u64,
+    stackless: u64,
+    lossy: u64,
+    truncated_fraction: bool,
+}
+
+impl Report {
+    fn mark(&self) -> ReportMark {
+        ReportMark {
+            notes: self.notes.len(),
+            skipped: self.skipped,
+            stackless: self.stackless,
+            lossy: self.lossy,
+            truncated_fraction: self.truncated_fraction,
+        }
+    }
+
+    fn rewind(&mut self, m: ReportMark) {
+        self.notes.truncate(m.notes);
+        self.skipped = m.skipped;
+        self.stackless = m.stackless;
+        self.lossy = m.lossy;
+        self.truncated_fraction = m.truncated_fraction;
+    }
 }
 
 /// The user's view of the notes of every piece so far, in input order.
@@ -141,9 +177,18 @@ fn shifted(mut e: PluginError, lines: u64, offset: u64) -> PluginError {
 struct Parser_ {
     b: ProfileBuilder,
     skip_bad_lines: bool,
-    /// The previous line's stack text, and for each of its frames (end offset, stack id).
+    /// The previous line's stack text, and for each of its frames (end offset, frame id).
     prev: Vec<u8>,
     prev_frames: Vec<(usize, u32)>,
+    /// Lines read but not yet in the profile, their frames back to back, and for each frame
+    /// its stack once known.
+    batch: Vec<Batched>,
+    /// Lines per batch (1 to [`MAX_BATCH_LINES`]).
+    batch_lines: usize,
+    batch_frames: Vec<u32>,
+    batch_stacks: Vec<u32>,
+    /// The stacks of the last line put in the profile, root first.
+    last_stacks: Vec<u32>,
     line_no: u64,
     /// Input offset of the current line after its leading whitespace, and that whitespace.
     line_offset: u64,
@@ -160,7 +205,8 @@ impl Parser_ {
             .at_line(self.line_no, (self.lead + idx) as u64 + 1)
     }
 
-    fn new(skip_bad_lines: bool) -> Self {
+    fn new(skip_bad_lines: bool, batch_lines: usize) -> Self {
+        let batch_lines = batch_lines.clamp(1, MAX_BATCH_LINES);
         let mut b = ProfileBuilder::new();
         b.add_value_type("samples", "count", ValueKind::Weight);
         Parser_ {
@@ -168,6 +214,11 @@ impl Parser_ {
             skip_bad_lines,
             prev: Vec::new(),
             prev_frames: Vec::new(),
+            batch: Vec::with_capacity(batch_lines),
+            batch_lines,
+            batch_frames: Vec::new(),
+            batch_stacks: Vec::new(),
+            last_stacks: Vec::new(),
             line_no: 0,
             line_offset: 0,
             lead: 0,
@@ -187,7 +238,7 @@ impl Parser_ {
             offset += end as u64 + 1;
             rest = rest.get(end + 1..).unwrap_or_default();
         }
-        Ok(())
+        self.flush()
     }
 
     /// One line without its `\n`; `offset` is the input offset of its first byte.
@@ -226,7 +277,11 @@ impl Parser_ {
                 }
                 return Ok(());
             }
-            Err(e) => return Err(e),
+            Err(e) => {
+                // The lines before come first, with their own errors.
+                self.flush()?;
+                return Err(e);
+            }
         };
         if !std::mem::replace(&mut self.seen_data, true) {
             let (line, differential) = (self.line_no, looks_differential(stack_text));
@@ -234,10 +289,111 @@ impl Parser_ {
                 .notes
                 .push(Note::FirstData { line, differential });
         }
-        let stack = self.stack(stack_text);
-        self.b
-            .add_to_stack(stack, &[value])
-            .map_err(|e| self.error(0, format!("sum of counts: {e}")))
+        let shared = self.frames_of(stack_text);
+        self.batch.push(Batched {
+            end: self.batch_frames.len(),
+            shared,
+            value,
+            line_no: self.line_no,
+            line_offset: self.line_offset,
+            lead: self.lead,
+            mark: self.report.mark(),
+        });
+        if self.batch.len() >= self.batch_lines {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Puts the batched lines in the profile, in line order: their stacks, then their counts.
+    ///
+    /// Walking down the stack index from a root is a chain of dependent memory accesses, most
+    /// of them cache misses on a large profile. The walks of different lines are independent,
+    /// so they go in turns, one step each, and their misses overlap (measured: −12 % CPU on the
+    /// 1 GB benchmark). Only existing stacks are found so; a line's new stacks are made after
+    /// the turns, line after line, so stack ids are numbered as when reading one line at a
+    /// time. The first line takes the stacks it shares with the previous batch's last line
+    /// without looking them up (sorted inputs share long prefixes); a later line walks its
+    /// shared frames again, which costs little, the line before loading the same entries at
+    /// the same time (waiting for it instead chains the walks again: measured slower).
+    fn flush(&mut self) -> Result<(), PluginError> {
+        let n = self.batch.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let frames = &self.batch_frames;
+        let stacks = &mut self.batch_stacks;
+        stacks.clear();
+        stacks.resize(frames.len(), NONE);
+        // Per line: where its frames start, how many have their stack, and its leaf so far.
+        let mut start = [0usize; MAX_BATCH_LINES];
+        let mut done = [0usize; MAX_BATCH_LINES];
+        let mut leaf = [NONE; MAX_BATCH_LINES];
+        for (i, line) in self.batch[..n - 1].iter().enumerate() {
+            start[i + 1] = line.end;
+        }
+        let first = self.batch[0].shared;
+        stacks[..first].copy_from_slice(&self.last_stacks[..first]);
+        done[0] = first;
+        leaf[0] = if first > 0 { stacks[first - 1] } else { NONE };
+        // Lines still walking; a line that shares frames with the line before walks them
+        // again (cache hits: that line's walk loads the same entries at the same time).
+        let mut walking = [0u8; MAX_BATCH_LINES];
+        for (k, w) in walking.iter_mut().enumerate().take(n) {
+            *w = k as u8;
+        }
+        let mut active = n;
+        while active > 0 {
+            let mut k = 0;
+            while k < active {
+                let i = walking[k] as usize;
+                let at = start[i] + done[i];
+                let found = if at < self.batch[i].end {
+                    self.b.find_stack(leaf[i], frames[at])
+                } else {
+                    None
+                };
+                match found {
+                    Some(s) => {
+                        stacks[at] = s;
+                        leaf[i] = s;
+                        done[i] += 1;
+                        k += 1;
+                    }
+                    None => {
+                        active -= 1;
+                        walking[k] = walking[active];
+                    }
+                }
+            }
+        }
+        for i in 0..n {
+            let line = &self.batch[i];
+            let len = line.end - start[i];
+            while done[i] < len {
+                let at = start[i] + done[i];
+                leaf[i] = self.b.stack(leaf[i], frames[at]);
+                stacks[at] = leaf[i];
+                done[i] += 1;
+            }
+            if let Err(e) = self.b.add_to_stack(leaf[i], &[line.value]) {
+                // As if reading had stopped at this line: what later lines noted is dropped.
+                let line = &self.batch[i];
+                let e = PluginError::invalid_input(format!("sum of counts: {e}"))
+                    .at_offset(line.line_offset)
+                    .at_line(line.line_no, line.lead as u64 + 1);
+                self.report.rewind(line.mark);
+                self.batch.clear();
+                self.batch_frames.clear();
+                return Err(e);
+            }
+        }
+        let last = start[n - 1];
+        self.last_stacks.clear();
+        self.last_stacks.extend_from_slice(&stacks[last..]);
+        self.batch.clear();
+        self.batch_frames.clear();
+        Ok(())
     }
 
     /// Splits `STACK COUNT` into the stack text and the count as fixed point; `None` for a
@@ -282,6 +438,8 @@ impl Parser_ {
         }
         let want = frac.len() as u32;
         if want > self.b.decimals(0) {
+            // The counts read so far are at the old scale: add them before changing it.
+            self.flush()?;
             // The message names no value: it must not depend on how the input was split.
             self.b.rescale(0, want).map_err(|_| {
                 self.error(
@@ -309,8 +467,8 @@ impl Parser_ {
         Ok(Some((&line[..stack_end], v)))
     }
 
-    /// Adds the frames of `rest` (which starts at offset `pos` of the line) under `stack`.
-    fn push_frames(&mut self, rest: &str, pos: usize, mut stack: u32) -> u32 {
+    /// Appends the frames of `rest` (which starts at offset `pos` of the line).
+    fn push_frames(&mut self, rest: &str, pos: usize) {
         let bytes = rest.as_bytes();
         let mut start = 0;
         loop {
@@ -318,35 +476,37 @@ impl Parser_ {
             // `;` is ASCII, so these are character boundaries.
             let func = self.b.func(&rest[start..end]);
             let frame = self.b.frame(func);
-            stack = self.b.stack(stack, frame);
-            self.prev_frames.push((pos + end, stack));
+            self.batch_frames.push(frame);
+            self.prev_frames.push((pos + end, frame));
             if end == bytes.len() {
-                return stack;
+                return;
             }
             start = end + 1;
         }
     }
 
-    /// The stack id of `text` (`a;b;c`), reusing the previous line's frames it shares.
-    fn stack(&mut self, text: &[u8]) -> u32 {
+    /// Appends the frames of `text` (`a;b;c`) to the batch, reusing the previous line's frames
+    /// it shares; returns how many it shares.
+    fn frames_of(&mut self, text: &[u8]) -> usize {
         let common = common_prefix(&self.prev, text);
         let mut keep = 0;
-        for &(end, _) in &self.prev_frames {
+        for &(end, frame) in &self.prev_frames {
             if end <= common && (end == text.len() || text[end] == b';') {
                 keep += 1;
+                self.batch_frames.push(frame);
             } else {
                 break;
             }
         }
         self.prev_frames.truncate(keep);
-        let (mut stack, pos) = match self.prev_frames.last() {
-            Some(&(end, s)) => (s, end + 1),
-            None => (NONE, 0),
+        let pos = match self.prev_frames.last() {
+            Some(&(end, _)) => end + 1,
+            None => 0,
         };
         if pos <= text.len() {
             // Validate the new part of the line once rather than frame by frame.
             match std::str::from_utf8(&text[pos..]) {
-                Ok(rest) => stack = self.push_frames(rest, pos, stack),
+                Ok(rest) => self.push_frames(rest, pos),
                 Err(_) => {
                     self.report.lossy += 1;
                     if self.report.lossy == 1 {
@@ -361,9 +521,9 @@ impl Parser_ {
                             let f = self.b.func(&name);
                             self.b.frame(f)
                         };
-                        stack = self.b.stack(stack, frame);
+                        self.batch_frames.push(frame);
                         at += raw.len();
-                        self.prev_frames.push((at, stack));
+                        self.prev_frames.push((at, frame));
                         at += 1;
                     }
                 }
@@ -371,8 +531,24 @@ impl Parser_ {
         }
         self.prev.clear();
         self.prev.extend_from_slice(text);
-        stack
+        keep
     }
+}
+
+/// A line read but not yet in the profile.
+struct Batched {
+    /// End of its frames in `batch_frames`.
+    end: usize,
+    /// Number of leading frames it shares with the line before (taken from that line's stacks
+    /// when that line was in the batch before).
+    shared: usize,
+    value: i64,
+    /// Where it is, for an error found when its count is added.
+    line_no: u64,
+    line_offset: u64,
+    lead: usize,
+    /// The report after this line's notes.
+    mark: ReportMark,
 }
 
 /// True when the stack text ends in ` NUMBER`: the first of two counts (inferno's differential
@@ -412,6 +588,9 @@ pub struct ParseOptions {
     pub threads: usize,
     /// Bytes per piece when parsing in parallel.
     pub piece_size: usize,
+    /// Lines whose stack lookups are interleaved (1 to [`MAX_BATCH_LINES`]; 1 reads one line
+    /// at a time). The profile, warnings and errors are the same whatever the number.
+    pub batch_lines: usize,
 }
 
 impl Default for ParseOptions {
@@ -420,6 +599,7 @@ impl Default for ParseOptions {
             skip_bad_lines: false,
             threads: 1,
             piece_size: PIECE_SIZE,
+            batch_lines: BATCH_LINES,
         }
     }
 }
@@ -449,7 +629,7 @@ pub fn parse_folded_with(
     opts: ParseOptions,
     cx: &mut Context<'_>,
 ) -> Result<Profile, PluginError> {
-    let mut p = Parser_::new(opts.skip_bad_lines);
+    let mut p = Parser_::new(opts.skip_bad_lines, opts.batch_lines);
     p.b.add_meta("source_format", "folded");
     if let Some(whole) = input.whole() {
         if opts.threads > 1 && whole.len() > opts.piece_size {
@@ -492,6 +672,7 @@ fn parse_serial(input: &mut Input<'_>, p: &mut Parser_) -> Result<(), PluginErro
                 if start < end {
                     p.line(&buf[start..end], offset)?;
                 }
+                p.flush()?;
                 break;
             }
             let scan_from = end;
@@ -621,7 +802,7 @@ fn parse_parallel(
                         Err(_) => return,
                     };
                     let Ok((index, piece)) = job else { return };
-                    let mut p = Parser_::new(skip_bad_lines);
+                    let mut p = Parser_::new(skip_bad_lines, opts.batch_lines);
                     let parsed = p.piece(&piece.buf[..piece.len]);
                     let report = std::mem::take(&mut p.report);
                     let result = (report, parsed.map(|()| (p.line_no, p.b.finish())));
@@ -933,8 +1114,7 @@ mod tests {
             skip_bad_lines,
             ..ParseOptions::default()
         };
-        let expected = outcome(text, one, true);
-        assert_eq!(outcome(text, one, false), expected);
+        let expected = same_in_batches(text, one);
         for threads in [2, 3] {
             for piece_size in (1..=text.len() + 1).step_by(7).chain([2, 3, 5]) {
                 let opts = ParseOptions {
@@ -951,6 +1131,61 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Read one line at a time or in batches of any size, streamed or whole, the input gives
+    /// the same profile, warnings and errors; returns them.
+    fn same_in_batches(text: &[u8], opts: ParseOptions) -> String {
+        let one_at_a_time = ParseOptions {
+            batch_lines: 1,
+            ..opts
+        };
+        let expected = outcome(text, one_at_a_time, true);
+        for batch_lines in [2, 3, 5, BATCH_LINES, MAX_BATCH_LINES, MAX_BATCH_LINES + 1] {
+            for streaming in [true, false] {
+                let opts = ParseOptions {
+                    batch_lines,
+                    ..opts
+                };
+                assert_eq!(
+                    outcome(text, opts, streaming),
+                    expected,
+                    "batches of {batch_lines} lines, streaming {streaming}"
+                );
+            }
+        }
+        expected
+    }
+
+    #[test]
+    fn batches_give_the_line_by_line_profile_warnings_and_errors() {
+        // Shared prefixes within and across batches, repeated lines, a new root.
+        let text = b"a;b;c 1\na;b;d 2\na;b;c 3\na;e 4\nf;b;c 5\na;b;c;g 6\na 7\n";
+        let p = same_in_batches(text, ParseOptions::default());
+        assert!(p.starts_with("Profile"), "{p}");
+        // A sum that overflows at line 3: the lines after it noted a non-UTF-8 name, a count
+        // without a stack and a bad line; reading stops at line 3, so none of that is said.
+        let overflow = b"a 9223372036854775807\nb 1\na 1\nx;\xff 1\n 5\nbad\nc 1\n";
+        let opts = ParseOptions {
+            skip_bad_lines: true,
+            ..ParseOptions::default()
+        };
+        let e = same_in_batches(overflow, opts);
+        assert!(
+            e.starts_with("error line 3, column 1: sum of counts") && e.ends_with("warnings []"),
+            "{e}"
+        );
+        // A count with decimals changes the scale of the counts before it in the batch.
+        let scaled = b"a 1\nb 2\nc 0.5\na 1\nb 0.25\n";
+        let p = same_in_batches(scaled, ParseOptions::default());
+        assert!(p.contains("decimals: 2"), "{p}");
+        // A bad line ends the batch before it: the first error is the first bad line's.
+        let bad = b"a 9223372036854775807\na 1\nb x\n";
+        let e = same_in_batches(bad, ParseOptions::default());
+        assert!(
+            e.starts_with("error line 2, column 1: sum of counts"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -294,6 +294,12 @@ impl ProfileBuilder {
         })
     }
 
+    /// The stack `prefix` + `frame` if it exists (made by [`stack`](Self::stack)).
+    #[inline]
+    pub fn find_stack(&self, prefix: u32, frame: u32) -> Option<u32> {
+        self.trie.get(prefix, frame)
+    }
+
     /// The stack of `names`, root first (each a name-only func). Empty `names` gives [`NONE`].
     pub fn stack_of_names<S: AsRef<str>>(&mut self, names: &[S]) -> u32 {
         let mut stack = NONE;
