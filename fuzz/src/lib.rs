@@ -67,6 +67,8 @@ fn folded_outcome(
         threads,
         piece_size,
         batch_lines,
+        // Batched from the first line when batches are asked for, so small inputs test them.
+        batch_from_stacks: if batch_lines > 1 { 0 } else { usize::MAX },
     };
     let result =
         match profconv_folded::parse_folded_with(&mut Input::from_slice(data), opts, &mut cx) {

@@ -17,7 +17,8 @@ use profconv_plugin::{Context, Format, Input, OptionDesc, Options, Output, Plugi
 
 pub use emit::{EmitOptions, emit_folded};
 pub use parse::{
-    BATCH_LINES, MAX_BATCH_LINES, PIECE_SIZE, ParseOptions, parse_folded, parse_folded_with,
+    BATCH_FROM_STACKS, BATCH_LINES, MAX_BATCH_LINES, PIECE_SIZE, ParseOptions, parse_folded,
+    parse_folded_with,
 };
 
 /// The folded-stacks format.
