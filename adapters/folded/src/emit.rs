@@ -56,11 +56,8 @@ pub fn emit_folded(
     if opts.per_thread && p.n_threads() > 1 {
         let tree = CallTree::build_columns(p, &[])?;
         let rank = name_ranks(p);
-        let order = Ordered::new(
-            tree.len(),
-            |n| tree.parent[n],
-            |n| rank[tree.func[n] as usize],
-        );
+        let key: Vec<u32> = tree.func.iter().map(|&f| rank[f as usize]).collect();
+        let order = Ordered::new(tree.len(), |n| tree.parent[n], &key);
         for thread in 0..p.n_threads() as u32 {
             // Self values of this thread's samples only, on the shared tree's nodes.
             let mut selfv = vec![0i64; tree.len()];
@@ -101,11 +98,8 @@ fn merged(
     // One value column is written: the tree needs no other (a Deep.data profile has ten).
     let tree = CallTree::build_columns(p, &[col])?;
     let has: Vec<bool> = tree.sample_count.iter().map(|&c| c > 0).collect();
-    let order = Ordered::new(
-        tree.len(),
-        |n| tree.parent[n],
-        |n| rank[tree.func[n] as usize],
-    );
+    let key: Vec<u32> = tree.func.iter().map(|&f| rank[f as usize]).collect();
+    let order = Ordered::new(tree.len(), |n| tree.parent[n], &key);
     w.write(
         p,
         &order,
@@ -125,7 +119,8 @@ struct Ordered {
 }
 
 impl Ordered {
-    fn new(len: usize, parent: impl Fn(usize) -> u32, rank: impl Fn(usize) -> u32) -> Self {
+    /// `key[n]`: node `n`'s name rank.
+    fn new(len: usize, parent: impl Fn(usize) -> u32, key: &[u32]) -> Self {
         let list = |n: usize| {
             let p = parent(n);
             if p == NONE { len } else { p as usize }
@@ -149,7 +144,8 @@ impl Ordered {
         for k in 0..=len {
             let run = &mut kids[start[k] as usize..start[k + 1] as usize];
             if run.len() > 1 {
-                run.sort_by_key(|&c| rank(c as usize));
+                // By rank, equal ranks in first-seen order (the lists are ascending).
+                run.sort_unstable_by_key(|&c| (key[c as usize], c));
             }
         }
         Ordered { start, kids }
@@ -188,29 +184,20 @@ impl StackTree {
             }
         }
         let ns = p.n_stacks();
-        let func = |s: usize| p.stack_func(s as u32);
-        let order = Ordered::new(ns, |s| p.stack_prefix[s], |s| rank[func(s) as usize]);
+        let func = |s: u32| p.stack_func(s);
+        let key: Vec<u32> = (0..ns as u32).map(|s| rank[func(s) as usize]).collect();
+        let order = Ordered::new(ns, |s| p.stack_prefix[s], &key);
         for k in 0..=ns {
-            // Siblings of one func have one rank, so they are in one run of equal ranks.
+            // Siblings of one func have one rank, so they are next to each other; equal ranks
+            // of different funcs (equal names) are rare.
             let kids = order.children(k);
-            let mut at = 0;
-            while at < kids.len() {
-                let r = rank[func(kids[at] as usize) as usize];
-                let end = at
-                    + kids[at..]
-                        .iter()
-                        .take_while(|&&c| rank[func(c as usize) as usize] == r)
-                        .count();
-                let run = &kids[at..end];
-                for (i, &a) in run.iter().enumerate() {
-                    if run[i + 1..]
-                        .iter()
-                        .any(|&b| func(b as usize) == func(a as usize))
-                    {
-                        return Ok(None);
-                    }
+            for (i, &a) in kids.iter().enumerate() {
+                let mut same_rank = kids[i + 1..]
+                    .iter()
+                    .take_while(|&&b| key[b as usize] == key[a as usize]);
+                if same_rank.any(|&b| func(b) == func(a)) {
+                    return Ok(None);
                 }
-                at = end;
             }
         }
         let mut selfv = vec![0i64; ns];
