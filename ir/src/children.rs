@@ -34,6 +34,21 @@ const CHILDLESS: Entry = Entry {
     child: [NONE; INLINE],
 };
 
+/// Where a child is, or where a new one goes.
+enum Place {
+    Found(u32),
+    /// The parent's inline slot `k` is free.
+    Inline(usize),
+    /// The parent's inline slots are taken (the parent's entry, as read).
+    InlineFull(Entry),
+    /// Not in the parent's table: its place, number of children and log2 of its slots.
+    Table {
+        at: usize,
+        children: u64,
+        log: u32,
+    },
+}
+
 /// Children by (parent, key) for nodes numbered in the order they are made.
 pub(crate) struct ChildIndex {
     /// One entry per node, by node id.
@@ -76,9 +91,9 @@ impl ChildIndex {
         }
     }
 
-    /// The child of `parent` ([`NONE`] for a root) with `key`, if there is one.
+    /// Where the child of `parent` with `key` is, or where it would go.
     #[inline]
-    pub(crate) fn get(&self, parent: u32, key: u32) -> Option<u32> {
+    fn find(&self, parent: u32, key: u32) -> Place {
         let node = if parent == NONE {
             self.roots
         } else {
@@ -87,27 +102,37 @@ impl ChildIndex {
         if node.child[0] != SPILLED {
             for k in 0..INLINE {
                 if node.child[k] == NONE {
-                    return None;
+                    return Place::Inline(k);
                 }
                 if node.key[k] == key {
-                    return Some(node.child[k]);
+                    return Place::Found(node.child[k]);
                 }
             }
-            return None;
+            return Place::InlineFull(node);
         }
         let at = node.key[0] as usize | ((node.key[1] as usize) << 16 << 16);
-        let log = (self.tables[at] & 0xff) as u32;
+        let header = self.tables[at];
+        let (children, log) = (header >> 8, (header & 0xff) as u32);
         let mask = (1usize << log) - 1;
         let mut i = slot(key, log);
         loop {
             let e = self.tables[at + 1 + i];
             if e == EMPTY {
-                return None;
+                return Place::Table { at, children, log };
             }
             if (e >> 32) as u32 == key {
-                return Some(e as u32);
+                return Place::Found(e as u32);
             }
             i = (i + 1) & mask;
+        }
+    }
+
+    /// The child of `parent` ([`NONE`] for a root) with `key`, if there is one.
+    #[inline]
+    pub(crate) fn get(&self, parent: u32, key: u32) -> Option<u32> {
+        match self.find(parent, key) {
+            Place::Found(child) => Some(child),
+            _ => None,
         }
     }
 
@@ -115,67 +140,51 @@ impl ChildIndex {
     /// makes it and returns its id, which must be the number of nodes made so far.
     #[inline]
     pub(crate) fn get_or_make(&mut self, parent: u32, key: u32, make: impl FnOnce() -> u32) -> u32 {
-        let node = if parent == NONE {
-            self.roots
-        } else {
-            self.nodes[parent as usize]
-        };
-        if node.child[0] != SPILLED {
-            for k in 0..INLINE {
-                if node.child[k] == NONE {
-                    let s = self.push(make);
-                    let n = self.entry_mut(parent);
-                    n.key[k] = key;
-                    n.child[k] = s;
-                    return s;
+        match self.find(parent, key) {
+            Place::Found(child) => child,
+            Place::Inline(k) => {
+                let s = self.push(make);
+                let n = self.entry_mut(parent);
+                n.key[k] = key;
+                n.child[k] = s;
+                s
+            }
+            Place::InlineFull(node) => {
+                // One child too many to keep inline: all of them go to a table of their own.
+                let s = self.push(make);
+                let at = self.new_table(FIRST_LOG);
+                for k in 0..INLINE {
+                    self.put(at, FIRST_LOG, node.key[k], node.child[k]);
                 }
-                if node.key[k] == key {
-                    return node.child[k];
+                self.put(at, FIRST_LOG, key, s);
+                self.tables[at] = ((INLINE as u64 + 1) << 8) | FIRST_LOG as u64;
+                self.point_to(parent, at);
+                s
+            }
+            Place::Table {
+                mut at,
+                children,
+                mut log,
+            } => {
+                let s = self.push(make);
+                if (children + 1) * 4 > 3u64 << log {
+                    // Over three quarters full: move to a table twice the size.
+                    let old = at;
+                    log += 1;
+                    at = self.new_table(log);
+                    for k in 0..1usize << (log - 1) {
+                        let e = self.tables[old + 1 + k];
+                        if e != EMPTY {
+                            self.put(at, log, (e >> 32) as u32, e as u32);
+                        }
+                    }
+                    self.point_to(parent, at);
                 }
+                self.put(at, log, key, s);
+                self.tables[at] = ((children + 1) << 8) | log as u64;
+                s
             }
-            // One child too many to keep inline: all of them go to a table of their own.
-            let s = self.push(make);
-            let at = self.new_table(FIRST_LOG);
-            for k in 0..INLINE {
-                self.put(at, FIRST_LOG, node.key[k], node.child[k]);
-            }
-            self.put(at, FIRST_LOG, key, s);
-            self.tables[at] = ((INLINE as u64 + 1) << 8) | FIRST_LOG as u64;
-            self.point_to(parent, at);
-            return s;
         }
-        let mut at = node.key[0] as usize | ((node.key[1] as usize) << 16 << 16);
-        let header = self.tables[at];
-        let (children, mut log) = (header >> 8, (header & 0xff) as u32);
-        let mask = (1usize << log) - 1;
-        let mut i = slot(key, log);
-        loop {
-            let e = self.tables[at + 1 + i];
-            if e == EMPTY {
-                break;
-            }
-            if (e >> 32) as u32 == key {
-                return e as u32;
-            }
-            i = (i + 1) & mask;
-        }
-        let s = self.push(make);
-        if (children + 1) * 4 > 3u64 << log {
-            // Over three quarters full: move to a table twice the size.
-            let old = at;
-            log += 1;
-            at = self.new_table(log);
-            for k in 0..1usize << (log - 1) {
-                let e = self.tables[old + 1 + k];
-                if e != EMPTY {
-                    self.put(at, log, (e >> 32) as u32, e as u32);
-                }
-            }
-            self.point_to(parent, at);
-        }
-        self.put(at, log, key, s);
-        self.tables[at] = ((children + 1) << 8) | log as u64;
-        s
     }
 
     fn push(&mut self, make: impl FnOnce() -> u32) -> u32 {
