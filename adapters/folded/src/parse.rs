@@ -635,8 +635,9 @@ impl Default for ParseOptions {
 
 /// Default bytes of input per parallel piece. Larger pieces share more stacks within themselves,
 /// so less is left to absorb, but hold more memory in flight: measured on the 1 GB benchmark
-/// with 2 threads, 2 MiB pieces took 2.0 s wall and 277 MB, 4 MiB 1.8 s and 293 MB, 8 MiB 1.8 s
-/// and 317 MB (one thread: 2.7 s, 263 MB).
+/// with 2 threads (third session, batched lines and interleaved absorbing), 2 MiB pieces took
+/// 2.0 s wall and 278 MB, 4 MiB 1.9 s and 292 MB, 8 MiB 1.8 s and 320 MB, 16 MiB 1.7 s and
+/// 360 MB (one thread: 2.4 s, 257 MB). 4 MiB keeps the peak under a fifth of inferno's.
 pub const PIECE_SIZE: usize = 4 << 20;
 
 /// Parses folded stacks from `input` on the calling thread.
