@@ -200,6 +200,8 @@ impl StackTree {
                 }
             }
         }
+        // Not needed any more: off the peak before the value vectors.
+        drop(key);
         let mut selfv = vec![0i64; ns];
         let mut has = vec![false; ns];
         for (&s, &v) in p.sample_stack.iter().zip(p.sample_values[col]) {
