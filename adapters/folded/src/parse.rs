@@ -10,10 +10,11 @@ use nom::character::complete::{digit0, digit1};
 use nom::combinator::{all_consuming, opt};
 use nom::sequence::preceded;
 use nom::{IResult, Parser};
-use profconv_plugin::ir::{NONE, Profile, ProfileBuilder, ValueKind};
+use profconv_plugin::ir::{NONE, PathStart, Profile, ProfileBuilder, ValueKind};
 use profconv_plugin::{Context, Input, PluginError};
 use std::collections::BTreeMap;
 use std::io::Read;
+use std::ops::Range;
 use std::sync::{Mutex, mpsc};
 
 /// Most fractional digits kept exactly; more are truncated (with a warning).
@@ -192,6 +193,8 @@ struct Parser_ {
     batch_from_stacks: usize,
     batch_frames: Vec<u32>,
     batch_stacks: Vec<u32>,
+    /// Each batched line's path for [`ProfileBuilder::find_paths`].
+    batch_paths: Vec<(PathStart, Range<usize>)>,
     /// The stacks of the last line put in the profile, root first.
     last_stacks: Vec<u32>,
     line_no: u64,
@@ -224,6 +227,7 @@ impl Parser_ {
             batch_from_stacks: opts.batch_from_stacks,
             batch_frames: Vec::new(),
             batch_stacks: Vec::new(),
+            batch_paths: Vec::new(),
             last_stacks: Vec::new(),
             line_no: 0,
             line_offset: 0,
@@ -333,13 +337,14 @@ impl Parser_ {
     ///
     /// Walking down the stack index from a root is a chain of dependent memory accesses, most
     /// of them cache misses on a large profile. The walks of different lines are independent,
-    /// so they go in turns, one step each, and their misses overlap (measured: −12 % CPU on the
-    /// 1 GB benchmark). Only existing stacks are found so; a line's new stacks are made after
-    /// the turns, line after line, so stack ids are numbered as when reading one line at a
-    /// time. The first line takes the stacks it shares with the previous batch's last line
-    /// without looking them up (sorted inputs share long prefixes); a later line walks its
-    /// shared frames again, which costs little, the line before loading the same entries at
-    /// the same time (waiting for it instead chains the walks again: measured slower).
+    /// so [`ProfileBuilder::find_paths`] takes them in turns and their misses overlap
+    /// (measured: −12 % CPU on the 1 GB benchmark). It only finds existing stacks; a line's new
+    /// stacks are made afterwards, line after line, so stack ids are numbered as when reading
+    /// one line at a time. The first line takes the stacks it shares with the previous batch's
+    /// last line without looking them up (sorted inputs share long prefixes); a later line
+    /// walks its shared frames again, which costs little, the line before loading the same
+    /// entries at the same time (waiting for it instead chains the walks again: measured
+    /// slower).
     fn flush(&mut self) -> Result<(), PluginError> {
         let n = self.batch.len();
         if n == 0 {
@@ -349,59 +354,36 @@ impl Parser_ {
         let stacks = &mut self.batch_stacks;
         stacks.clear();
         stacks.resize(frames.len(), NONE);
-        // Per line: where its frames start, how many have their stack, and its leaf so far.
-        let mut start = [0usize; MAX_BATCH_LINES];
-        let mut done = [0usize; MAX_BATCH_LINES];
-        let mut leaf = [NONE; MAX_BATCH_LINES];
-        for (i, line) in self.batch[..n - 1].iter().enumerate() {
-            start[i + 1] = line.end;
-        }
+        // The first line takes the stacks it shares with the previous batch's last line from
+        // that line; every other line walks from a root.
         let first = self.batch[0].shared;
         stacks[..first].copy_from_slice(&self.last_stacks[..first]);
-        done[0] = first;
-        leaf[0] = if first > 0 { stacks[first - 1] } else { NONE };
-
-        // Lines still walking; a line that shares frames with the line before walks them
-        // again (cache hits: that line's walk loads the same entries at the same time).
-        let mut walking = [0u8; MAX_BATCH_LINES];
-        for (k, w) in walking.iter_mut().enumerate().take(n) {
-            *w = k as u8;
+        let paths = &mut self.batch_paths;
+        paths.clear();
+        let mut start = 0;
+        for line in &self.batch {
+            paths.push(if start == 0 && first > 0 {
+                (PathStart::Stack(stacks[first - 1]), first..line.end)
+            } else {
+                (PathStart::Stack(NONE), start..line.end)
+            });
+            start = line.end;
         }
-        let mut active = n;
-        while active > 0 {
-            let mut k = 0;
-            while k < active {
-                let i = walking[k] as usize;
-                let at = start[i] + done[i];
-                let found = if at < self.batch[i].end {
-                    self.b.find_stack(leaf[i], frames[at])
-                } else {
-                    None
-                };
-                match found {
-                    Some(s) => {
-                        stacks[at] = s;
-                        leaf[i] = s;
-                        done[i] += 1;
-                        k += 1;
-                    }
-                    None => {
-                        active -= 1;
-                        walking[k] = walking[active];
-                    }
-                }
-            }
-        }
+        self.b.find_paths(paths, |i| frames[i], stacks);
+        let (mut start, mut last_start) = (0, 0);
         for i in 0..n {
             let line = &self.batch[i];
-            let len = line.end - start[i];
-            while done[i] < len {
-                let at = start[i] + done[i];
-                leaf[i] = self.b.stack(leaf[i], frames[at]);
-                stacks[at] = leaf[i];
-                done[i] += 1;
+            last_start = start;
+            // What was not found is new: made here, line after line.
+            let mut leaf = NONE;
+            for at in start..line.end {
+                leaf = match stacks[at] {
+                    NONE => self.b.stack(leaf, frames[at]),
+                    found => found,
+                };
+                stacks[at] = leaf;
             }
-            if let Err(e) = self.b.add_to_stack(leaf[i], &[line.value]) {
+            if let Err(e) = self.b.add_to_stack(leaf, &[line.value]) {
                 // As if reading had stopped at this line: what later lines noted is dropped.
                 let line = &self.batch[i];
                 let e = PluginError::invalid_input(format!("sum of counts: {e}"))
@@ -412,10 +394,10 @@ impl Parser_ {
                 self.batch_frames.clear();
                 return Err(e);
             }
+            start = line.end;
         }
-        let last = start[n - 1];
         self.last_stacks.clear();
-        self.last_stacks.extend_from_slice(&stacks[last..]);
+        self.last_stacks.extend_from_slice(&stacks[last_start..]);
         self.batch.clear();
         self.batch_frames.clear();
         Ok(())

@@ -1,7 +1,7 @@
 //! Putting a profile back together from pieces: a parser that splits its input and builds one
 //! partial profile per piece (on several threads) absorbs them into one builder, in input order.
 
-use super::ProfileBuilder;
+use super::{PathStart, ProfileBuilder};
 use crate::profile::{IrError, NONE, Profile};
 
 impl ProfileBuilder {
@@ -76,81 +76,42 @@ impl ProfileBuilder {
     }
 }
 
-/// Chains of stacks whose lookups are interleaved when absorbing.
-const CHAINS: usize = 32;
-
 impl ProfileBuilder {
     /// This builder's stack for each of `part`'s stacks, made where new, in `part`'s order.
     ///
     /// `part`'s stacks come in chains (a stack, its child, its grandchild …: the new frames of a
-    /// line). Looking a chain up is a series of dependent accesses to the stack index, mostly
-    /// cache misses; different chains are independent, so the lookups of several chains go in
-    /// turns and their misses overlap. Then the stacks not found are made in `part`'s order,
-    /// which gives the ids of making every stack in that order (no two of `part`'s stacks are
-    /// one stack here, so whether a stack is new does not depend on the others).
+    /// line), and the chains are looked up together ([`ProfileBuilder::find_paths`]). Then the
+    /// stacks not found are made in `part`'s order, which gives the ids of making every stack
+    /// in that order (no two of `part`'s stacks are one stack here, so whether a stack is new
+    /// does not depend on the others).
     fn absorb_stacks(&mut self, part: &Profile, frame_map: &[u32]) -> Vec<u32> {
         let st = &part.stacks;
         let n = st.prefix.len();
-        // `NONE` until mapped; a root's prefix is `NONE` too, so `mapped` tells them apart.
+        // Each chain starts where a stack is not the child of the one before; its prefix is
+        // an earlier stack of `part` (found, with luck, by an earlier chain) or a root's none.
+        let mut chains = Vec::new();
+        let mut head = 0;
+        for i in 1..=n {
+            if i == n || st.prefix[i] as usize != i - 1 {
+                let start = match st.prefix[head] {
+                    NONE => PathStart::Stack(NONE),
+                    p => PathStart::At(p as usize),
+                };
+                chains.push((start, head..i));
+                head = i;
+            }
+        }
         let mut map = vec![NONE; n];
-        let mapped = |map: &[u32], p: u32| p == NONE || map[p as usize] != NONE;
-        let mut from = 0;
-        while from < n {
-            // The next chains: each starts where a stack is not the child of the one before.
-            let mut head = [0usize; CHAINS + 1];
-            let mut chains = 0;
-            let mut end = from;
-            while end < n && chains < CHAINS {
-                head[chains] = end;
-                chains += 1;
-                end += 1;
-                while end < n && st.prefix[end] as usize == end - 1 {
-                    end += 1;
-                }
+        self.find_paths(&chains, |i| frame_map[st.frame[i] as usize], &mut map);
+        for i in 0..n {
+            if map[i] == NONE {
+                // `prefix[i] < i`: the prefix is mapped already.
+                let prefix = match st.prefix[i] {
+                    NONE => NONE,
+                    p => map[p as usize],
+                };
+                map[i] = self.stack(prefix, frame_map[st.frame[i] as usize]);
             }
-            head[chains] = end;
-            // Each chain's next stack; a chain stops at its first stack not here yet.
-            let mut at = head;
-            let mut walking: Vec<usize> = (0..chains).collect();
-            while !walking.is_empty() {
-                let mut k = 0;
-                while k < walking.len() {
-                    let c = walking[k];
-                    let i = at[c];
-                    let found = match st.prefix.get(i).copied() {
-                        Some(prefix) if i < head[c + 1] && mapped(&map, prefix) => {
-                            let parent = if prefix == NONE {
-                                NONE
-                            } else {
-                                map[prefix as usize]
-                            };
-                            self.find_stack(parent, frame_map[st.frame[i] as usize])
-                        }
-                        _ => None,
-                    };
-                    match found {
-                        Some(s) => {
-                            map[i] = s;
-                            at[c] += 1;
-                            k += 1;
-                        }
-                        None => {
-                            walking.swap_remove(k);
-                        }
-                    }
-                }
-            }
-            for i in from..end {
-                if map[i] == NONE {
-                    // `prefix[i] < i`: the prefix is mapped already.
-                    let prefix = match st.prefix[i] {
-                        NONE => NONE,
-                        p => map[p as usize],
-                    };
-                    map[i] = self.stack(prefix, frame_map[st.frame[i] as usize]);
-                }
-            }
-            from = end;
         }
         map
     }
@@ -232,7 +193,10 @@ mod tests {
             .collect();
         let lines: Vec<(&[&str], i64)> = stacks.iter().map(|(s, v)| (&s[..], *v)).collect();
         let one = build(&lines, lines.len());
-        assert!(one.stacks.prefix.len() > 2 * CHAINS);
+        assert!(
+            one.stacks.prefix.len() > 200,
+            "enough stacks for chains in several groups"
+        );
         for piece in [1, 2, 3, 5, 8, 13, 40, 100] {
             let split = build(&lines, piece);
             assert_eq!(split.stacks.prefix, one.stacks.prefix, "piece {piece}");

@@ -19,8 +19,11 @@ use hashbrown::HashMap;
 
 mod absorb;
 mod bulk;
+mod paths;
 mod trace;
+
 pub use bulk::BulkBuilder;
+pub use paths::PathStart;
 pub use trace::TraceBuilder;
 
 type FastMap<K, V> = HashMap<K, V, FixedState>;
