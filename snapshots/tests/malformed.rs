@@ -20,7 +20,6 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// Address-space limit of each run.
@@ -51,34 +50,13 @@ const OUTPUTS: &[(&str, &str)] = &[
     ("speedscope", "out.speedscope.json"),
 ];
 
-/// `target/<profile>/`, where `profconv` and the plugin libraries live.
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    exe.parent()
-        .and_then(|d| d.parent())
-        .expect("target/<profile>")
-        .to_path_buf()
-}
+#[path = "../../cli/tests/support/mod.rs"]
+mod support;
 
-/// Builds the workspace once (`cargo test -p profconv-snapshots` builds neither `profconv` nor
-/// the plugin libraries), as cli/tests/support/mod.rs does; returns the `profconv` binary.
+/// The `profconv` binary, the workspace built once (`cargo test -p profconv-snapshots` builds
+/// neither `profconv` nor the plugin libraries) by the CLI tests' helper.
 fn profconv() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let dir = target_dir();
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| env!("CARGO").to_string());
-            let mut cmd = Command::new(cargo);
-            cmd.current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-                .args(["build", "--quiet", "--workspace"]);
-            if dir.file_name().is_some_and(|n| n == "release") {
-                cmd.arg("--release");
-            }
-            let status = cmd.status().expect("run cargo build");
-            assert!(status.success(), "building the workspace failed");
-            dir.join(format!("profconv{}", std::env::consts::EXE_SUFFIX))
-        })
-        .clone()
+    support::built_plugins().join(format!("profconv{}", std::env::consts::EXE_SUFFIX))
 }
 
 fn fixture(rel: &str) -> Vec<u8> {
