@@ -107,7 +107,7 @@ fn assert_pd_tree(rel: &str, f: &DeepFile<'_>, t: &PdTree, expected: &[Node]) {
     let mut name = String::new();
     for (n, e) in expected.iter().enumerate() {
         proc_name(
-            &f.ps[f.pd[t.pd[n] as usize].ps as usize].label,
+            &f.proc_head(f.pd[t.pd[n] as usize].ps).unwrap().label,
             NameStyle::Short,
             &mut name,
         );
@@ -200,7 +200,7 @@ fn pd_nodes(f: &DeepFile<'_>, t: &PdTree) -> Vec<(u32, String, i64, i64, i64, i6
     (0..t.len())
         .map(|n| {
             proc_name(
-                &f.ps[f.pd[t.pd[n] as usize].ps as usize].label,
+                &f.proc_head(f.pd[t.pd[n] as usize].ps).unwrap().label,
                 NameStyle::Short,
                 &mut name,
             );
@@ -511,7 +511,8 @@ fn mutual_recursion() {
     assert_eq!(f.coverage_points, 2);
     let t = build_tree(&f).unwrap();
     let css = &f.css[t.css[4] as usize];
-    assert_eq!((css.file, css.line), (&b"helper_inlined.m"[..], 3));
+    let site = f.call_site_text(t.css[4]).unwrap();
+    assert_eq!((site.file, css.line), (&b"helper_inlined.m"[..], 3));
 }
 
 #[test]
@@ -594,7 +595,7 @@ fn real_mandelbrot() {
     let mut name = String::new();
     let mut name_of = |n: usize| {
         proc_name(
-            &f.ps[f.pd[t.pd[n] as usize].ps as usize].label,
+            &f.proc_head(f.pd[t.pd[n] as usize].ps).unwrap().label,
             NameStyle::Short,
             &mut name,
         );

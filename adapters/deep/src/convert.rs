@@ -198,9 +198,9 @@ pub fn to_profile(
     for k in 0..n {
         let ps = f.pd[t.pd[k] as usize].ps;
         let func = if is_renamed(k) {
-            call_site_func(&mut b, f, t, k, opts.names, &mut name)
+            call_site_func(&mut b, f, t, k, opts.names, &mut name)?
         } else {
-            func_for(&mut b, f, &mut func_of_ps, ps, opts.names, &mut name)
+            func_for(&mut b, f, &mut func_of_ps, ps, opts.names, &mut name)?
         };
         node_func[k] = func;
         own_frame[k] = b.frame(func);
@@ -336,28 +336,30 @@ fn call_site_func(
     n: usize,
     style: NameStyle,
     name: &mut String,
-) -> u32 {
-    let p = &f.ps[f.pd[t.pd[n] as usize].ps as usize];
+) -> Result<u32, PluginError> {
+    let p = f.proc_head(f.pd[t.pd[n] as usize].ps)?;
     proc_name(&p.label, style, name);
-    let css = &f.css[t.css[n] as usize];
-    let site_file = if css.file.is_empty() {
-        f.ps[css.owner as usize].file
+    let css = t.css[n];
+    let site = f.call_site_text(css)?;
+    let line = f.css[css as usize].line;
+    let site_file = if site.file.is_empty() {
+        f.proc_head(f.css[css as usize].owner)?.file
     } else {
-        css.file
+        site.file
     };
-    let _ = write!(name, " [{}:{}", lossy(site_file), css.line);
-    if !css.goal_path.is_empty() {
-        let _ = write!(name, " {}", lossy(css.goal_path));
+    let _ = write!(name, " [{}:{}", lossy(site_file), line);
+    if !site.goal_path.is_empty() {
+        let _ = write!(name, " {}", lossy(site.goal_path));
     }
     name.push(']');
     let file = lossy(p.file);
     let module = lossy(proc_module(&p.label));
-    b.func_with(
+    Ok(b.func_with(
         name,
         (!file.is_empty()).then_some(&*file),
         (p.line != 0).then_some(p.line),
         (!module.is_empty()).then_some(&*module),
-    )
+    ))
 }
 
 fn func_for(
@@ -367,12 +369,12 @@ fn func_for(
     ps: u32,
     style: NameStyle,
     name: &mut String,
-) -> u32 {
+) -> Result<u32, PluginError> {
     let cached = func_of_ps[ps as usize];
     if cached != NONE {
-        return cached;
+        return Ok(cached);
     }
-    let p = &f.ps[ps as usize];
+    let p = f.proc_head(ps)?;
     proc_name(&p.label, style, name);
     let file = lossy(p.file);
     let module = lossy(proc_module(&p.label));
@@ -384,7 +386,7 @@ fn func_for(
         (!module.is_empty()).then_some(&*module),
     );
     func_of_ps[ps as usize] = func;
-    func
+    Ok(func)
 }
 
 /// Header facts and what the conversion did, as metadata (insertion order is fixed).

@@ -18,8 +18,8 @@ mod tree;
 
 pub use convert::{COLUMNS, DeepOptions, NameStyle, proc_module, proc_name, to_profile};
 pub use model::{
-    CallSiteDynamic, CallSiteStatic, Coverage, DeepFile, Header, ID_PREFIX, Label, Measures,
-    ProcDynamic, ProcStatic, kind, m, read_file,
+    CallSiteDynamic, CallSiteStatic, CallSiteText, Coverage, DeepFile, Header, ID_PREFIX, Label,
+    Measures, ProcDynamic, ProcHead, ProcStatic, kind, m, read_file,
 };
 pub use tree::{NodeCosts, PdTree, build_tree};
 
@@ -163,7 +163,7 @@ pub fn render_pd_tree(
             out.push_str("  ");
         }
         proc_name(
-            &f.ps[f.pd[t.pd[n] as usize].ps as usize].label,
+            &f.proc_head(f.pd[t.pd[n] as usize].ps)?.label,
             style,
             &mut name,
         );
@@ -193,10 +193,11 @@ pub fn render_pd_tree(
         }
         if t.css[n] != 0 {
             let css = &f.css[t.css[n] as usize];
-            let file = if css.file.is_empty() {
-                f.ps[css.owner as usize].file
+            let site = f.call_site_text(t.css[n])?;
+            let file = if site.file.is_empty() {
+                f.proc_head(css.owner)?.file
             } else {
-                css.file
+                site.file
             };
             let _ = write!(
                 out,

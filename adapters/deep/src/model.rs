@@ -154,15 +154,14 @@ pub enum Label<'a> {
     },
 }
 
-/// A proc-static record (spec §5.2).
+/// A proc-static record (spec §5.2): what the tree and the checks need. Its label and file stay
+/// in the input, checked while reading, and are decoded again by [`DeepFile::proc_head`] for the
+/// procedures that are named (the tables stay small: a file can hold a whole standard library's
+/// procedures, few of them called).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ProcStatic<'a> {
+pub struct ProcStatic {
     /// Byte offset of the record (0: not read).
     pub offset: u64,
-    /// The procedure.
-    pub label: Label<'a>,
-    /// Source file.
-    pub file: &'a [u8],
     /// Line of the procedure.
     pub line: u32,
     /// Exported from its module.
@@ -173,6 +172,19 @@ pub struct ProcStatic<'a> {
     pub n_css: u32,
     /// Number of coverage points.
     pub n_coverage: u32,
+}
+
+/// A procedure's label, file, line and interface flag (a proc-static's first fields).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcHead<'a> {
+    /// The procedure.
+    pub label: Label<'a>,
+    /// Source file.
+    pub file: &'a [u8],
+    /// Line of the procedure.
+    pub line: u32,
+    /// Exported from its module.
+    pub interface: bool,
 }
 
 /// Call-site kinds (spec §6).
@@ -201,23 +213,29 @@ pub mod kind {
     }
 }
 
-/// A call-site-static record (spec §5.1).
+/// A call-site-static record (spec §5.1): what the tree and the checks need. Its file and goal
+/// path stay in the input and are decoded again by [`DeepFile::call_site_text`].
 #[derive(Clone, Copy, Debug, Default)]
-pub struct CallSiteStatic<'a> {
+pub struct CallSiteStatic {
     /// Byte offset of the record (0: not read).
     pub offset: u64,
     /// Call-site kind ([`kind`]).
     pub kind: u8,
     /// The called proc-static of a normal call, else 0.
     pub callee_ps: u32,
-    /// File of the call (version 9; empty: the procedure's file).
-    pub file: &'a [u8],
     /// Line of the call.
     pub line: u32,
-    /// Goal path of the call inside its procedure.
-    pub goal_path: &'a [u8],
     /// The proc-static listing this call site (0: none).
     pub owner: u32,
+}
+
+/// A call site's file and goal path.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CallSiteText<'a> {
+    /// File of the call (version 9; empty: the procedure's file).
+    pub file: &'a [u8],
+    /// Goal path of the call inside its procedure.
+    pub goal_path: &'a [u8],
 }
 
 /// A proc-dynamic record (spec §5.3).
@@ -361,9 +379,9 @@ pub struct DeepFile<'a> {
     /// The header.
     pub header: Header<'a>,
     /// Proc-statics by id.
-    pub ps: Vec<ProcStatic<'a>>,
+    pub ps: Vec<ProcStatic>,
     /// Call-site-statics by id.
-    pub css: Vec<CallSiteStatic<'a>>,
+    pub css: Vec<CallSiteStatic>,
     /// Proc-dynamics by id.
     pub pd: Vec<ProcDynamic>,
     /// Call-site-dynamics by id.
@@ -397,6 +415,46 @@ pub struct DeepFile<'a> {
 pub(crate) enum Fail<'a> {
     Syntax(DErr<'a>),
     Semantic(PluginError),
+}
+
+impl<'a> DeepFile<'a> {
+    /// A record's body after its token and id, if it was read.
+    fn body(&self, offset: u64) -> Option<&'a [u8]> {
+        let data = self.data;
+        (offset != 0)
+            .then(|| data.get(offset as usize + 1..))
+            .flatten()
+            .and_then(|i| skip_nums(i, 1))
+    }
+
+    /// Proc-static `ps`'s label, file, line and interface flag, decoded again from the input
+    /// (checked when it was read). Id 0 (none) gives [`Label::Absent`] and an empty file.
+    pub fn proc_head(&self, ps: u32) -> Result<ProcHead<'a>, PluginError> {
+        let Some(p) = self.ps.get(ps as usize).filter(|p| p.offset != 0) else {
+            return Ok(ProcHead::default());
+        };
+        self.body(p.offset)
+            .and_then(|i| ps_head(self.data, i, ps).ok())
+            .map(|(_, head)| head)
+            .ok_or_else(|| {
+                PluginError::internal(format!("proc-static {ps} cannot be decoded again"))
+            })
+    }
+
+    /// Call-site-static `css`'s file and goal path, decoded again from the input (checked when
+    /// it was read). Id 0 (none) gives empty strings.
+    pub fn call_site_text(&self, css: u32) -> Result<CallSiteText<'a>, PluginError> {
+        let Some(c) = self.css.get(css as usize).filter(|c| c.offset != 0) else {
+            return Ok(CallSiteText::default());
+        };
+        let h = &self.header;
+        self.body(c.offset)
+            .and_then(|i| css_fields(self.data, i, css, h.version, h.n_ps).ok())
+            .map(|(_, site)| site.text)
+            .ok_or_else(|| {
+                PluginError::internal(format!("call-site-static {css} cannot be decoded again"))
+            })
+    }
 }
 
 impl DeepFile<'_> {
@@ -717,6 +775,173 @@ fn check_counts(
     Ok(())
 }
 
+/// Byte offset of `rest` in `data` (a suffix of it).
+#[inline]
+fn offset_in(data: &[u8], rest: &[u8]) -> u64 {
+    (data.len() - rest.len()) as u64
+}
+
+/// A reference to a record of `kind` (1..=count), read as a `num` (`data`: the whole input).
+#[inline(always)]
+fn reference<'a>(
+    data: &[u8],
+    i: &'a [u8],
+    what: &'static str,
+    count: u32,
+    kind_name: &str,
+) -> Result<(&'a [u8], u32), Fail<'a>> {
+    let (rest, v) = field(num(i), what)?;
+    if v == 0 || v > count as u64 {
+        return Err(Fail::Semantic(invalid(
+            offset_in(data, i),
+            format!(
+                "{} is {v}, but there is no {kind_name} {v} (the header counts {count})",
+                plain(what)
+            ),
+        )));
+    }
+    Ok((rest, v as u32))
+}
+
+/// A `num` that must fit in 32 bits.
+#[inline(always)]
+fn small<'a>(data: &[u8], i: &'a [u8], what: &'static str) -> Result<(&'a [u8], u32), Fail<'a>> {
+    let (rest, v) = field(num(i), what)?;
+    let v = u32::try_from(v).map_err(|_| {
+        Fail::Semantic(invalid(
+            offset_in(data, i),
+            format!("{} is {v}, more than 32 bits", plain(what)),
+        ))
+    })?;
+    Ok((rest, v))
+}
+
+/// A proc-static's label, file, line and interface byte (spec §5.2), after its id; the loader
+/// reads the call sites and coverage points that follow.
+#[inline]
+fn ps_head<'a>(data: &[u8], i: &'a [u8], id: u32) -> Result<(&'a [u8], ProcHead<'a>), Fail<'a>> {
+    let tag_at = offset_in(data, i);
+    let (i, tag) = field(byte(i), "the procedure label tag (one byte)")?;
+    let (i, label) = match tag {
+        0 | 1 => {
+            let (i, decl_module) = field(string(i), "the declaring module (a string)")?;
+            let (i, def_module) = field(string(i), "the defining module (a string)")?;
+            let (i, name) = field(string(i), "the procedure name (a string)")?;
+            let (i, arity) = small(data, i, "the arity (a variable-length number)")?;
+            let (i, mode) = small(data, i, "the mode number (a variable-length number)")?;
+            (
+                i,
+                Label::User {
+                    is_func: tag == 1,
+                    decl_module,
+                    def_module,
+                    name,
+                    arity,
+                    mode,
+                },
+            )
+        }
+        2 => {
+            let (i, type_name) = field(string(i), "the type name (a string)")?;
+            let (i, type_module) = field(string(i), "the type's module (a string)")?;
+            let (i, def_module) = field(string(i), "the defining module (a string)")?;
+            let (i, pred_name) = field(string(i), "the predicate name (a string)")?;
+            let (i, type_arity) = small(data, i, "the type arity (a variable-length number)")?;
+            let (i, mode) = small(data, i, "the mode number (a variable-length number)")?;
+            (
+                i,
+                Label::Special {
+                    type_name,
+                    type_module,
+                    def_module,
+                    pred_name,
+                    type_arity,
+                    mode,
+                },
+            )
+        }
+        t => {
+            return Err(Fail::Semantic(invalid(
+                tag_at,
+                format!(
+                    "proc-static {id}: unknown procedure label tag {t} (0 predicate, 1 function, 2 compiler-generated)"
+                ),
+            )));
+        }
+    };
+    let (i, file) = field(string(i), "the source file name (a string)")?;
+    let (i, line) = small(data, i, "the line number (a variable-length number)")?;
+    let (i, interface) = field(byte(i), "the in-interface byte")?;
+    let head = ProcHead {
+        label,
+        file,
+        line,
+        interface: interface != 0,
+    };
+    Ok((i, head))
+}
+
+/// The fields of a call-site-static (spec §5.1), after its id.
+struct CssFields<'a> {
+    kind: u8,
+    callee_ps: u32,
+    text: CallSiteText<'a>,
+    line: u32,
+}
+
+/// A call-site-static's fields (spec §5.1), after its id; `n_ps` bounds the callee.
+#[inline]
+fn css_fields<'a>(
+    data: &[u8],
+    i: &'a [u8],
+    id: u32,
+    version: u32,
+    n_ps: u32,
+) -> Result<(&'a [u8], CssFields<'a>), Fail<'a>> {
+    let kind_at = offset_in(data, i);
+    let (i, kind) = field(byte(i), "the call-site kind (one byte)")?;
+    if kind > kind::CALLBACK {
+        return Err(Fail::Semantic(invalid(
+            kind_at,
+            format!(
+                "call-site-static {id}: unknown call-site kind {kind} (0 normal, 1 special, 2 higher-order, 3 method, 4 callback)"
+            ),
+        )));
+    }
+    let mut i = i;
+    let mut callee_ps = 0;
+    if kind == kind::NORMAL {
+        let (rest, c) = reference(
+            data,
+            i,
+            "the callee proc-static id (a variable-length number)",
+            n_ps,
+            "proc-static",
+        )?;
+        let (rest, _subst) = field(string(rest), "the type substitution (a string)")?;
+        callee_ps = c;
+        i = rest;
+    }
+    let mut file: &[u8] = &[];
+    if version >= 9 {
+        let (rest, f) = field(string(i), "the call site's file name (a string)")?;
+        file = f;
+        i = rest;
+    }
+    let (i, line) = small(data, i, "the line number (a variable-length number)")?;
+    let (i, goal_path) = field(string(i), "the goal path (a string)")?;
+    let text = CallSiteText { file, goal_path };
+    Ok((
+        i,
+        CssFields {
+            kind,
+            callee_ps,
+            text,
+            line,
+        },
+    ))
+}
+
 struct Loader<'a> {
     data: &'a [u8],
     f: DeepFile<'a>,
@@ -749,7 +974,7 @@ impl<'a> Loader<'a> {
 
     #[inline]
     fn off(&self, rest: &[u8]) -> u64 {
-        (self.data.len() - rest.len()) as u64
+        offset_in(self.data, rest)
     }
 
     /// The record loop (spec §4): until the end of the file or a top-level end token.
@@ -844,40 +1069,6 @@ impl<'a> Loader<'a> {
         Ok(id as u32)
     }
 
-    /// A reference to a record of `kind` (1..=count), read as a `num`.
-    #[inline(always)]
-    fn reference(
-        &self,
-        i: &'a [u8],
-        what: &'static str,
-        count: u32,
-        kind_name: &str,
-    ) -> Result<(&'a [u8], u32), Fail<'a>> {
-        let (rest, v) = field(num(i), what)?;
-        if v == 0 || v > count as u64 {
-            return Err(Fail::Semantic(invalid(
-                self.off(i),
-                format!(
-                    "{} is {v}, but there is no {kind_name} {v} (the header counts {count})",
-                    plain(what)
-                ),
-            )));
-        }
-        Ok((rest, v as u32))
-    }
-
-    #[inline]
-    fn small(&self, i: &'a [u8], what: &'static str) -> Result<(&'a [u8], u32), Fail<'a>> {
-        let (rest, v) = field(num(i), what)?;
-        let v = u32::try_from(v).map_err(|_| {
-            Fail::Semantic(invalid(
-                self.off(i),
-                format!("{} is {v}, more than 32 bits", plain(what)),
-            ))
-        })?;
-        Ok((rest, v))
-    }
-
     /// A list length: each item needs at least `min_item` bytes of what remains.
     #[inline(always)]
     fn length(
@@ -903,44 +1094,12 @@ impl<'a> Loader<'a> {
 
     /// Call-site-static (token 1), after its id.
     fn css(&mut self, i: &'a [u8], id: u32) -> Result<&'a [u8], Fail<'a>> {
-        let kind_at = self.off(i);
-        let (i, kind) = field(byte(i), "the call-site kind (one byte)")?;
-        if kind > kind::CALLBACK {
-            return Err(Fail::Semantic(invalid(
-                kind_at,
-                format!(
-                    "call-site-static {id}: unknown call-site kind {kind} (0 normal, 1 special, 2 higher-order, 3 method, 4 callback)"
-                ),
-            )));
-        }
-        let mut i = i;
-        let mut callee_ps = 0;
-        if kind == kind::NORMAL {
-            let n_ps = self.f.header.n_ps;
-            let (rest, c) = self.reference(
-                i,
-                "the callee proc-static id (a variable-length number)",
-                n_ps,
-                "proc-static",
-            )?;
-            let (rest, _subst) = field(string(rest), "the type substitution (a string)")?;
-            callee_ps = c;
-            i = rest;
-        }
-        let mut file: &[u8] = &[];
-        if self.f.header.version >= 9 {
-            let (rest, f) = field(string(i), "the call site's file name (a string)")?;
-            file = f;
-            i = rest;
-        }
-        let (i, line) = self.small(i, "the line number (a variable-length number)")?;
-        let (i, goal_path) = field(string(i), "the goal path (a string)")?;
+        let h = &self.f.header;
+        let (i, site) = css_fields(self.data, i, id, h.version, h.n_ps)?;
         let c = &mut self.f.css[id as usize];
-        c.kind = kind;
-        c.callee_ps = callee_ps;
-        c.file = file;
-        c.line = line;
-        c.goal_path = goal_path;
+        c.kind = site.kind;
+        c.callee_ps = site.callee_ps;
+        c.line = site.line;
         Ok(i)
     }
 
@@ -948,7 +1107,8 @@ impl<'a> Loader<'a> {
     /// the input).
     fn csd(&mut self, i: &'a [u8], id: u32, start: u64) -> Result<&'a [u8], Fail<'a>> {
         let n_pd = self.f.header.n_pd;
-        let (i, callee) = self.reference(
+        let (i, callee) = reference(
+            self.data,
             i,
             "the callee proc-dynamic id (a variable-length number)",
             n_pd,
@@ -980,65 +1140,15 @@ impl<'a> Loader<'a> {
 
     /// Proc-static (token 3), after its id.
     fn ps(&mut self, i: &'a [u8], id: u32) -> Result<&'a [u8], Fail<'a>> {
-        let tag_at = self.off(i);
-        let (i, tag) = field(byte(i), "the procedure label tag (one byte)")?;
-        let (i, label) = match tag {
-            0 | 1 => {
-                let (i, decl_module) = field(string(i), "the declaring module (a string)")?;
-                let (i, def_module) = field(string(i), "the defining module (a string)")?;
-                let (i, name) = field(string(i), "the procedure name (a string)")?;
-                let (i, arity) = self.small(i, "the arity (a variable-length number)")?;
-                let (i, mode) = self.small(i, "the mode number (a variable-length number)")?;
-                (
-                    i,
-                    Label::User {
-                        is_func: tag == 1,
-                        decl_module,
-                        def_module,
-                        name,
-                        arity,
-                        mode,
-                    },
-                )
-            }
-            2 => {
-                let (i, type_name) = field(string(i), "the type name (a string)")?;
-                let (i, type_module) = field(string(i), "the type's module (a string)")?;
-                let (i, def_module) = field(string(i), "the defining module (a string)")?;
-                let (i, pred_name) = field(string(i), "the predicate name (a string)")?;
-                let (i, type_arity) = self.small(i, "the type arity (a variable-length number)")?;
-                let (i, mode) = self.small(i, "the mode number (a variable-length number)")?;
-                (
-                    i,
-                    Label::Special {
-                        type_name,
-                        type_module,
-                        def_module,
-                        pred_name,
-                        type_arity,
-                        mode,
-                    },
-                )
-            }
-            t => {
-                return Err(Fail::Semantic(invalid(
-                    tag_at,
-                    format!(
-                        "proc-static {id}: unknown procedure label tag {t} (0 predicate, 1 function, 2 compiler-generated)"
-                    ),
-                )));
-            }
-        };
-        let (i, file) = field(string(i), "the source file name (a string)")?;
-        let (i, line) = self.small(i, "the line number (a variable-length number)")?;
-        let (i, interface) = field(byte(i), "the in-interface byte")?;
+        let (i, head) = ps_head(self.data, i, id)?;
         let (mut i, n_css) =
             self.length(i, "the number of call sites (a variable-length number)", 1)?;
         let css_start = self.f.ps_css.len() as u32;
         let n_css_total = self.f.header.n_css;
         for _ in 0..n_css {
             let at = self.off(i);
-            let (rest, css) = self.reference(
+            let (rest, css) = reference(
+                self.data,
                 i,
                 "a call-site-static id (a variable-length number)",
                 n_css_total,
@@ -1096,10 +1206,8 @@ impl<'a> Loader<'a> {
             self.f.coverage_points += n as u64;
         }
         let p = &mut self.f.ps[id as usize];
-        p.label = label;
-        p.file = file;
-        p.line = line;
-        p.interface = interface != 0;
+        p.line = head.line;
+        p.interface = head.interface;
         p.css_start = css_start;
         p.n_css = n_css;
         p.n_coverage = n_coverage;
@@ -1109,7 +1217,8 @@ impl<'a> Loader<'a> {
     /// Proc-dynamic (token 4), after its id.
     fn pd(&mut self, i: &'a [u8], id: u32) -> Result<&'a [u8], Fail<'a>> {
         let n_ps = self.f.header.n_ps;
-        let (i, ps) = self.reference(
+        let (i, ps) = reference(
+            self.data,
             i,
             "the proc-static id (a variable-length number)",
             n_ps,
