@@ -339,15 +339,14 @@ fn call_site_func(
 ) -> Result<u32, PluginError> {
     let p = f.proc_head(f.pd[t.pd[n] as usize].ps)?;
     proc_name(&p.label, style, name);
-    let css = t.css[n];
-    let site = f.call_site_text(css)?;
-    let line = f.css[css as usize].line;
+    let site = f.call_site_text(t.css[n])?;
+    let css = &f.css[t.css[n] as usize];
     let site_file = if site.file.is_empty() {
-        f.proc_head(f.css[css as usize].owner)?.file
+        f.proc_head(css.owner)?.file
     } else {
         site.file
     };
-    let _ = write!(name, " [{}:{}", lossy(site_file), line);
+    let _ = write!(name, " [{}:{}", lossy(site_file), css.line);
     if !site.goal_path.is_empty() {
         let _ = write!(name, " {}", lossy(site.goal_path));
     }

@@ -154,18 +154,14 @@ pub enum Label<'a> {
     },
 }
 
-/// A proc-static record (spec §5.2): what the tree and the checks need. Its label and file stay
-/// in the input, checked while reading, and are decoded again by [`DeepFile::proc_head`] for the
-/// procedures that are named (the tables stay small: a file can hold a whole standard library's
-/// procedures, few of them called).
+/// A proc-static record (spec §5.2): what the tree and the checks need. Its label, file, line and
+/// interface flag stay in the input, checked while reading, and are decoded again by
+/// [`DeepFile::proc_head`] for the procedures that are named (the tables stay small: a file can
+/// hold a whole standard library's procedures, few of them called).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ProcStatic {
     /// Byte offset of the record (0: not read).
     pub offset: u64,
-    /// Line of the procedure.
-    pub line: u32,
-    /// Exported from its module.
-    pub interface: bool,
     /// Its call sites: `DeepFile::ps_css[css_start..css_start + n_css]`.
     pub css_start: u32,
     /// Number of call sites.
@@ -1140,7 +1136,8 @@ impl<'a> Loader<'a> {
 
     /// Proc-static (token 3), after its id.
     fn ps(&mut self, i: &'a [u8], id: u32) -> Result<&'a [u8], Fail<'a>> {
-        let (i, head) = ps_head(self.data, i, id)?;
+        // The head is checked here and decoded again when the procedure is named.
+        let (i, _head) = ps_head(self.data, i, id)?;
         let (mut i, n_css) =
             self.length(i, "the number of call sites (a variable-length number)", 1)?;
         let css_start = self.f.ps_css.len() as u32;
@@ -1206,8 +1203,6 @@ impl<'a> Loader<'a> {
             self.f.coverage_points += n as u64;
         }
         let p = &mut self.f.ps[id as usize];
-        p.line = head.line;
-        p.interface = head.interface;
         p.css_start = css_start;
         p.n_css = n_css;
         p.n_coverage = n_coverage;
