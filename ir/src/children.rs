@@ -15,7 +15,9 @@ use crate::profile::NONE;
 
 /// Children kept inline in a node.
 const INLINE: usize = 2;
-/// `child[0]` of an entry whose children are in a table; `key` then holds the table's place.
+/// `child[0]` of an entry whose children are in a table; `key` then holds the table's place
+/// and `child[1]` the log2 of its slots (so a lookup goes straight to the slot: the table's
+/// header, one more dependent cache miss, is read only to add a child).
 const SPILLED: u32 = u32::MAX - 1;
 /// An empty table slot (no child has key and id both `u32::MAX`).
 const EMPTY: u64 = u64::MAX;
@@ -41,10 +43,9 @@ enum Place {
     Inline(usize),
     /// The parent's inline slots are taken (the parent's entry, as read).
     InlineFull(Entry),
-    /// Not in the parent's table: its place, number of children and log2 of its slots.
+    /// Not in the parent's table: its place and the log2 of its slots.
     Table {
         at: usize,
-        children: u64,
         log: u32,
     },
 }
@@ -111,14 +112,13 @@ impl ChildIndex {
             return Place::InlineFull(node);
         }
         let at = node.key[0] as usize | ((node.key[1] as usize) << 16 << 16);
-        let header = self.tables[at];
-        let (children, log) = (header >> 8, (header & 0xff) as u32);
+        let log = node.child[1];
         let mask = (1usize << log) - 1;
         let mut i = slot(key, log);
         loop {
             let e = self.tables[at + 1 + i];
             if e == EMPTY {
-                return Place::Table { at, children, log };
+                return Place::Table { at, log };
             }
             if (e >> 32) as u32 == key {
                 return Place::Found(e as u32);
@@ -158,15 +158,12 @@ impl ChildIndex {
                 }
                 self.put(at, FIRST_LOG, key, s);
                 self.tables[at] = ((INLINE as u64 + 1) << 8) | FIRST_LOG as u64;
-                self.point_to(parent, at);
+                self.point_to(parent, at, FIRST_LOG);
                 s
             }
-            Place::Table {
-                mut at,
-                children,
-                mut log,
-            } => {
+            Place::Table { mut at, mut log } => {
                 let s = self.push(make);
+                let children = self.tables[at] >> 8;
                 if (children + 1) * 4 > 3u64 << log {
                     // Over three quarters full: move to a table twice the size.
                     let old = at;
@@ -178,7 +175,7 @@ impl ChildIndex {
                             self.put(at, log, (e >> 32) as u32, e as u32);
                         }
                     }
-                    self.point_to(parent, at);
+                    self.point_to(parent, at, log);
                 }
                 self.put(at, log, key, s);
                 self.tables[at] = ((children + 1) << 8) | log as u64;
@@ -210,11 +207,11 @@ impl ChildIndex {
         self.tables[at + 1 + i] = ((key as u64) << 32) | child as u64;
     }
 
-    fn point_to(&mut self, parent: u32, at: usize) {
+    fn point_to(&mut self, parent: u32, at: usize, log: u32) {
         let at = at as u64;
         *self.entry_mut(parent) = Entry {
             key: [at as u32, (at >> 32) as u32],
-            child: [SPILLED, NONE],
+            child: [SPILLED, log],
         };
     }
 }
