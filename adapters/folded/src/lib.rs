@@ -67,11 +67,16 @@ impl Format for Folded {
     ) -> Result<Profile, PluginError> {
         let piece_size = match options.get("piece-size").filter(|v| !v.is_empty()) {
             None => parse::PIECE_SIZE,
-            Some(v) => v.parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| {
-                PluginError::bad_option(format!(
-                    "piece-size: expected a number of bytes above 0, found `{v}`"
-                ))
-            })?,
+            Some(v) => v
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=parse::MAX_PIECE_SIZE).contains(n))
+                .ok_or_else(|| {
+                    PluginError::bad_option(format!(
+                        "piece-size: expected a number of bytes from 1 to {} (64 MiB), found `{v}`",
+                        parse::MAX_PIECE_SIZE
+                    ))
+                })?,
         };
         let opts = parse::ParseOptions {
             skip_bad_lines: options.flag("skip-bad-lines"),

@@ -30,6 +30,12 @@ pub const BATCH_LINES: usize = 32;
 pub const BATCH_FROM_STACKS: usize = 1 << 16;
 /// Bytes asked of the input per read.
 const BLOCK: usize = 1 << 20;
+/// The longest line read from a stream (256 MiB): a line is one stack, and a million frames with
+/// 256-byte names fit. Past that the input is not folded stacks (binary data, a file with no
+/// newlines), and growing the buffer further would take memory without bound.
+pub const MAX_LINE: usize = 1 << 28;
+/// The largest `piece-size` (64 MiB): each thread has a piece in flight, and one more is read.
+pub const MAX_PIECE_SIZE: usize = 1 << 26;
 
 /// A count's integer digits and, if any, its fraction digits.
 type CountDigits<'a> = (&'a [u8], Option<&'a [u8]>);
@@ -182,6 +188,8 @@ fn shifted(mut e: PluginError, lines: u64, offset: u64) -> PluginError {
 struct Parser_ {
     b: ProfileBuilder,
     skip_bad_lines: bool,
+    /// The longest line read from a stream.
+    max_line: usize,
     /// The previous line's frames, root first (its text is not kept: the frames' names are in
     /// the profile's string table, and a line compares its text with them).
     prev_frames: Vec<u32>,
@@ -220,6 +228,7 @@ impl Parser_ {
         Parser_ {
             b,
             skip_bad_lines: opts.skip_bad_lines,
+            max_line: opts.max_line,
             prev_frames: Vec::new(),
             batch: Vec::with_capacity(batch_lines),
             batch_lines,
@@ -587,6 +596,8 @@ pub struct ParseOptions {
     /// Lines are batched once the profile has this many stacks; before, they go in one at a
     /// time (a small stack index stays in the caches: there are no misses to overlap).
     pub batch_from_stacks: usize,
+    /// The longest line read from a stream ([`MAX_LINE`]; smaller in tests).
+    pub max_line: usize,
 }
 
 impl Default for ParseOptions {
@@ -597,6 +608,7 @@ impl Default for ParseOptions {
             piece_size: PIECE_SIZE,
             batch_lines: BATCH_LINES,
             batch_from_stacks: BATCH_FROM_STACKS,
+            max_line: MAX_LINE,
         }
     }
 }
@@ -651,7 +663,7 @@ fn parse_serial(input: &mut Input<'_>, p: &mut Parser_) -> Result<(), PluginErro
     if let Some(whole) = input.whole() {
         p.piece(whole)
     } else {
-        let mut buf = vec![0u8; BLOCK];
+        let mut buf = vec![0u8; BLOCK.min(p.max_line)];
         let (mut start, mut end) = (0usize, 0usize);
         let mut offset = 0u64; // input offset of buf[start]
         loop {
@@ -662,7 +674,7 @@ fn parse_serial(input: &mut Input<'_>, p: &mut Parser_) -> Result<(), PluginErro
                     start = 0;
                 } else {
                     // A line longer than the buffer: grow (bounded by the line, not the input).
-                    buf.resize(buf.len() * 2, 0);
+                    grow_for_line(&mut buf, offset, p.max_line)?;
                 }
             }
             let n = read_some(input, &mut buf[end..])?;
@@ -688,6 +700,27 @@ fn parse_serial(input: &mut Input<'_>, p: &mut Parser_) -> Result<(), PluginErro
     }
 }
 
+/// Doubles `buf`, which holds the start of a line (at input offset `line_start`) and no newline,
+/// up to `max_line` bytes; an error past that, or when the memory cannot be had.
+fn grow_for_line(buf: &mut Vec<u8>, line_start: u64, max_line: usize) -> Result<(), PluginError> {
+    if buf.len() >= max_line {
+        return Err(PluginError::invalid_input(format!(
+            "no newline in {max_line} bytes: folded stacks have one stack per line, each ending in a newline (is this a folded-stacks file?)"
+        ))
+        .at_offset(line_start));
+    }
+    let want = (buf.len() * 2).clamp(BLOCK.min(max_line), max_line);
+    if buf.try_reserve_exact(want - buf.len()).is_err() {
+        let e = std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            format!("out of memory for a line of more than {} bytes", buf.len()),
+        );
+        return Err(PluginError::from(e).at_offset(line_start));
+    }
+    buf.resize(want, 0);
+    Ok(())
+}
+
 /// `read`, retrying when interrupted.
 fn read_some(input: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
     loop {
@@ -710,6 +743,9 @@ struct Pieces<'r> {
     size: usize,
     /// The start of a line the previous piece cut.
     carry: Vec<u8>,
+    /// Input offset of the next piece (of `carry`'s first byte).
+    offset: u64,
+    max_line: usize,
     eof: bool,
 }
 
@@ -720,8 +756,10 @@ impl Pieces<'_> {
             return Ok(None);
         }
         let mut len = self.carry.len();
-        if buf.len() < self.size.max(2 * len) {
-            buf.resize(self.size.max(2 * len), 0);
+        // Room for the carried line start and as much again (no more than a line may take).
+        let want = self.size.max((2 * len).min(self.max_line)).max(len + 1);
+        if buf.len() < want {
+            buf.resize(want, 0);
         }
         buf[..len].copy_from_slice(&self.carry);
         self.carry.clear();
@@ -737,10 +775,11 @@ impl Pieces<'_> {
             match memchr::memrchr(b'\n', &buf[..len]) {
                 Some(i) => {
                     self.carry.extend_from_slice(&buf[i + 1..len]);
+                    self.offset += i as u64 + 1;
                     return Ok(Some(Piece { buf, len: i + 1 }));
                 }
                 // A line longer than a piece: grow (bounded by the line, not the input).
-                None => buf.resize(buf.len() * 2, 0),
+                None => grow_for_line(&mut buf, self.offset, self.max_line)?,
             }
         }
     }
@@ -765,8 +804,10 @@ fn parse_parallel(
 ) -> Result<Profile, PluginError> {
     let mut pieces = Pieces {
         input,
-        size: opts.piece_size.max(1),
+        size: opts.piece_size.clamp(1, MAX_PIECE_SIZE),
         carry: Vec::new(),
+        offset: 0,
+        max_line: opts.max_line,
         eof: false,
     };
     let mut reporter = Reporter::default();
@@ -1168,6 +1209,44 @@ mod tests {
             "py-spy's stackless line"
         );
         assert_eq!(sniff(b"events: Ir\nfn=main\n"), 0);
+    }
+
+    /// A streamed line longer than the bound is an error at the byte where it starts, on one
+    /// thread or several, instead of a buffer that grows with the input; lines up to the bound
+    /// are read.
+    #[test]
+    fn a_line_longer_than_the_bound_is_an_error_at_its_start() {
+        let mut text = b"a;b 1\nc 2\n".to_vec();
+        let long_at = text.len();
+        text.extend(std::iter::repeat_n(b'x', 5000));
+        text.extend_from_slice(b" 3\nd 4\n");
+        for threads in [1, 2] {
+            let opts = |max_line| ParseOptions {
+                threads,
+                piece_size: 100,
+                max_line,
+                ..ParseOptions::default()
+            };
+            let err = outcome(&text, opts(4096), true);
+            assert!(
+                err.starts_with(&format!(
+                    "error byte {long_at}: no newline in 4096 bytes: folded stacks have one stack per line, each ending in a newline (is this a folded-stacks file?) at offset Some({long_at})"
+                )),
+                "{threads} threads: {err}"
+            );
+            let ok = outcome(&text, opts(8192), true);
+            assert!(!ok.starts_with("error"), "{threads} threads: {ok}");
+        }
+        // Input in memory is not copied into a line buffer: no bound applies.
+        let whole = outcome(
+            &text,
+            ParseOptions {
+                max_line: 4096,
+                ..ParseOptions::default()
+            },
+            false,
+        );
+        assert!(!whole.starts_with("error"), "{whole}");
     }
 
     /// Everything a parse yields: the tables, the warnings, or the error with its position.
