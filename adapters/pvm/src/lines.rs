@@ -1,15 +1,19 @@
 //! Lines of the input, read in blocks through `Input` as `Read` (or straight from memory when
 //! the host already holds the whole input). A line longer than the buffer grows it, bounded by
-//! that line, never by the input.
+//! that line, never by the input, and by [`MAX_LINE`].
 
 use memchr::memchr;
-use profconv_plugin::Input;
+use profconv_plugin::{Input, PluginError};
 use std::io::{self, Read};
 
 /// Bytes asked of the input per read.
 pub(crate) const BLOCK: usize = 1 << 20;
 /// The buffer's first size.
 const FIRST_BLOCK: usize = 1 << 14;
+/// The longest line read from a stream (256 MiB; trace lines are short, the debugger's profile
+/// lines hold one call stack). Past that the input is not a PVM trace, and growing the buffer
+/// further would take memory without bound.
+pub(crate) const MAX_LINE: usize = 1 << 28;
 
 /// One line, without its `\n`.
 pub(crate) struct Line<'a> {
@@ -35,6 +39,8 @@ pub(crate) struct Lines<'i, 'a> {
     /// Input offset of `data()[start]`.
     offset: u64,
     line_no: u64,
+    /// The longest line ([`MAX_LINE`]; smaller in tests).
+    max_line: usize,
 }
 
 impl<'i, 'a> Lines<'i, 'a> {
@@ -54,6 +60,7 @@ impl<'i, 'a> Lines<'i, 'a> {
             eof,
             offset: 0,
             line_no: 0,
+            max_line: MAX_LINE,
         }
     }
 
@@ -65,7 +72,7 @@ impl<'i, 'a> Lines<'i, 'a> {
     }
 
     /// Reads more input into the buffer; false at the end of the input.
-    fn fill(&mut self) -> io::Result<bool> {
+    fn fill(&mut self) -> Result<bool, PluginError> {
         if self.eof {
             return Ok(false);
         }
@@ -82,8 +89,7 @@ impl<'i, 'a> Lines<'i, 'a> {
             if self.end == self.buf.len() || self.buf.len() < BLOCK {
                 // Start small (most inputs are small), grow to BLOCK-sized reads; past that,
                 // only a line longer than the buffer grows it (bounded by the line).
-                let n = self.buf.len() * 2;
-                self.buf.resize(n, 0);
+                self.grow()?;
             }
         }
         loop {
@@ -97,15 +103,40 @@ impl<'i, 'a> Lines<'i, 'a> {
                     return Ok(true);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.into()),
             }
         }
+    }
+
+    /// Doubles the buffer, up to [`MAX_LINE`] bytes when it holds the start of one line only.
+    fn grow(&mut self) -> Result<(), PluginError> {
+        let n = self.buf.len() * 2;
+        if self.end == self.buf.len() && self.buf.len() >= self.max_line {
+            return Err(PluginError::invalid_input(format!(
+                "no newline in {} bytes: a PVM trace or profile has one record per line (is this one?)",
+                self.buf.len()
+            ))
+            .at_offset(self.offset)
+            .at_line(self.line_no + 1, 1));
+        }
+        if self.buf.try_reserve_exact(n - self.buf.len()).is_err() {
+            let e = io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                format!(
+                    "out of memory for a line of more than {} bytes",
+                    self.buf.len()
+                ),
+            );
+            return Err(PluginError::from(e).at_offset(self.offset));
+        }
+        self.buf.resize(n, 0);
+        Ok(())
     }
 
     /// The unread input from the next line on, reading until it holds at least `min` bytes or
     /// the input ends. Does not consume anything. The second value is true when this is
     /// everything that is left.
-    pub(crate) fn peek(&mut self, min: usize) -> io::Result<(&[u8], bool)> {
+    pub(crate) fn peek(&mut self, min: usize) -> Result<(&[u8], bool), PluginError> {
         while self.end - self.start < min && self.fill()? {}
         let eof = self.eof;
         Ok((&self.data()[self.start..self.end], eof))
@@ -133,7 +164,7 @@ impl<'i, 'a> Lines<'i, 'a> {
     }
 
     /// The next line, or `None` at the end of the input. A final line without `\n` counts.
-    pub(crate) fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+    pub(crate) fn next_line(&mut self) -> Result<Option<Line<'_>>, PluginError> {
         if self.scan < self.start {
             self.scan = self.start;
         }
@@ -193,6 +224,22 @@ mod tests {
             out.push((l.bytes.to_vec(), l.no, l.offset));
         }
         out
+    }
+
+    /// A streamed line longer than the bound is an error naming its line and first byte, not a
+    /// buffer that grows with the input.
+    #[test]
+    fn a_line_longer_than_the_bound_is_an_error() {
+        let mut text = b"PVMTRACE 1\n".to_vec();
+        text.extend(std::iter::repeat_n(b'x', 5 * FIRST_BLOCK));
+        let mut r: &[u8] = &text;
+        let mut input = Input::from_reader(&mut r);
+        let mut lines = Lines::new(&mut input);
+        lines.max_line = 2 * FIRST_BLOCK;
+        assert_eq!(lines.next_line().unwrap().unwrap().bytes, b"PVMTRACE 1");
+        let e = lines.next_line().err().unwrap();
+        assert_eq!((e.line, e.byte_offset), (Some(2), Some(11)));
+        assert!(e.message.starts_with("no newline in 32768 bytes"), "{e}");
     }
 
     #[test]
