@@ -1,12 +1,17 @@
 //! The call tree as text: the shape snapshots and format fixtures compare against.
 //!
-//! One line per call node, two spaces of indent per depth:
+//! One line per call node, two spaces of indent per depth (up to depth [`MAX_INDENT`]; deeper
+//! nodes keep that indent and start with `[depth D] `, so the text grows with the nodes, not
+//! with the square of a deep chain's length):
 //! `NAME self=S total=T` for the chosen value type, then ` calls=N` when the profile has exact
 //! call counts (` calls=?` when its metadata says `calls=unknown`); with `all_values`, ` self_NAME=S total_NAME=T` for the other weights and
 //! ` NAME=N` for other counts where they are not zero.
 
 use crate::calltree::CallTree;
 use crate::profile::{IrError, ProfileRef, ValueKind, write_fixed};
+
+/// The deepest node indented by depth; deeper ones say their depth instead.
+pub const MAX_INDENT: u32 = 100;
 
 /// Sibling order in the tree text.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -98,8 +103,14 @@ pub fn write_tree<E: From<IrError>>(
     while let Some(node) = todo.pop() {
         let i = node as usize;
         line.clear();
-        for _ in 0..tree.depth[i] {
+        let depth = tree.depth[i];
+        for _ in 0..depth.min(MAX_INDENT) {
             line.push_str("  ");
+        }
+        if depth > MAX_INDENT {
+            line.push_str("[depth ");
+            line.push_str(itoa::Buffer::new().format(depth));
+            line.push_str("] ");
         }
         line.push_str(p.func_name_str(tree.func[i]));
         if let Some(c) = main {
@@ -209,6 +220,31 @@ mod tests {
         assert_eq!(
             by(TreeOrder::Name),
             "r self=0 total=7\n  a-tie self=1 total=1\n  big self=5 total=5\n  small self=1 total=1\n"
+        );
+    }
+
+    /// Past depth `MAX_INDENT` the indent stops growing and the line names its depth: a chain of
+    /// a million calls prints in linear, not quadratic, space.
+    #[test]
+    fn deep_nodes_say_their_depth_instead_of_indenting_further() {
+        let names: Vec<String> = (0..=MAX_INDENT + 2).map(|d| format!("f{d}")).collect();
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&names, &[1]).unwrap();
+        let p = b.finish();
+        let tree = CallTree::build(&p.view()).unwrap();
+        let text = render_tree(&p.view(), &tree, &TreeTextOptions::default()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let indent = " ".repeat(2 * MAX_INDENT as usize);
+        let at = MAX_INDENT as usize;
+        assert_eq!(lines[at], format!("{indent}f{at} self=0 total=1"));
+        assert_eq!(
+            lines[at + 1],
+            format!("{indent}[depth 101] f101 self=0 total=1")
+        );
+        assert_eq!(
+            lines[at + 2],
+            format!("{indent}[depth 102] f102 self=1 total=1")
         );
     }
 }
