@@ -3,10 +3,15 @@
 
 use profconv_plugin::ir::NONE;
 
-/// Costs: `stride` values per row, one per event column. Rows are widened in place when a later
-/// part of the file adds events.
+/// Costs: one value per event column per row. Rows are stored `pitch` values apart, `stride`
+/// of them used; a later part of the file that adds events widens every row, the pitch growing
+/// geometrically (so many `events:` lines each adding one event copy the table only a
+/// logarithmic number of times).
 #[derive(Clone, Debug, Default)]
 pub struct Costs {
+    /// Values from one row to the next.
+    pitch: usize,
+    /// Columns used.
     stride: usize,
     data: Vec<i64>,
 }
@@ -19,7 +24,7 @@ impl Costs {
 
     /// Number of rows.
     pub fn len(&self) -> usize {
-        self.data.len().checked_div(self.stride).unwrap_or(0)
+        self.data.len().checked_div(self.pitch).unwrap_or(0)
     }
 
     /// True when there is no row.
@@ -29,18 +34,28 @@ impl Costs {
 
     /// Row `i`.
     pub fn row(&self, i: usize) -> &[i64] {
-        &self.data[i * self.stride..(i + 1) * self.stride]
+        &self.data[i * self.pitch..i * self.pitch + self.stride]
+    }
+
+    /// Values allocated (rows × stride).
+    pub(crate) fn cells(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Values allocated once a row is added.
+    pub(crate) fn cells_after_push(&self) -> usize {
+        self.data.len() + self.pitch
     }
 
     pub(crate) fn push_zero(&mut self) -> usize {
         let i = self.len();
-        self.data.resize(self.data.len() + self.stride, 0);
+        self.data.resize(self.data.len() + self.pitch, 0);
         i
     }
 
     /// Adds `v` to column `col` of row `i`; false on overflow.
     pub(crate) fn add(&mut self, i: usize, col: usize, v: i64) -> bool {
-        let cell = &mut self.data[i * self.stride + col];
+        let cell = &mut self.data[i * self.pitch + col];
         match cell.checked_add(v) {
             Some(s) => {
                 *cell = s;
@@ -50,18 +65,40 @@ impl Costs {
         }
     }
 
-    /// Widens every row to `stride` columns (new columns are 0).
-    pub(crate) fn widen(&mut self, stride: usize) {
-        if stride <= self.stride {
+    /// The pitch `widen(width, cap)` would give.
+    fn pitch_for(&self, width: usize, cap: usize) -> usize {
+        if width <= self.pitch {
+            self.pitch
+        } else if self.data.is_empty() {
+            width
+        } else {
+            width.max(self.pitch.saturating_mul(2).min(cap))
+        }
+    }
+
+    /// Values allocated after `widen(width, cap)`.
+    pub(crate) fn cells_after_widen(&self, width: usize, cap: usize) -> usize {
+        self.len().saturating_mul(self.pitch_for(width, cap))
+    }
+
+    /// Widens every row to `width` columns (new columns are 0); the pitch at least doubles
+    /// (up to `cap`) when it grows.
+    pub(crate) fn widen(&mut self, width: usize, cap: usize) {
+        if width <= self.stride {
             return;
         }
-        let rows = self.len();
-        let mut data = vec![0i64; rows * stride];
-        for r in 0..rows {
-            data[r * stride..r * stride + self.stride].copy_from_slice(self.row(r));
+        let pitch = self.pitch_for(width, cap);
+        if pitch != self.pitch {
+            let rows = self.len();
+            let mut data = vec![0i64; rows * pitch];
+            for r in 0..rows {
+                let from = &self.data[r * self.pitch..(r + 1) * self.pitch];
+                data[r * pitch..r * pitch + self.pitch].copy_from_slice(from);
+            }
+            self.data = data;
+            self.pitch = pitch;
         }
-        self.data = data;
-        self.stride = stride;
+        self.stride = width;
     }
 }
 

@@ -15,6 +15,23 @@
 //!   functions; a `calls=` target is relative to it too but does not change it.
 //!
 //! Every error names the line, the column and the byte offset, and what was expected.
+//!
+//! # Limits
+//!
+//! Costs are kept densely, one value per event column per position (and the profile built from
+//! them has one dense value column per event), so the number of event columns times the number
+//! of rows is what costs memory, not the file's size. To keep memory proportional to the input:
+//!
+//! * a file may name at most [`MAX_EVENTS`] distinct events (callgrind and cachegrind write a
+//!   few dozen at most);
+//! * the cost tables (self costs and call costs per position, and the calls of each function)
+//!   may hold at most [`FREE_CELLS`] values plus [`CELLS_PER_BYTE`] per input byte read so far:
+//!   an `events:` line or a cost line that would take them beyond that is an error naming it.
+//!
+//! Sums are checked as the lines are read, and an overflow names the line where it happens:
+//! the costs at one position, the self costs of an event over the file (the profile's total),
+//! the inclusive costs of the calls each function makes, the `calls=` counts of one call edge
+//! and of the whole file (the profile's `calls` column) must each stay below 2^63.
 
 use crate::graph::{Costs, Edge, Event, Func, Graph, SelfCost};
 use crate::lines::for_each_line;
@@ -26,7 +43,30 @@ use nom::sequence::preceded;
 use nom::{IResult, Parser};
 use profconv_plugin::ir::{NO_ADDRESS, NONE};
 use profconv_plugin::{Context, Input, PluginError};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+/// Most distinct event columns a file may name (over all its parts): callgrind and cachegrind
+/// write a few dozen at most.
+pub const MAX_EVENTS: usize = 1024;
+/// Cost values the tables may hold whatever the input's size (8 MiB).
+pub const FREE_CELLS: u64 = 1 << 20;
+/// Further cost values the tables may hold per input byte read: a cost line of a few bytes
+/// creates one row of one value per event, so this allows a dozen events or so on the
+/// shortest cost lines, and any realistic file.
+pub const CELLS_PER_BYTE: u64 = 16;
+/// The largest count or cost sum (2^63 - 1).
+const MAX_SUM: u64 = i64::MAX as u64;
+
+/// A `calls=` line waiting for its cost line.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    count: u64,
+    /// Its line number.
+    line: u64,
+    /// Byte offset and 0-based column of the count.
+    offset: u64,
+    col: usize,
+}
 
 /// `0x1F` or `31`.
 fn number(i: &[u8]) -> IResult<&[u8], u64> {
@@ -118,9 +158,21 @@ struct Reader<'c, 'x> {
     func_index: HashMap<(u32, u32, u32), u32>,
     self_index: HashMap<(u32, u64, u32), u32>,
     edge_index: HashMap<(u32, u64, u32, u32), u32>,
-    long_names: Vec<(String, String)>,
+    /// Long names from `event:` lines (the last one of a name wins).
+    long_names: HashMap<String, String>,
     /// Column of each event of the current part; `None` before the first `events:`.
     cols: Option<Vec<usize>>,
+    /// Column of each event name.
+    event_index: HashMap<String, usize>,
+    /// Self costs of the file so far, per event column (the profile's total).
+    self_total: Vec<i64>,
+    /// `calls=` counts of the file so far, self-calls aside (the profile's `calls` column).
+    calls_total: u64,
+    /// Inclusive costs of the calls each function makes (self-calls aside): a row per caller.
+    call_costs: Costs,
+    call_row: HashMap<u32, u32>,
+    /// Input bytes up to the end of the current line.
+    bytes: u64,
     positions: Vec<PosKind>,
     last: [u64; 2],
     in_body: bool,
@@ -133,12 +185,14 @@ struct Reader<'c, 'x> {
     cob: u32,
     cfi: u32,
     callee: u32,
-    /// A `calls=` waiting for its cost line: (count, its line number).
-    pending: Option<(u64, u64)>,
+    /// A `calls=` waiting for its cost line.
+    pending: Option<Pending>,
     line_no: u64,
     offset: u64,
     lead: usize,
+    /// Costs of the current cost line, and the column (after the leading whitespace) of each.
     row: Vec<i64>,
+    row_at: Vec<usize>,
     redefined: u64,
     zero_calls: u64,
     unknown_headers: u64,
@@ -151,6 +205,34 @@ impl Reader<'_, '_> {
         PluginError::invalid_input(msg)
             .at_offset(self.offset + col as u64)
             .at_line(self.line_no, col as u64 + 1)
+    }
+
+    /// An error at the count of a `calls=` line.
+    fn err_at_calls(&self, p: &Pending, msg: impl Into<String>) -> PluginError {
+        PluginError::invalid_input(msg)
+            .at_offset(p.offset)
+            .at_line(p.line, p.col as u64 + 1)
+    }
+
+    /// Refuses cost tables of `cells` values in all (see the module's Limits).
+    fn check_cells(&self, cells: usize, col: usize, what: &str) -> Result<(), PluginError> {
+        let allowed = FREE_CELLS.saturating_add(CELLS_PER_BYTE.saturating_mul(self.bytes));
+        if cells as u64 <= allowed {
+            return Ok(());
+        }
+        Err(self.err(
+            col,
+            format!(
+                "too many costs for the input's size {what}: the cost tables would hold {cells} values ({} event column(s) for each position and calling function), more than the {allowed} allowed after {} input bytes ({FREE_CELLS} plus {CELLS_PER_BYTE} per byte): costs are stored one per event per position, so a file cannot have many more event columns times positions than bytes",
+                self.g.events.len(),
+                self.bytes
+            ),
+        ))
+    }
+
+    /// Cost values the tables hold.
+    fn cells(&self) -> usize {
+        self.g.self_costs.cells() + self.g.edge_costs.cells() + self.call_costs.cells()
     }
 
     fn intern(&mut self, raw: &[u8]) -> u32 {
@@ -183,6 +265,7 @@ impl Reader<'_, '_> {
     fn line(&mut self, raw: &[u8], offset: u64) -> Result<(), PluginError> {
         self.line_no += 1;
         self.offset = offset;
+        self.bytes = offset + raw.len() as u64 + 1;
         let end = raw
             .iter()
             .rposition(|c| !c.is_ascii_whitespace())
@@ -198,7 +281,7 @@ impl Reader<'_, '_> {
         if matches!(line[0], b'0'..=b'9' | b'+' | b'-' | b'*') {
             return self.cost_line(line);
         }
-        if let Some((_, at)) = self.pending {
+        if let Some(Pending { line: at, .. }) = self.pending {
             return Err(self.err(
                 0,
                 format!(
@@ -371,18 +454,24 @@ impl Reader<'_, '_> {
             ));
         }
         let mut toks = tokens(v);
-        let Some((at, count)) = toks.next() else {
+        let Some((count_at, count)) = toks.next() else {
             return Err(self.err(col, "expected a call count after `calls=`"));
         };
         let count = whole_number(count).ok_or_else(|| {
             self.err(
-                col + at,
+                col + count_at,
                 format!(
                     "expected a call count (decimal or 0x hex, fitting in 64 bits), found `{}`",
                     show(count)
                 ),
             )
         })?;
+        if count > MAX_SUM {
+            return Err(self.err(
+                col + count_at,
+                format!("call count {count} is too large: at most 2^63-1 ({MAX_SUM})"),
+            ));
+        }
         for (k, (at, tok)) in toks.enumerate() {
             if k >= self.positions.len() {
                 return Err(self.err(
@@ -411,7 +500,13 @@ impl Reader<'_, '_> {
         if count == 0 {
             self.zero_calls += 1;
         }
-        self.pending = Some((count, self.line_no));
+        let at = self.lead + col + count_at;
+        self.pending = Some(Pending {
+            count,
+            line: self.line_no,
+            offset: self.offset + at as u64,
+            col: at,
+        });
         Ok(())
     }
 
@@ -446,7 +541,6 @@ impl Reader<'_, '_> {
         let npos = self.positions.len();
         let mut pos = [0u64; 2];
         let mut seen = 0;
-        self.row.iter_mut().for_each(|v| *v = 0);
         for (at, tok) in tokens(line) {
             if seen < npos {
                 let sub = whole_subposition(tok).ok_or_else(|| {
@@ -484,6 +578,7 @@ impl Reader<'_, '_> {
                     )
                 })?;
             self.row[k] = v as i64;
+            self.row_at[k] = at;
             seen += 1;
         }
         if seen < npos {
@@ -515,43 +610,95 @@ impl Reader<'_, '_> {
             self.in_body = true;
             self.g.parts += 1;
         }
+        // Only the costs given on the line are added: the others are 0.
+        let given = seen - npos;
         match self.pending.take() {
-            Some((calls, _)) if calls > 0 => {
+            Some(p) if p.count > 0 => {
                 let key = (self.func, addr, line_no, self.callee);
-                let next = self.g.edges.len() as u32;
-                let e = *self.edge_index.entry(key).or_insert(next);
-                if e == next {
-                    self.g.edges.push(Edge {
-                        caller: self.func,
-                        addr: (addr != NO_ADDRESS).then_some(addr),
-                        line: line_no,
-                        callee: self.callee,
-                        calls: 0,
-                    });
-                    self.g.edge_costs.push_zero();
+                let e = match self.edge_index.get(&key) {
+                    Some(&e) => e as usize,
+                    None => {
+                        self.check_cells(
+                            self.cells() + self.g.edge_costs.cells_after_push()
+                                - self.g.edge_costs.cells(),
+                            0,
+                            "at this new call site",
+                        )?;
+                        let e = self.g.edges.len();
+                        self.edge_index.insert(key, e as u32);
+                        self.g.edges.push(Edge {
+                            caller: self.func,
+                            addr: (addr != NO_ADDRESS).then_some(addr),
+                            line: line_no,
+                            callee: self.callee,
+                            calls: 0,
+                        });
+                        self.g.edge_costs.push_zero();
+                        e
+                    }
+                };
+                let calls = self.g.edges[e]
+                    .calls
+                    .checked_add(p.count)
+                    .filter(|&c| c <= MAX_SUM)
+                    .ok_or_else(|| {
+                        self.err_at_calls(
+                            &p,
+                            format!(
+                                "the calls from `{}` to `{}` at this call site add up to more than 2^63-1 ({MAX_SUM}) with this `calls=`",
+                                self.g.annotate_name(self.func),
+                                self.g.annotate_name(self.callee)
+                            ),
+                        )
+                    })?;
+                self.g.edges[e].calls = calls;
+                // Self-calls are not in the call tree: the others are its `calls` column.
+                if self.func != self.callee {
+                    self.calls_total = self
+                        .calls_total
+                        .checked_add(p.count)
+                        .filter(|&c| c <= MAX_SUM)
+                        .ok_or_else(|| {
+                            self.err_at_calls(
+                                &p,
+                                format!(
+                                    "the `calls=` counts of the file add up to more than 2^63-1 ({MAX_SUM}) with this one: the profile's `calls` column must fit in a 64-bit integer"
+                                ),
+                            )
+                        })?;
                 }
-                let edge = &mut self.g.edges[e as usize];
-                edge.calls = edge.calls.saturating_add(calls);
-                self.add_costs(true, e as usize)
+                self.add_costs(true, e, given)
             }
             _ => {
                 let key = (self.func, addr, line_no);
-                let next = self.g.selfs.len() as u32;
-                let s = *self.self_index.entry(key).or_insert(next);
-                if s == next {
-                    self.g.selfs.push(SelfCost {
-                        func: self.func,
-                        addr: (addr != NO_ADDRESS).then_some(addr),
-                        line: line_no,
-                    });
-                    self.g.self_costs.push_zero();
-                }
-                self.add_costs(false, s as usize)
+                let s = match self.self_index.get(&key) {
+                    Some(&s) => s as usize,
+                    None => {
+                        self.check_cells(
+                            self.cells() + self.g.self_costs.cells_after_push()
+                                - self.g.self_costs.cells(),
+                            0,
+                            "at this new position",
+                        )?;
+                        let s = self.g.selfs.len();
+                        self.self_index.insert(key, s as u32);
+                        self.g.selfs.push(SelfCost {
+                            func: self.func,
+                            addr: (addr != NO_ADDRESS).then_some(addr),
+                            line: line_no,
+                        });
+                        self.g.self_costs.push_zero();
+                        s
+                    }
+                };
+                self.add_costs(false, s, given)
             }
         }
     }
 
-    fn add_costs(&mut self, edge: bool, row: usize) -> Result<(), PluginError> {
+    /// Adds the first `given` costs of the line to row `row` of the self or call costs, and to
+    /// the file's self total or the caller's calls.
+    fn add_costs(&mut self, edge: bool, row: usize, given: usize) -> Result<(), PluginError> {
         let Some(cols) = &self.cols else {
             return Ok(());
         };
@@ -560,13 +707,61 @@ impl Reader<'_, '_> {
         } else {
             &mut self.g.self_costs
         };
-        for (k, &col) in cols.iter().enumerate() {
+        for (k, &col) in cols[..given].iter().enumerate() {
             if !table.add(row, col, self.row[k]) {
                 return Err(PluginError::invalid_input(
                     "the sum of the costs at this position does not fit in 64 bits",
                 )
                 .at_offset(self.offset)
                 .at_line(self.line_no, 1));
+            }
+        }
+        if !edge {
+            for (k, &col) in cols[..given].iter().enumerate() {
+                match self.self_total[col].checked_add(self.row[k]) {
+                    Some(t) => self.self_total[col] = t,
+                    None => {
+                        return Err(self.err(
+                            self.row_at[k],
+                            format!(
+                                "the self costs of event `{}` add up to more than 2^63-1 ({MAX_SUM}) with this line: the profile's total must fit in a 64-bit integer",
+                                self.g.events[col].name
+                            ),
+                        ));
+                    }
+                }
+            }
+            return Ok(());
+        }
+        if self.func == self.callee {
+            return Ok(());
+        }
+        let r = match self.call_row.get(&self.func) {
+            Some(&r) => r as usize,
+            None => {
+                self.check_cells(
+                    self.cells() + self.call_costs.cells_after_push() - self.call_costs.cells(),
+                    0,
+                    "at this new calling function",
+                )?;
+                let r = self.call_costs.push_zero();
+                self.call_row.insert(self.func, r as u32);
+                r
+            }
+        };
+        let Some(cols) = &self.cols else {
+            return Ok(());
+        };
+        for (k, &col) in cols[..given].iter().enumerate() {
+            if !self.call_costs.add(r, col, self.row[k]) {
+                return Err(self.err(
+                    self.row_at[k],
+                    format!(
+                        "the inclusive costs of event `{}` of the calls `{}` makes add up to more than 2^63-1 ({MAX_SUM}) with this line: a function's calls cannot cost more than a 64-bit integer holds",
+                        self.g.events[col].name,
+                        self.g.annotate_name(self.func)
+                    ),
+                ));
             }
         }
         Ok(())
@@ -653,26 +848,39 @@ impl Reader<'_, '_> {
                 if let Some(i) = rest.find(':') {
                     let long = rest[i + 1..].trim();
                     if !long.is_empty() && !rest[..i].contains('=') {
-                        self.long_names.push((name.to_string(), long.to_string()));
+                        self.long_names.insert(name.to_string(), long.to_string());
                     }
                 }
             }
             b"events" => {
                 self.new_part();
                 let mut cols = Vec::new();
+                let mut in_line = HashSet::new();
                 for (at, tok) in tokens(v) {
                     let name = String::from_utf8_lossy(tok);
-                    let col_idx = match self.g.events.iter().position(|e| e.name == name) {
-                        Some(c) => c,
+                    let col_idx = match self.event_index.get(name.as_ref()) {
+                        Some(&c) => c,
                         None => {
+                            if self.g.events.len() >= MAX_EVENTS {
+                                return Err(self.err(
+                                    col + at,
+                                    format!(
+                                        "too many events: `{}` would be event {}, but at most {MAX_EVENTS} distinct events are supported (callgrind and cachegrind write a few dozen; every event is a cost column of every position)",
+                                        show(tok),
+                                        MAX_EVENTS + 1
+                                    ),
+                                ));
+                            }
+                            let c = self.g.events.len();
+                            self.event_index.insert(name.to_string(), c);
                             self.g.events.push(Event {
                                 name: name.into_owned(),
                                 long_name: None,
                             });
-                            self.g.events.len() - 1
+                            c
                         }
                     };
-                    if cols.contains(&col_idx) {
+                    if !in_line.insert(col_idx) {
                         return Err(self.err(
                             col + at,
                             format!("event `{}` is named twice in `events:`", show(tok)),
@@ -687,16 +895,32 @@ impl Reader<'_, '_> {
                     ));
                 }
                 let n = self.g.events.len();
-                self.g.self_costs.widen(n);
-                self.g.edge_costs.widen(n);
+                let cells = |r: &Self, cap: usize| {
+                    r.g.self_costs.cells_after_widen(n, cap)
+                        + r.g.edge_costs.cells_after_widen(n, cap)
+                        + r.call_costs.cells_after_widen(n, cap)
+                };
+                // Room to grow (fewer copies when more events come), as far as the limit
+                // allows.
+                let rows =
+                    self.g.self_costs.len() + self.g.edge_costs.len() + self.call_costs.len();
+                let allowed = FREE_CELLS.saturating_add(CELLS_PER_BYTE.saturating_mul(self.bytes));
+                let fit = usize::try_from(allowed / rows.max(1) as u64).unwrap_or(usize::MAX);
+                let cap = fit.clamp(n, MAX_EVENTS.max(n));
+                self.check_cells(cells(self, cap), 0, &format!("with {n} events"))?;
+                self.g.self_costs.widen(n, cap);
+                self.g.edge_costs.widen(n, cap);
+                self.call_costs.widen(n, cap);
+                self.self_total.resize(n, 0);
                 self.row = vec![0; cols.len()];
+                self.row_at = vec![0; cols.len()];
                 self.cols = Some(cols);
             }
             b"summary" | b"totals" => {
-                let Some(cols) = self.cols.clone() else {
+                let Some(cols) = &self.cols else {
                     return Err(self.err(0, "`summary:`/`totals:` before the `events:` line"));
                 };
-                let mut sums = vec![0i64; self.g.events.len()];
+                let mut given = Vec::new();
                 for (k, (at, tok)) in tokens(v).enumerate() {
                     if k >= cols.len() {
                         return Err(self.err(
@@ -712,17 +936,20 @@ impl Reader<'_, '_> {
                                 format!("expected a cost (below 2^63), found `{}`", show(tok)),
                             )
                         })?;
-                    sums[cols[k]] = n as i64;
+                    given.push((cols[k], n as i64));
                 }
+                let n = self.g.events.len();
                 let target = if key == b"summary" {
                     &mut self.g.summary
                 } else {
                     &mut self.g.totals
                 };
                 let t = target.get_or_insert_with(Vec::new);
-                t.resize(sums.len(), 0);
-                for (a, b) in t.iter_mut().zip(&sums) {
-                    *a = a.saturating_add(*b);
+                if t.len() < n {
+                    t.resize(n, 0);
+                }
+                for (c, v) in given {
+                    t[c] = t[c].saturating_add(v);
                 }
             }
             _ => {
@@ -750,8 +977,14 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
         func_index: HashMap::new(),
         self_index: HashMap::new(),
         edge_index: HashMap::new(),
-        long_names: Vec::new(),
+        long_names: HashMap::new(),
         cols: None,
+        event_index: HashMap::new(),
+        self_total: Vec::new(),
+        calls_total: 0,
+        call_costs: Costs::default(),
+        call_row: HashMap::new(),
+        bytes: 0,
         positions: vec![PosKind::Line],
         last: [0; 2],
         in_body: false,
@@ -769,6 +1002,7 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
         offset: 0,
         lead: 0,
         row: Vec::new(),
+        row_at: Vec::new(),
         redefined: 0,
         zero_calls: 0,
         unknown_headers: 0,
@@ -776,7 +1010,7 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
     r.g.self_costs = Costs::default();
     r.g.edge_costs = Costs::default();
     for_each_line(input, |line, offset| r.line(line, offset))?;
-    if let Some((_, at)) = r.pending {
+    if let Some(Pending { line: at, .. }) = r.pending {
         return Err(PluginError::invalid_input(format!(
             "the input ends after the `calls=` at line {at}: its cost line (call site and inclusive costs) is missing"
         ))
@@ -801,8 +1035,9 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
         ));
     }
     let mut g = r.g;
-    for (name, long) in r.long_names {
-        if let Some(e) = g.events.iter_mut().find(|e| e.name == name) {
+    let mut long_names = r.long_names;
+    for e in &mut g.events {
+        if let Some(long) = long_names.remove(&e.name) {
             e.long_name = Some(long);
         }
     }
@@ -940,6 +1175,159 @@ mod tests {
             assert_eq!(e.line, Some(*line), "{text:?}: {e}");
             assert_eq!(graph_streaming(text).unwrap_err(), e);
         }
+    }
+
+    /// `events:` with `n` names `e0 e1 ...`.
+    fn events_line(n: usize) -> String {
+        let names: Vec<String> = (0..n).map(|i| format!("e{i}")).collect();
+        format!("events: {}\n", names.join(" "))
+    }
+
+    fn both(text: &str) -> PluginError {
+        let e = graph(text).unwrap_err();
+        assert_eq!(graph_streaming(text).unwrap_err(), e);
+        e
+    }
+
+    #[test]
+    fn event_count_is_bounded() {
+        let ok = format!("{}fn=f\n1 1\n", events_line(MAX_EVENTS));
+        assert_eq!(graph(&ok).unwrap().events.len(), MAX_EVENTS);
+        // One more name, on this line or on a later part's: an error at that name.
+        let text = format!(
+            "# callgrind format\n{}fn=f\n1 1\n",
+            events_line(MAX_EVENTS + 1)
+        );
+        let e = both(&text);
+        assert!(e.message.contains("too many events"), "{e}");
+        assert!(e.message.contains("at most 1024"), "{e}");
+        assert_eq!(e.line, Some(2));
+        let col = text.lines().nth(1).unwrap().find(" e1024").unwrap() as u64 + 2;
+        assert_eq!(e.column, Some(col), "{e}");
+        let text = format!("{}fn=f\n1 1\nevents: new\n", events_line(MAX_EVENTS));
+        let e = both(&text);
+        assert!(e.message.contains("too many events"), "{e}");
+        assert_eq!(e.line, Some(4));
+    }
+
+    #[test]
+    fn events_times_positions_is_bounded_by_the_input_size() {
+        // 1,000 events and one-value cost lines of 5 bytes: each line adds 1,000 values, far
+        // more than 16 per byte, so the tables pass the allowance after ~1,200 lines.
+        let mut text = format!("{}fn=f\n", events_line(1000));
+        for _ in 0..3000 {
+            text.push_str("+1 1\n");
+        }
+        let e = both(&text);
+        assert!(
+            e.message.contains("too many costs for the input's size"),
+            "{e}"
+        );
+        assert!(e.message.contains("16 per byte"), "{e}");
+        let line = e.line.unwrap();
+        assert!((1000..3000).contains(&line), "{e}");
+        // The same positions repeated add no row: fine.
+        let mut text = format!("{}fn=f\n", events_line(1000));
+        for _ in 0..3000 {
+            text.push_str("1 1\n");
+        }
+        assert_eq!(graph(&text).unwrap().self_total()[0], 3000);
+        // Widening many rows with a later part's events: an error at its `events:` line.
+        let mut text = String::from("events: A\nfn=f\n");
+        for _ in 0..2000 {
+            text.push_str("+1 1\n");
+        }
+        text.push_str(&format!("{}fn=g\n1 1\n", events_line(1000)));
+        let e = both(&text);
+        assert!(e.message.contains("with 1001 events"), "{e}");
+        assert_eq!(e.line, Some(2003));
+    }
+
+    #[test]
+    fn widening_keeps_costs() {
+        // Many parts, each adding an event: rows keep their values, new columns are 0.
+        let mut text = String::from("events: e0\nfn=f\n1 1\n2 2\n");
+        for n in 1..40 {
+            let zeros = " 0".repeat(n);
+            text.push_str(&format!("{}fn=f\n1{zeros} {}\n", events_line(n + 1), n + 1));
+        }
+        let g = graph(&text).unwrap();
+        assert_eq!(g.self_costs.stride(), 40);
+        let mut want = vec![0i64; 40];
+        want[0] = 1;
+        (1..40).for_each(|k| want[k] = k as i64 + 1);
+        assert_eq!(g.self_costs.row(0), &want[..]);
+        let mut want = vec![0i64; 40];
+        want[0] = 2;
+        assert_eq!(g.self_costs.row(1), &want[..]);
+    }
+
+    #[test]
+    fn summary_adds_up_by_name() {
+        let g = graph("events: A B\nsummary: 5\nevents: B C\nsummary: 1 2\nfn=f\n1 1\n").unwrap();
+        assert_eq!(g.summary, Some(vec![5, 1, 2]));
+    }
+
+    #[test]
+    fn sums_beyond_2_63_are_errors_at_their_line() {
+        let max = i64::MAX;
+        let cases: Vec<(String, &str, u64, u64)> = vec![
+            // One call edge, the same call site twice.
+            (
+                format!(
+                    "events: Ir\nfn=f\n1 1\ncfn=g\ncalls={max} 1\n1 1\ncfn=g\ncalls={max} 1\n1 1\nfn=g\n1 1\n"
+                ),
+                "at this call site add up to more than 2^63-1",
+                8,
+                7,
+            ),
+            // Two call sites: the profile's `calls` column.
+            (
+                "events: Ir\nfn=f\n1 1\ncfn=g\ncalls=4611686018427387904 1\n1 1\ncfn=g\ncalls=4611686018427387904 1\n2 1\n"
+                    .to_string(),
+                "`calls=` counts of the file add up",
+                8,
+                7,
+            ),
+            // A count alone above 2^63-1.
+            (
+                "events: Ir\nfn=f\ncfn=g\ncalls=18446744073709551615 1\n1 1\n".to_string(),
+                "too large: at most 2^63-1",
+                4,
+                7,
+            ),
+            // Self costs of two functions: the profile's total.
+            (
+                format!("events: A Ir\nfn=f\n1 0 {max}\nfn=g\n1 0 {max}\n"),
+                "self costs of event `Ir` add up",
+                5,
+                5,
+            ),
+            // The calls one function makes.
+            (
+                format!(
+                    "events: Ir\nfn=f\n1 1\ncfn=g\ncalls=5 1\n1 {max}\ncfn=h\ncalls=5 1\n1 {max}\n"
+                ),
+                "calls `???:f` makes add up",
+                9,
+                3,
+            ),
+        ];
+        for (text, want, line, col) in &cases {
+            let e = both(text);
+            assert!(e.message.contains(want), "{text:?}: {e}");
+            assert_eq!(
+                (e.line, e.column),
+                (Some(*line), Some(*col)),
+                "{text:?}: {e}"
+            );
+        }
+        // Self-calls are not in the call tree: they do not count towards the file's calls.
+        let g = graph(&format!(
+            "events: Ir\nfn=f\n1 1\ncfn=f\ncalls={max} 1\n1 1\ncfn=g\ncalls=1 1\n1 1\n"
+        ))
+        .unwrap();
+        assert_eq!(g.edges[0].calls, max as u64);
     }
 
     #[test]

@@ -18,8 +18,9 @@
 //!    are all zero), with cumulative rounding, so the shares of every item add up to the item
 //!    exactly. An edge's share at a node becomes a child node whose weight is that share.
 //! 4. A child is not created when its share is zero in every column, when it would be deeper
-//!    than `max_depth`, or when `max_nodes` nodes exist: its function's costs then go to its
-//!    other nodes (or, if it has none, to a root node of its own).
+//!    than `max_depth`, or when `max_nodes` nodes exist (fewer with more than 16 event columns,
+//!    see [`NODE_CELLS`]): its function's costs then go to its other nodes (or, if it has none,
+//!    to a root node of its own).
 //!
 //! So the self cost of every function is exactly the file's, the grand total is the file's
 //! total self cost, and everything is iterative. What is lost: cost inside a cycle or below a
@@ -49,6 +50,11 @@ impl Default for BuildOptions {
     }
 }
 
+/// Most call-tree nodes times event columns (16 Mi): with up to 16 event columns, `max_nodes`
+/// applies as given; with more, fewer nodes are made, so memory does not grow with the product
+/// of a file's event columns and `max_nodes`.
+pub const NODE_CELLS: usize = 1 << 24;
+
 /// An edge of the reconstruction graph.
 struct TEdge {
     from: u32,
@@ -68,7 +74,9 @@ pub fn build_profile(
 ) -> Result<Profile, PluginError> {
     let nf = g.funcs.len();
     let nc = g.events.len();
-    let overflow = || PluginError::invalid_input("value overflow: costs do not fit in 64 bits");
+    // Nodes keep a weight per event column and their samples a value per column: the node
+    // budget shrinks with many columns so that nodes × columns stays within NODE_CELLS.
+    let max_nodes = opts.max_nodes.min(NODE_CELLS / nc.max(1));
 
     // Self-cost items per function (indices into g.selfs), in file order.
     let self_of = group_by(nf, g.selfs.iter().map(|s| s.func));
@@ -91,21 +99,33 @@ pub fn build_profile(
             cost: at,
         });
     }
-    // Each function's calls, summed (the weight of an inlined piece includes them).
-    let mut calls_cost = vec![0i64; nf * nc];
-    for e in &edges {
-        for k in 0..nc {
-            let cell = &mut calls_cost[e.from as usize * nc + k];
-            *cell = cell.checked_add(costs[e.cost + k]).ok_or_else(overflow)?;
-        }
-    }
+    // Inlined pieces: an edge from their function, weighing their self cost and their calls
+    // (a piece with neither would carry nothing, and gets no edge).
+    let file_out = group_by(nf, edges.iter().map(|e| e.from));
     for (f, func) in g.funcs.iter().enumerate() {
         if func.has_block || func.inlined_into == NONE {
             continue;
         }
-        // The piece's weight: its self cost and its calls.
+        if self_of[f].is_empty() && file_out[f].is_empty() {
+            continue;
+        }
+        let overflow = || {
+            PluginError::invalid_input(format!(
+                "value overflow: the code of `{}` inlined into `{}`: its self costs plus the inclusive costs of its calls do not fit in 64 bits",
+                g.annotate_name(f as u32),
+                g.annotate_name(func.inlined_into)
+            ))
+        };
         let at = costs.len();
-        costs.extend_from_slice(&calls_cost[f * nc..(f + 1) * nc]);
+        costs.resize(at + nc, 0);
+        for &e in &file_out[f] {
+            let from = edges[e as usize].cost;
+            for k in 0..nc {
+                costs[at + k] = costs[at + k]
+                    .checked_add(costs[from + k])
+                    .ok_or_else(overflow)?;
+            }
+        }
         for &s in &self_of[f] {
             for (k, v) in g.self_costs.row(s as usize).iter().enumerate() {
                 costs[at + k] = costs[at + k].checked_add(*v).ok_or_else(overflow)?;
@@ -120,6 +140,7 @@ pub fn build_profile(
             cost: at,
         });
     }
+    drop(file_out);
     let out_of = group_by(nf, edges.iter().map(|e| e.from));
 
     // 2. Break cycles: depth-first search, iteratively, from functions without callers.
@@ -370,7 +391,7 @@ pub fn build_profile(
                     cut_depth += 1;
                     continue;
                 }
-                if node_prefix.len() >= opts.max_nodes {
+                if node_prefix.len() >= max_nodes {
                     cut_budget += 1;
                     continue;
                 }
@@ -396,9 +417,16 @@ pub fn build_profile(
         ));
     }
     if cut_budget > 0 {
+        let lowered = if max_nodes < opts.max_nodes {
+            format!(
+                " (lowered from {} for {nc} event columns: nodes × columns is kept within {NODE_CELLS})",
+                opts.max_nodes
+            )
+        } else {
+            String::new()
+        };
         cx.warn(&format!(
-            "{cut_budget} call-tree node(s) beyond max-nodes={} were not created; their costs went to other contexts of the same functions",
-            opts.max_nodes
+            "{cut_budget} call-tree node(s) beyond max-nodes={max_nodes}{lowered} were not created; their costs went to other contexts of the same functions"
         ));
     }
     Ok(b.finish())
