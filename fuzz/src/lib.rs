@@ -69,6 +69,7 @@ fn folded_outcome(
         batch_lines,
         // Batched from the first line when batches are asked for, so small inputs test them.
         batch_from_stacks: if batch_lines > 1 { 0 } else { usize::MAX },
+        ..profconv_folded::ParseOptions::default()
     };
     let result =
         match profconv_folded::parse_folded_with(&mut Input::from_slice(data), opts, &mut cx) {

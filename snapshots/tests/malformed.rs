@@ -392,7 +392,7 @@ fn cases() -> Vec<Case> {
         "callgrind",
         "sum.callgrind",
         fixture("malformed/callgrind/sum.callgrind"),
-        ErrorWithoutPosition,
+        Error,
     ));
     v.push(case(
         "callgrind_negative_cost",
