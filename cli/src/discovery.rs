@@ -40,6 +40,9 @@ pub struct Candidate {
     pub source: Source,
     /// Why it must not be loaded, if it must not (see [`untrusted`]).
     pub refused: Option<String>,
+    /// Named by the user as a file (`--plugin FILE`, a file in `PROFCONV_PLUGIN_PATH`), not
+    /// found by scanning a directory: failing to load it is an error, not a warning.
+    pub explicit: bool,
 }
 
 /// Loading a library runs its code with the user's rights, so a plugin that anyone could have
@@ -70,11 +73,12 @@ pub fn untrusted(_file: &Path) -> Option<String> {
     None
 }
 
-fn candidate(path: PathBuf, source: Source) -> Candidate {
+fn candidate(path: PathBuf, source: Source, explicit: bool) -> Candidate {
     Candidate {
         refused: untrusted(&path),
         path,
         source,
+        explicit,
     }
 }
 
@@ -115,7 +119,7 @@ fn scan_dir(dir: &Path, source: Source, out: &mut Vec<Candidate>) {
         .filter(|p| p.is_file())
         .collect();
     files.sort(); // deterministic order within a directory
-    out.extend(files.into_iter().map(|path| candidate(path, source)));
+    out.extend(files.into_iter().map(|path| candidate(path, source, false)));
 }
 
 /// Every candidate plugin file, in discovery order.
@@ -125,14 +129,22 @@ pub fn candidates(explicit: &[PathBuf], use_defaults: bool) -> Vec<Candidate> {
         if p.is_dir() {
             scan_dir(p, Source::CommandLine, &mut out);
         } else {
-            // A file named explicitly is loaded whatever its name: the user chose it.
-            out.push(candidate(p.clone(), Source::CommandLine));
+            // A file named explicitly is loaded whatever its name: the user chose it (a path
+            // that does not exist is taken as a file too, so that naming it is an error).
+            out.push(candidate(p.clone(), Source::CommandLine, true));
         }
     }
     if let Some(paths) = std::env::var_os("PROFCONV_PLUGIN_PATH") {
         for dir in std::env::split_paths(&paths).filter(|d| !d.as_os_str().is_empty()) {
-            if dir.is_file() {
-                out.push(candidate(dir, Source::EnvPath));
+            // An entry that is a file, or that does not exist but is named like a library, names
+            // a plugin file; anything else is a directory to scan.
+            let names_library = !dir.exists()
+                && dir
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.ends_with(DLL_SUFFIX));
+            if dir.is_file() || names_library {
+                out.push(candidate(dir, Source::EnvPath, true));
             } else {
                 scan_dir(&dir, Source::EnvPath, &mut out);
             }

@@ -1,8 +1,8 @@
 //! Input (file or stdin, gzip undone, head kept for sniffing) and atomic output.
 
-use flate2::read::MultiGzDecoder;
+use flate2::bufread::MultiGzDecoder;
 use std::fs::File;
-use std::io::{self, BufReader, Cursor, Read, Write};
+use std::io::{self, BufRead, BufReader, Cursor, Read, Write};
 use std::path::{Path, PathBuf};
 
 /// Bytes read ahead for sniffing.
@@ -44,10 +44,7 @@ impl OpenInput {
         let chained = Cursor::new(magic.clone()).chain(raw);
         let (mut reader, size_hint): (Box<dyn Read>, _) = if magic == [0x1f, 0x8b] {
             (
-                Box::new(BufReader::with_capacity(
-                    1 << 20,
-                    MultiGzDecoder::new(chained),
-                )),
+                Box::new(BufReader::with_capacity(1 << 20, GzipReader::new(chained))),
                 None,
             )
         } else {
@@ -73,6 +70,131 @@ impl OpenInput {
         match progress_bar(&name, size) {
             Some(bar) => Box::new(bar.wrap_read(reader)),
             None => Box::new(reader),
+        }
+    }
+}
+
+/// Corrupt or truncated gzip data: the input is malformed (not an I/O failure), at `offset`
+/// bytes into the compressed input (how far the decoder had read when it gave up).
+#[derive(Debug)]
+pub struct CorruptGzip {
+    /// Compressed bytes consumed by the decoder when the error was found.
+    pub offset: u64,
+    /// What is wrong, e.g. `the gzip stream ends unexpectedly`.
+    pub detail: String,
+}
+
+impl CorruptGzip {
+    /// The message without the offset (for `FILE:byte N: message`).
+    pub fn what(&self) -> String {
+        format!("corrupt or truncated gzip data: {}", self.detail)
+    }
+}
+
+impl std::fmt::Display for CorruptGzip {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "corrupt or truncated gzip data at byte {} of the compressed input: {}",
+            self.offset, self.detail
+        )
+    }
+}
+
+impl std::error::Error for CorruptGzip {}
+
+/// The gzip details of a read error, when the compressed data (not the reading) was at fault.
+pub fn corrupt_gzip(e: &io::Error) -> Option<&CorruptGzip> {
+    e.get_ref()?.downcast_ref::<CorruptGzip>()
+}
+
+/// The compressed bytes under the gzip decoder: counts what the decoder consumed, and notes
+/// whether reading them failed (then the decoder's error is an I/O error, not bad data).
+struct Compressed<R> {
+    inner: R,
+    consumed: u64,
+    read_failed: bool,
+}
+
+impl<R: BufRead> Read for Compressed<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Compressed<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        match self.inner.fill_buf() {
+            Ok(b) => Ok(b),
+            Err(e) => {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    self.read_failed = true;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.consumed += amt as u64;
+        self.inner.consume(amt);
+    }
+}
+
+/// A multi-member gzip decoder whose errors about the data are [`CorruptGzip`] (with the
+/// compressed byte offset), while errors reading the file stay as they are.
+struct GzipReader<R: BufRead> {
+    decoder: MultiGzDecoder<Compressed<R>>,
+    /// Decompressed bytes produced so far.
+    produced: u64,
+}
+
+impl<R: BufRead> GzipReader<R> {
+    fn new(inner: R) -> Self {
+        GzipReader {
+            decoder: MultiGzDecoder::new(Compressed {
+                inner,
+                consumed: 0,
+                read_failed: false,
+            }),
+            produced: 0,
+        }
+    }
+}
+
+impl<R: BufRead> Read for GzipReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.decoder.read(buf) {
+            Ok(n) => {
+                self.produced += n as u64;
+                Ok(n)
+            }
+            Err(e) => {
+                let compressed = self.decoder.get_ref();
+                if compressed.read_failed || e.kind() == io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+                let mut detail = if e.kind() == io::ErrorKind::UnexpectedEof {
+                    "the gzip stream ends unexpectedly".to_string()
+                } else {
+                    format!("gzip stream: {e}")
+                };
+                if self.produced > 0 && e.to_string().contains("header") {
+                    // A member ended well and what follows is not another one.
+                    detail.push_str(" (data after the last gzip member?)");
+                }
+                Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    CorruptGzip {
+                        offset: compressed.consumed,
+                        detail,
+                    },
+                ))
+            }
         }
     }
 }
@@ -118,7 +240,8 @@ pub enum Sink {
     },
 }
 
-/// The temp file of the conversion under way, removed if the user interrupts it (Ctrl-C).
+/// The temp file of the conversion under way, removed if the process is interrupted or
+/// terminated (SIGINT, SIGTERM, SIGHUP).
 static PENDING_TEMP: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
 
 fn set_pending(path: Option<PathBuf>) {
@@ -127,13 +250,14 @@ fn set_pending(path: Option<PathBuf>) {
     }
 }
 
-/// Removes the pending temp file, if any (called from the interrupt handler).
-pub fn remove_pending_temp() {
-    if let Ok(mut p) = PENDING_TEMP.lock() {
-        if let Some(path) = p.take() {
-            let _ = std::fs::remove_file(path);
-        }
+/// Removes the pending temp file, if any, and exits with `code` (the signal handler). The lock
+/// is held until the process ends, so no new temp file can appear in between.
+pub fn remove_pending_temp_and_exit(code: i32) -> ! {
+    let mut p = PENDING_TEMP.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(path) = p.take() {
+        let _ = std::fs::remove_file(path);
     }
+    std::process::exit(code)
 }
 
 impl Sink {
@@ -165,6 +289,24 @@ impl Sink {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
+        // Errors name the directory, not the temp file's internal name (the caller names the
+        // target): check the directory first, and drop tempfile's `at path ".profconv-…"`.
+        let in_dir = |e: io::Error| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot create a file in {}: {e}", dir.display()),
+            )
+        };
+        match std::fs::metadata(&dir) {
+            Ok(meta) if !meta.is_dir() => {
+                return Err(in_dir(io::Error::new(
+                    io::ErrorKind::NotADirectory,
+                    "not a directory",
+                )));
+            }
+            Ok(_) => {}
+            Err(e) => return Err(in_dir(e)),
+        }
         let mut builder = tempfile::Builder::new();
         builder.prefix(".profconv-").suffix(".tmp");
         #[cfg(unix)]
@@ -173,8 +315,17 @@ impl Sink {
             use std::os::unix::fs::PermissionsExt;
             builder.permissions(std::fs::Permissions::from_mode(0o666));
         }
-        let tmp = builder.tempfile_in(dir)?;
-        set_pending(Some(tmp.path().to_path_buf()));
+        // The lock is held from creating the file to recording it, so an interrupt in between
+        // waits and then finds the file to remove.
+        let mut pending = PENDING_TEMP.lock().unwrap_or_else(|p| p.into_inner());
+        let tmp = builder.tempfile_in(&dir).map_err(|e| {
+            let text = e.to_string();
+            // tempfile appends ` at path "<temp file>"`; keep only the system's reason.
+            let reason = text.split(" at path ").next().unwrap_or(&text).to_string();
+            in_dir(io::Error::new(e.kind(), reason))
+        })?;
+        *pending = Some(tmp.path().to_path_buf());
+        drop(pending);
         Ok(Sink::File { tmp, target })
     }
 

@@ -176,13 +176,22 @@ impl Failure {
         ExitCode::from(code)
     }
 
+    /// Reading `place` failed: corrupt or truncated gzip data is malformed input (exit 3, at its
+    /// compressed byte offset); anything else is an I/O error (exit 4).
+    fn reading(place: &str, e: &std::io::Error) -> Failure {
+        match io::corrupt_gzip(e) {
+            Some(g) => Failure::Input(format!("{place}:byte {}: {}", g.offset, g.what())),
+            None => Failure::Io(format!("{place}: {e}")),
+        }
+    }
+
     /// A plugin call's error, located in `place` (the input being read or the output written).
     fn from_call(e: CallError, place: &str, what: &str) -> Failure {
         if let Some(io) = &e.io {
             if is_broken_pipe(io) {
                 return Failure::BrokenPipe;
             }
-            return Failure::Io(format!("{place}: {io}"));
+            return Failure::reading(place, io);
         }
         let msg = match (e.line, e.byte_offset) {
             (Some(_), _) => format!("{place}:{e}"),
@@ -201,11 +210,10 @@ impl Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // Ctrl-C: remove the half-written temp file, then exit as interrupted processes do.
-    let _ = ctrlc::set_handler(|| {
-        io::remove_pending_temp();
-        std::process::exit(130);
-    });
+    // Ctrl-C, SIGTERM (`timeout`, `kill`) and SIGHUP (the terminal closed): remove the
+    // half-written temp file, then exit as interrupted processes do (one handler serves the
+    // three, so it cannot tell them apart: 130 for each).
+    let _ = ctrlc::set_handler(|| io::remove_pending_temp_and_exit(130));
     if let Command::PluginCheck { path, samples } = &cli.command {
         // The plugin under test is loaded by the kit itself, not through discovery.
         let report = profconv_conformance::check_plugin(path, samples);
@@ -224,6 +232,11 @@ fn main() -> ExitCode {
 
 fn run(cli: &Cli) -> Result<(), Failure> {
     let registry = Registry::load(discovery::candidates(&cli.plugins, !cli.no_default_plugins));
+    // `formats` lists every plugin that failed to load (that is its job); other commands stop
+    // on a plugin the user named, and warn about ones found in directories.
+    if !matches!(cli.command, Command::Formats) {
+        check_plugin_failures(&registry, cli.quiet)?;
+    }
     let run = Run {
         quiet: cli.quiet,
         threads: cli.threads.map_or_else(
@@ -238,6 +251,37 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         Command::Diff(args) => diff(&registry, args, run),
         Command::PluginCheck { .. } => unreachable!("handled in main, before discovery"),
     }
+}
+
+/// A plugin the user named as a file (`--plugin FILE`, a file in `PROFCONV_PLUGIN_PATH`) that
+/// failed to load is an error (exit 5); one found by scanning a directory is a warning.
+fn check_plugin_failures(registry: &Registry, quiet: bool) -> Result<(), Failure> {
+    let named: Vec<String> = registry
+        .explicit_failures()
+        .map(|r| {
+            format!(
+                "{} {}: {}",
+                r.candidate.source.label(),
+                r.candidate.path.display(),
+                r.reason
+            )
+        })
+        .collect();
+    if !named.is_empty() {
+        return Err(Failure::Plugin(named.join("\nprofconv: error: ")));
+    }
+    for r in registry.scanned_failures() {
+        warn(
+            quiet,
+            &format!(
+                "plugin {} ({}) not loaded: {}",
+                r.candidate.path.display(),
+                r.candidate.source.label(),
+                r.reason
+            ),
+        );
+    }
+    Ok(())
 }
 
 /// Settings of this run that every step needs.
@@ -339,7 +383,7 @@ fn open_input<'r>(
     args: &InputArgs,
 ) -> Result<(OpenInput, &'r FormatHandle), Failure> {
     let input = OpenInput::open(&args.input)
-        .map_err(|e| Failure::Io(format!("{}: {e}", args.input.display())))?;
+        .map_err(|e| Failure::reading(&args.input.display().to_string(), &e))?;
     let parser = match &args.from {
         Some(id) => registry.parser(id).map_err(Failure::Usage)?,
         None => registry
@@ -369,7 +413,7 @@ fn parse(
     if !streams {
         reader
             .read_to_end(&mut whole)
-            .map_err(|e| Failure::Io(format!("{name}: {e}")))?;
+            .map_err(|e| Failure::reading(&name, &e))?;
     }
     let mut empty: &[u8] = &[];
     let req = ParseInput {
@@ -462,9 +506,13 @@ fn choose_emitter<'r>(
             "writing to stdout needs --to FMT (the format cannot come from a file name)".into(),
         ));
     }
-    let name = out_path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    // Lossy: a name that is not UTF-8 is still shown, and its (ASCII) extension still matches.
+    let name = out_path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
     match registry
-        .by_file_name(name, FormatHandle::can_emit)
+        .by_file_name(&name, FormatHandle::can_emit)
         .as_slice()
     {
         [only] => Ok(*only),
@@ -573,6 +621,13 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
         .to
         .as_deref()
         .or(args.output.is_none().then_some("flamegraph"));
+    if args.before == Path::new("-") && args.after == Path::new("-") {
+        return Err(Failure::Usage(
+            "diff: `-` (stdin) can be only one of the two inputs: the first would read all of \
+             stdin and leave the second empty; save one profile to a file"
+                .into(),
+        ));
+    }
     let emitter = choose_emitter(registry, to, &out_path)?;
     check_not_an_input(&out_path, &[&args.before, &args.after])?;
     let open = |path: &Path| {

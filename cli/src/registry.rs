@@ -56,6 +56,16 @@ impl Registry {
         reg
     }
 
+    /// Plugins the user named as files that could not be loaded (an error for the run).
+    pub fn explicit_failures(&self) -> impl Iterator<Item = &Rejected> {
+        self.rejected.iter().filter(|r| r.candidate.explicit)
+    }
+
+    /// Plugins found by scanning a directory that could not be loaded (a warning).
+    pub fn scanned_failures(&self) -> impl Iterator<Item = &Rejected> {
+        self.rejected.iter().filter(|r| !r.candidate.explicit)
+    }
+
     /// Adds a loaded plugin (also used for in-process plugins in tests).
     pub fn add(&mut self, plugin: LoadedPlugin, source: Source) {
         if let Some(first) = self
@@ -162,8 +172,12 @@ impl Registry {
     /// Picks the parser for an input: sniffed content first, the extension to break ties or
     /// when no sniffer is confident.
     pub fn detect_input(&self, head: &[u8], path: &Path) -> Result<&FormatHandle, String> {
-        let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        let by_ext = self.by_file_name(file_name, FormatHandle::can_parse);
+        // Lossy: the extensions are ASCII, so a name that is not UTF-8 still matches them.
+        let file_name = path
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
+        let by_ext = self.by_file_name(&file_name, FormatHandle::can_parse);
         let mut scores: Vec<(u32, &FormatHandle)> = self
             .formats
             .iter()

@@ -162,8 +162,14 @@ pub struct LoadedPlugin {
 pub fn load_library(path: &Path) -> Result<LoadedPlugin, LoadError> {
     // SAFETY: loading runs the library's initialisers. Only files the host chose (matching the
     // plugin naming pattern in plugin directories, or named explicitly by the user) get here.
-    let lib = unsafe { libloading::Library::new(path) }
-        .map_err(|e| LoadError::Open(path.to_path_buf(), e.to_string()))?;
+    let lib = unsafe { libloading::Library::new(path) }.map_err(|e| {
+        // libloading's text is "dlopen failed"; the system's reason is its source.
+        let reason = match std::error::Error::source(&e) {
+            Some(why) => format!("{e}: {why}"),
+            None => e.to_string(),
+        };
+        LoadError::Open(path.to_path_buf(), reason)
+    })?;
     // SAFETY: the symbol, if present, is a profconv entry point of type `EntryFn` (checked
     // afterwards by the header's magic and ABI version before anything else is read).
     let entry: EntryFn = match unsafe { lib.get::<EntryFn>(ENTRY_SYMBOL.as_bytes()) } {
