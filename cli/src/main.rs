@@ -381,13 +381,14 @@ fn check_option_value(
 fn open_input<'r>(
     registry: &'r Registry,
     args: &InputArgs,
+    quiet: bool,
 ) -> Result<(OpenInput, &'r FormatHandle), Failure> {
     let input = OpenInput::open(&args.input)
         .map_err(|e| Failure::reading(&args.input.display().to_string(), &e))?;
     let parser = match &args.from {
         Some(id) => registry.parser(id).map_err(Failure::Usage)?,
         None => registry
-            .detect_input(&input.head, &input.path)
+            .detect_input(&input.head, &input.path, &mut |m| warn(quiet, m))
             .map_err(|m| Failure::Usage(format!("{}: {m}", input.name)))?,
     };
     Ok((input, parser))
@@ -584,7 +585,7 @@ fn convert(registry: &Registry, args: &ConvertArgs, run: Run) -> Result<(), Fail
     let out_path = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
     let emitter = choose_emitter(registry, args.to.as_deref(), &out_path)?;
     check_not_an_input(&out_path, &[&args.input.input])?;
-    let (input, parser) = open_input(registry, &args.input)?;
+    let (input, parser) = open_input(registry, &args.input, run.quiet)?;
     let opts = split_options(&args.input.options, &[parser, emitter])?;
     let (name, profile) = parse(input, parser, &opts[0], run)?;
     let transformed = apply_transforms(&profile.view(), &args.input.transforms, &name, run.quiet)?;
@@ -639,6 +640,7 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
                 options: Vec::new(),
                 transforms: Vec::new(),
             },
+            run.quiet,
         )
     };
     let (before_in, before_parser) = open(&args.before)?;
@@ -660,7 +662,7 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
 }
 
 fn tree(registry: &Registry, args: &TreeArgs, run: Run) -> Result<(), Failure> {
-    let (input, parser) = open_input(registry, &args.input)?;
+    let (input, parser) = open_input(registry, &args.input, run.quiet)?;
     let opts = split_options(&args.input.options, &[parser])?;
     let (name, profile) = parse(input, parser, &opts[0], run)?;
     let transformed = apply_transforms(&profile.view(), &args.input.transforms, &name, run.quiet)?;

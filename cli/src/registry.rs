@@ -171,7 +171,13 @@ impl Registry {
 
     /// Picks the parser for an input: sniffed content first, the extension to break ties or
     /// when no sniffer is confident.
-    pub fn detect_input(&self, head: &[u8], path: &Path) -> Result<&FormatHandle, String> {
+    /// A sniffer that panics counts as 0 and is reported through `warn`.
+    pub fn detect_input(
+        &self,
+        head: &[u8],
+        path: &Path,
+        warn: &mut dyn FnMut(&str),
+    ) -> Result<&FormatHandle, String> {
         // Lossy: the extensions are ASCII, so a name that is not UTF-8 still matches them.
         let file_name = path
             .file_name()
@@ -182,7 +188,16 @@ impl Registry {
             .formats
             .iter()
             .filter(|f| f.can_parse())
-            .map(|f| (f.sniff(head), f))
+            .map(|f| {
+                let score = f.sniff(head).unwrap_or_else(|e| {
+                    warn(&format!(
+                        "format {} of plugin {}: {e}; it was not detected by content",
+                        f.id, f.plugin.name
+                    ));
+                    0
+                });
+                (score, f)
+            })
             .filter(|(s, _)| *s > 0)
             .collect();
         scores.sort_by_key(|s| std::cmp::Reverse(s.0));

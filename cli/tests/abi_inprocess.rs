@@ -86,7 +86,7 @@ fn folded_parses_through_the_abi_streaming_and_whole() {
     assert_eq!(f.id, "folded");
     assert_eq!(f.extensions, vec!["folded", "collapsed"]);
     assert!(f.can_parse() && f.can_emit());
-    assert!(f.sniff(SEED_001.as_bytes()) >= 50);
+    assert!(f.sniff(SEED_001.as_bytes()).unwrap() >= 50);
     for streaming in [true, false] {
         let p = parse(&f, SEED_001.as_bytes(), streaming).unwrap();
         assert_eq!(first_seen_tree(&p.view()), SEED_001_TREE);
@@ -156,8 +156,8 @@ fn panics_become_errors_and_the_process_goes_on() {
     let exploding = &plugin.formats[0];
     assert_eq!(
         exploding.sniff(b"anything"),
-        0,
-        "a panicking sniffer scores 0"
+        Err(host::SnifferPanicked),
+        "a panicking sniffer is reported"
     );
     for _ in 0..2 {
         let e = parse(exploding, b"x", true).err().unwrap();

@@ -274,11 +274,9 @@ fn a_scanned_plugin_that_fails_to_load_is_a_warning() {
     assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
 }
 
-/// A panic in a format's sniffer is contained (detection goes on) but must be reported.
-/// Blocked on the plugin SDK: the `sniff` entry point catches the panic and returns 0, so the
-/// host cannot tell a panic from "not this format".
+/// A panic in a format's sniffer is contained (detection goes on) and reported: ABI 1.2's
+/// `sniff_checked` says PANIC where the 1.0 `sniff` could only score 0.
 #[test]
-#[ignore = "needs the plugin SDK to report sniff panics to the host"]
 fn a_panicking_sniffer_is_a_warning() {
     let d = tmp();
     let input = write(d.path(), "seed.folded", SEED_001.as_bytes());

@@ -54,7 +54,7 @@ fn a_plugin_built_for_another_abi_is_refused_with_its_name_version_and_abi() {
 fn a_panicking_plugin_gives_an_error_and_the_process_goes_on() {
     let plugin = host::load_library(&lib_path("profconv_testplugin_panicky")).unwrap();
     let f = &plugin.formats[0];
-    assert_eq!(f.sniff(b"x"), 0);
+    assert_eq!(f.sniff(b"x"), Err(host::SnifferPanicked));
     for _ in 0..3 {
         let e = parse(f, b"x").err().unwrap();
         assert_eq!(e.status, Status::PANIC);

@@ -84,7 +84,8 @@ fn abi_layout_is_deliberate() {
             n_options,
             sniff,
             parse,
-            emit
+            emit,
+            sniff_checked
         }
     );
     layout!(

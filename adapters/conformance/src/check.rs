@@ -391,7 +391,13 @@ fn check_sniff(
     let mut claimed = Vec::new();
     let mut max = (0, "");
     for s in foreign {
-        let score = f.sniff(&s.bytes[..s.bytes.len().min(16 * 1024)]);
+        let score = match f.sniff(&s.bytes[..s.bytes.len().min(16 * 1024)]) {
+            Ok(score) => score,
+            Err(e) => {
+                claimed.push(format!("{}: {e}", s.name));
+                continue;
+            }
+        };
         if score >= SNIFF_CLAIM {
             claimed.push(format!(
                 "{} ({} sample) scores {score}",
@@ -428,10 +434,12 @@ fn check_sniff(
     }
     let low: Vec<String> = mine
         .iter()
-        .filter_map(|(s, _)| {
-            let score = f.sniff(&s.bytes[..s.bytes.len().min(16 * 1024)]);
-            (score < SNIFF_CLAIM).then(|| format!("{} scores {score}", s.name))
-        })
+        .filter_map(
+            |(s, _)| match f.sniff(&s.bytes[..s.bytes.len().min(16 * 1024)]) {
+                Ok(score) => (score < SNIFF_CLAIM).then(|| format!("{} scores {score}", s.name)),
+                Err(e) => Some(format!("{}: {e}", s.name)),
+            },
+        )
         .collect();
     if low.is_empty() {
         report.push(

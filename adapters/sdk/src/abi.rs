@@ -1,4 +1,4 @@
-//! The C ABI between the profconv host and its plugins (ABI 1.1).
+//! The C ABI between the profconv host and its plugins (ABI 1.2).
 //!
 //! Everything here is `#[repr(C)]`, integers, raw pointers and `extern "C"` function pointers:
 //! nothing of Rust's unstable layout crosses the boundary. The rules:
@@ -22,7 +22,8 @@ pub const MAGIC: [u8; 8] = *b"PRFCNVPL";
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: fields appended (or reserved ones given a meaning) within the major.
 /// 1.1: [`HostCallbacks::threads`] (was a reserved zero in 1.0).
-pub const ABI_MINOR: u32 = 1;
+/// 1.2: [`FormatDesc::sniff_checked`] (appended), a sniffer that reports its panics.
+pub const ABI_MINOR: u32 = 2;
 /// Name of the one symbol a plugin library exports.
 pub const ENTRY_SYMBOL: &str = "profconv_plugin_entry";
 
@@ -269,6 +270,13 @@ pub struct OptionValue {
 
 /// Sniffer: how likely (0..=100) are these leading bytes this format.
 pub type SniffFn = unsafe extern "C" fn(head: *const u8, len: usize) -> u32;
+
+/// Sniffer that reports panics (ABI 1.2): writes the confidence 0..=100 that `head` is this
+/// format to `*score` and returns [`Status::OK`], or returns [`Status::PANIC`] (with `*score`
+/// 0) when the format's sniffer panicked.
+pub type SniffCheckedFn =
+    unsafe extern "C" fn(head: *const u8, len: usize, score: *mut u32) -> Status;
+
 /// Parser: reads `input`, fills `out` on success.
 pub type ParseFn = unsafe extern "C" fn(
     options: *const OptionValue,
@@ -288,7 +296,7 @@ pub type EmitFn = unsafe extern "C" fn(
 
 /// One format of a plugin: a tiny vtable.
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct FormatDesc {
     /// `size_of::<FormatDesc>()` as the plugin knows it.
     pub struct_size: u32,
@@ -310,10 +318,16 @@ pub struct FormatDesc {
     pub parse: Option<ParseFn>,
     /// Emitter, if [`caps::EMIT`].
     pub emit: Option<EmitFn>,
+    /// ABI 1.2: the sniffer again, reporting a panic instead of hiding it in a score of 0. A
+    /// host reads it only when `struct_size` covers it, and then calls it instead of `sniff`.
+    pub sniff_checked: Option<SniffCheckedFn>,
 }
 
 // SAFETY: format descriptors are immutable statics.
 unsafe impl Sync for FormatDesc {}
+// SAFETY: a copy only points at the plugin's immutable statics (strings, options, functions),
+// which live as long as the process (libraries are never unloaded).
+unsafe impl Send for FormatDesc {}
 
 /// Host-owned input, pulled by the parser.
 #[repr(C)]
@@ -488,7 +502,8 @@ const _: () = {
     assert!(offset_of!(PluginHeader, descriptor_size) == 16);
     assert!(offset_of!(PluginHeader, plugin_name) == 24);
     assert!(size_of::<PluginDescriptor>() == min_size::PLUGIN_DESCRIPTOR);
-    assert!(size_of::<FormatDesc>() == min_size::FORMAT_DESC);
+    assert!(offset_of!(FormatDesc, sniff_checked) == min_size::FORMAT_DESC);
+    assert!(size_of::<FormatDesc>() == min_size::FORMAT_DESC + 8);
     assert!(size_of::<HostCallbacks>() == min_size::HOST_CALLBACKS);
     assert!(size_of::<ProfileView>() == min_size::PROFILE_VIEW);
 };

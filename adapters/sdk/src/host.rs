@@ -121,10 +121,23 @@ impl OptionInfo {
     }
 }
 
+/// A format's content sniffer panicked (the host goes on as if it scored 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SnifferPanicked;
+
+impl fmt::Display for SnifferPanicked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("its content sniffer panicked")
+    }
+}
+
+impl std::error::Error for SnifferPanicked {}
+
 /// One format of a loaded plugin, callable safely.
 #[derive(Clone)]
 pub struct FormatHandle {
-    desc: &'static FormatDesc,
+    /// The plugin's descriptor, copied: fields of a later minor than the plugin's are zero.
+    desc: FormatDesc,
     /// The plugin that provides it.
     pub plugin: Arc<PluginInfo>,
     /// Format id.
@@ -257,16 +270,31 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
             "format descriptor too small".into(),
         ));
     }
-    let descs: Vec<&'static FormatDesc> = (0..desc.n_formats)
+    let descs: Vec<FormatDesc> = (0..desc.n_formats)
         .map(|i| {
-            // SAFETY: `n_formats` elements of `stride` bytes each, each starting with an
-            // ABI-1.0 `FormatDesc`, in the plugin's static data.
-            unsafe { &*((desc.formats as *const u8).add(i * stride) as *const FormatDesc) }
+            // The element holds `stride` bytes: an older plugin's is shorter than this
+            // `FormatDesc`, whose missing tail stays zero (null: the function is not there).
+            let n = stride.min(size_of::<FormatDesc>());
+            let mut copy = std::mem::MaybeUninit::<FormatDesc>::zeroed();
+            // SAFETY: `n_formats` elements of `stride` bytes each, each starting with an ABI-1.0
+            // `FormatDesc`, in the plugin's static data; `n` bytes fit in both. All-zero bytes
+            // are a valid `FormatDesc` (integers, null pointers, `None` functions), and so is
+            // any prefix of a plugin's descriptor completed with zeros.
+            let mut d = unsafe {
+                let src = (desc.formats as *const u8).add(i * stride);
+                std::ptr::copy_nonoverlapping(src, copy.as_mut_ptr() as *mut u8, n);
+                copy.assume_init()
+            };
+            if (d.struct_size as usize) < size_of::<FormatDesc>() {
+                // The plugin's minor does not have these fields.
+                d.sniff_checked = None;
+            }
+            d
         })
         .collect();
     let mut formats = Vec::with_capacity(descs.len());
     for d in descs {
-        if (d.struct_size as usize) < size_of::<FormatDesc>() {
+        if (d.struct_size as usize) < abi::min_size::FORMAT_DESC {
             return Err(LoadError::Malformed(
                 origin,
                 "format descriptor too small".into(),
@@ -538,14 +566,27 @@ impl FormatHandle {
         self.caps & caps::STREAMING_INPUT != 0
     }
 
-    /// Confidence 0..=100 that `head` is this format; 0 when the format has no sniffer.
-    pub fn sniff(&self, head: &[u8]) -> u32 {
+    /// Confidence 0..=100 that `head` is this format; 0 when the format has no sniffer. `Err`
+    /// when the plugin's sniffer panicked (plugins of ABI 1.2 on say so; an older plugin's
+    /// panicking sniffer scores 0).
+    pub fn sniff(&self, head: &[u8]) -> Result<u32, SnifferPanicked> {
+        if self.caps & caps::SNIFF == 0 {
+            return Ok(0);
+        }
+        if let Some(f) = self.desc.sniff_checked {
+            let mut score = 0u32;
+            // SAFETY: `head` is readable and `score` writable for the call; the trampoline
+            // catches panics.
+            let status = unsafe { f(head.as_ptr(), head.len(), &mut score) };
+            return match status {
+                Status::PANIC => Err(SnifferPanicked),
+                _ => Ok(score.min(100)),
+            };
+        }
         match self.desc.sniff {
-            Some(f) if self.caps & caps::SNIFF != 0 => {
-                // SAFETY: `head` is readable for the call; the trampoline catches panics.
-                unsafe { f(head.as_ptr(), head.len()) }.min(100)
-            }
-            _ => 0,
+            // SAFETY: `head` is readable for the call; the trampoline catches panics.
+            Some(f) => Ok(unsafe { f(head.as_ptr(), head.len()) }.min(100)),
+            None => Ok(0),
         }
     }
 
@@ -697,3 +738,102 @@ impl FormatHandle {
 unsafe impl Send for FormatHandle {}
 // SAFETY: as above.
 unsafe impl Sync for FormatHandle {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::{
+        EmitFn, MAGIC, OptionDesc, ParseFn, PluginHeader, SniffFn, StrRef, caps, min_size,
+    };
+
+    /// `FormatDesc` as ABI 1.0 and 1.1 lay it out: 96 bytes, without 1.2's `sniff_checked`.
+    #[repr(C)]
+    struct FormatDesc11 {
+        struct_size: u32,
+        caps: u32,
+        id: StrRef,
+        description: StrRef,
+        extensions: StrRef,
+        options: *const OptionDesc,
+        n_options: usize,
+        sniff: Option<SniffFn>,
+        parse: Option<ParseFn>,
+        emit: Option<EmitFn>,
+    }
+
+    // SAFETY: immutable statics.
+    unsafe impl Sync for FormatDesc11 {}
+
+    #[repr(C)]
+    struct Descriptor11 {
+        header: PluginHeader,
+        formats: *const FormatDesc11,
+        n_formats: usize,
+    }
+
+    // SAFETY: immutable statics.
+    unsafe impl Sync for Descriptor11 {}
+
+    unsafe extern "C" fn sniff_a(_: *const u8, _: usize) -> u32 {
+        70
+    }
+
+    unsafe extern "C" fn sniff_b(_: *const u8, _: usize) -> u32 {
+        30
+    }
+
+    const fn format(id: &'static str, sniff: SniffFn) -> FormatDesc11 {
+        FormatDesc11 {
+            struct_size: size_of::<FormatDesc11>() as u32,
+            caps: caps::SNIFF,
+            id: StrRef::from_static(id),
+            description: StrRef::from_static(""),
+            extensions: StrRef::from_static(""),
+            options: std::ptr::null(),
+            n_options: 0,
+            sniff: Some(sniff),
+            parse: None,
+            emit: None,
+        }
+    }
+
+    static FORMATS: [FormatDesc11; 2] = [format("a", sniff_a), format("b", sniff_b)];
+
+    static DESCRIPTOR: Descriptor11 = Descriptor11 {
+        header: PluginHeader {
+            magic: MAGIC,
+            abi_major: 1,
+            abi_minor: 1,
+            descriptor_size: size_of::<Descriptor11>() as u32,
+            panic_unwind: 1,
+            plugin_name: StrRef::from_static("minor1"),
+            plugin_version: StrRef::from_static("1.1.0"),
+            sdk_version: StrRef::from_static("0.1.0"),
+        },
+        formats: &FORMATS as *const [FormatDesc11; 2] as *const FormatDesc11,
+        n_formats: 2,
+    };
+
+    extern "C" fn entry_1_1(_: *const HostInfo) -> *const PluginHeader {
+        &DESCRIPTOR.header
+    }
+
+    /// A plugin built for ABI 1.1 (96-byte format descriptors) loads in this host: the formats
+    /// are found at its stride, the field 1.2 appended reads as absent, and sniffing goes
+    /// through the 1.0 entry.
+    #[test]
+    fn a_plugin_of_abi_1_1_loads_and_sniffs() {
+        assert_eq!(size_of::<FormatDesc11>(), min_size::FORMAT_DESC);
+        let plugin = load_static(entry_1_1, "minor1").unwrap();
+        let ids: Vec<&str> = plugin.formats.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"]);
+        assert!(
+            plugin
+                .formats
+                .iter()
+                .all(|f| f.desc.sniff_checked.is_none())
+        );
+        let scores: Vec<_> = plugin.formats.iter().map(|f| f.sniff(b"x")).collect();
+        assert_eq!(scores, [Ok(70), Ok(30)]);
+    }
+}

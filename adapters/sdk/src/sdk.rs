@@ -488,13 +488,41 @@ fn guarded(host: Option<&HostCallbacks>, f: impl FnOnce() -> Result<(), PluginEr
 }
 
 unsafe extern "C" fn sniff_trampoline<F: Format>(head: *const u8, len: usize) -> u32 {
-    let head: &[u8] = if head.is_null() || len == 0 {
+    // SAFETY: the host passes `len` readable bytes (or null) for this call.
+    let head = unsafe { sniff_head(head, len) };
+    catch_unwind(|| F::sniff(head).min(100)).unwrap_or(0)
+}
+
+/// ABI 1.2's sniffer: the same score, or [`Status::PANIC`] when `F::sniff` panicked.
+unsafe extern "C" fn sniff_checked_trampoline<F: Format>(
+    head: *const u8,
+    len: usize,
+    score: *mut u32,
+) -> Status {
+    // SAFETY: the host passes `len` readable bytes (or null) for this call.
+    let head = unsafe { sniff_head(head, len) };
+    let (value, status) = match catch_unwind(|| F::sniff(head).min(100)) {
+        Ok(v) => (v, Status::OK),
+        Err(_) => (0, Status::PANIC),
+    };
+    if !score.is_null() {
+        // SAFETY: the host lends a writable `u32` for this call.
+        unsafe { *score = value };
+    }
+    status
+}
+
+/// The `len` bytes at `head`, or nothing for a null pointer or zero length.
+///
+/// # Safety
+/// `head`, when not null, must point at `len` readable bytes that outlive the returned slice.
+unsafe fn sniff_head<'a>(head: *const u8, len: usize) -> &'a [u8] {
+    if head.is_null() || len == 0 {
         &[]
     } else {
-        // SAFETY: the host passes `len` readable bytes for this call.
+        // SAFETY: the caller guarantees `len` readable bytes at `head`.
         unsafe { std::slice::from_raw_parts(head, len) }
-    };
-    catch_unwind(|| F::sniff(head).min(100)).unwrap_or(0)
+    }
 }
 
 unsafe extern "C" fn parse_trampoline<F: Format>(
@@ -599,6 +627,11 @@ pub const fn format_desc<F: Format>() -> FormatDesc {
         },
         emit: if F::CAN_EMIT {
             Some(emit_trampoline::<F> as abi::EmitFn)
+        } else {
+            None
+        },
+        sniff_checked: if F::CAN_SNIFF {
+            Some(sniff_checked_trampoline::<F> as abi::SniffCheckedFn)
         } else {
             None
         },
