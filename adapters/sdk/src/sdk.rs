@@ -209,8 +209,28 @@ impl Options {
     {
         self.get(key)
             .map(|v| {
-                v.parse::<T>()
-                    .map_err(|e| PluginError::bad_option(format!("option {key}={v}: {e}")))
+                v.parse::<T>().map_err(|e| {
+                    // Say what was expected, not only what the standard parser disliked.
+                    let expected = match std::any::type_name::<T>() {
+                        "u8" | "u16" | "u32" | "u64" | "usize" => Some(format!(
+                            "a whole number from 0 to {}",
+                            match std::any::type_name::<T>() {
+                                "u8" => u64::from(u8::MAX),
+                                "u16" => u64::from(u16::MAX),
+                                "u32" => u64::from(u32::MAX),
+                                _ => u64::MAX,
+                            }
+                        )),
+                        "i8" | "i16" | "i32" | "i64" | "isize" => Some("a whole number".into()),
+                        "f32" | "f64" => Some("a number".into()),
+                        "bool" => Some("`true` or `false`".into()),
+                        _ => None,
+                    };
+                    PluginError::bad_option(match expected {
+                        Some(x) => format!("option {key}: expected {x}, found `{v}` ({e})"),
+                        None => format!("option {key}={v}: {e}"),
+                    })
+                })
             })
             .transpose()
     }
