@@ -227,7 +227,7 @@ impl Options {
                         _ => None,
                     };
                     PluginError::bad_option(match expected {
-                        Some(x) => format!("option {key}: expected {x}, found `{v}` ({e})"),
+                        Some(x) => format!("option {key}={v}: expected {x} ({e})"),
                         None => format!("option {key}={v}: {e}"),
                     })
                 })
