@@ -1,41 +1,16 @@
 //! Regressions from the CLI audit: signals, stdin given twice, plugins that fail to load, gzip
 //! errors, odd output paths. Each test runs the real `profconv` binary.
 
+#[path = "support/run.rs"]
+mod run;
 mod support;
 
+use run::{profconv, run, text, tmp, write};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{SEED_001, built_plugins, lib_path};
-
-fn profconv() -> Command {
-    built_plugins();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_profconv"));
-    c.env_remove("PROFCONV_PLUGIN_PATH");
-    // Keep a user's own plugin directory out of the tests.
-    c.env("XDG_DATA_HOME", "/nonexistent-profconv-test");
-    c.stdin(Stdio::null());
-    c
-}
-
-fn run(args: &[&str]) -> Output {
-    profconv().args(args).output().expect("run profconv")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn tmp() -> tempfile::TempDir {
-    tempfile::tempdir().unwrap()
-}
-
-fn write(dir: &Path, name: &str, content: &[u8]) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, content).unwrap();
-    p
-}
+use support::{SEED_001, lib_path};
 
 /// The `.profconv-*.tmp` files in `dir`.
 fn temp_files(dir: &Path) -> Vec<PathBuf> {

@@ -1,38 +1,14 @@
 //! The `profconv` binary end to end, with plugins discovered next to it.
 
+#[path = "support/run.rs"]
+mod run;
 mod support;
 
+use run::{profconv, run, text, tmp, write};
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use support::{SEED_001, SEED_001_TREE, built_plugins, lib_path};
-
-fn profconv() -> Command {
-    built_plugins();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_profconv"));
-    c.env_remove("PROFCONV_PLUGIN_PATH");
-    // Keep a user's own plugin directory out of the tests.
-    c.env("XDG_DATA_HOME", "/nonexistent-profconv-test");
-    c
-}
-
-fn run(args: &[&str]) -> Output {
-    profconv().args(args).output().expect("run profconv")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn tmp() -> tempfile::TempDir {
-    tempfile::tempdir().unwrap()
-}
-
-fn write(dir: &Path, name: &str, content: &[u8]) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, content).unwrap();
-    p
-}
 
 #[test]
 fn formats_lists_the_folded_plugin_from_its_shared_library() {

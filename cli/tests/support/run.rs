@@ -1,0 +1,35 @@
+//! Running the real `profconv` binary from the CLI's integration tests (not shared with other
+//! packages: `CARGO_BIN_EXE_profconv` exists only in this one's tests).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// `profconv` with the plugins beside it, and neither `PROFCONV_PLUGIN_PATH` nor a user's own
+/// plugin directory in the way; stdin is empty unless the test sets it.
+pub fn profconv() -> Command {
+    crate::support::built_plugins();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_profconv"));
+    c.env_remove("PROFCONV_PLUGIN_PATH");
+    c.env("XDG_DATA_HOME", "/nonexistent-profconv-test");
+    c.stdin(Stdio::null());
+    c
+}
+
+pub fn run(args: &[&str]) -> Output {
+    profconv().args(args).output().expect("run profconv")
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+pub fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+pub fn write(dir: &Path, name: &str, content: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, content).unwrap();
+    p
+}
