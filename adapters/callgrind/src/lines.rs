@@ -3,7 +3,7 @@
 //! [`MAX_LINE`].
 
 use memchr::memchr;
-use profconv_plugin::{Input, PluginError};
+use profconv_plugin::{Input, PluginError, grow_line_buffer};
 use std::io::Read;
 
 /// Bytes asked of the input per read.
@@ -47,22 +47,13 @@ fn for_each_line_up_to(
                 buf.copy_within(start..end, 0);
                 end -= start;
                 start = 0;
-            } else if buf.len() >= max_line {
-                return Err(PluginError::invalid_input(format!(
-                    "no newline in {max_line} bytes: a callgrind profile has one item per line (is this one?)"
-                ))
-                .at_offset(offset)
-                .at_line(line_no, 1));
             } else {
-                let n = (buf.len() * 2).min(max_line);
-                if buf.try_reserve_exact(n - buf.len()).is_err() {
-                    let e = std::io::Error::new(
-                        std::io::ErrorKind::OutOfMemory,
-                        format!("out of memory for a line of more than {} bytes", buf.len()),
-                    );
-                    return Err(PluginError::from(e).at_offset(offset));
-                }
-                buf.resize(n, 0);
+                grow_line_buffer(
+                    &mut buf,
+                    max_line,
+                    "a callgrind profile has one item per line (is this one?)",
+                )
+                .map_err(|e| e.at_offset(offset).at_line(line_no, 1))?;
             }
         }
         let n = input.read(&mut buf[end..])?;

@@ -11,7 +11,7 @@ use nom::combinator::{all_consuming, opt};
 use nom::sequence::preceded;
 use nom::{IResult, Parser};
 use profconv_plugin::ir::{NONE, PathStart, Profile, ProfileBuilder, ValueKind};
-use profconv_plugin::{Context, Input, PluginError};
+use profconv_plugin::{Context, Input, PluginError, grow_line_buffer};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::ops::Range;
@@ -703,22 +703,12 @@ fn parse_serial(input: &mut Input<'_>, p: &mut Parser_) -> Result<(), PluginErro
 /// Doubles `buf`, which holds the start of a line (at input offset `line_start`) and no newline,
 /// up to `max_line` bytes; an error past that, or when the memory cannot be had.
 fn grow_for_line(buf: &mut Vec<u8>, line_start: u64, max_line: usize) -> Result<(), PluginError> {
-    if buf.len() >= max_line {
-        return Err(PluginError::invalid_input(format!(
-            "no newline in {max_line} bytes: folded stacks have one stack per line, each ending in a newline (is this a folded-stacks file?)"
-        ))
-        .at_offset(line_start));
-    }
-    let want = (buf.len() * 2).clamp(BLOCK.min(max_line), max_line);
-    if buf.try_reserve_exact(want - buf.len()).is_err() {
-        let e = std::io::Error::new(
-            std::io::ErrorKind::OutOfMemory,
-            format!("out of memory for a line of more than {} bytes", buf.len()),
-        );
-        return Err(PluginError::from(e).at_offset(line_start));
-    }
-    buf.resize(want, 0);
-    Ok(())
+    grow_line_buffer(
+        buf,
+        max_line,
+        "folded stacks have one stack per line, each ending in a newline (is this a folded-stacks file?)",
+    )
+    .map_err(|e| e.at_offset(line_start))
 }
 
 /// `read`, retrying when interrupted.

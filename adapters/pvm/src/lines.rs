@@ -3,7 +3,7 @@
 //! that line, never by the input, and by [`MAX_LINE`].
 
 use memchr::memchr;
-use profconv_plugin::{Input, PluginError};
+use profconv_plugin::{Input, PluginError, grow_line_buffer};
 use std::io::{self, Read};
 
 /// Bytes asked of the input per read.
@@ -108,29 +108,14 @@ impl<'i, 'a> Lines<'i, 'a> {
         }
     }
 
-    /// Doubles the buffer, up to [`MAX_LINE`] bytes when it holds the start of one line only.
+    /// Grows the buffer (an error past `max_line` bytes, when it holds the start of one line only).
     fn grow(&mut self) -> Result<(), PluginError> {
-        let n = self.buf.len() * 2;
-        if self.end == self.buf.len() && self.buf.len() >= self.max_line {
-            return Err(PluginError::invalid_input(format!(
-                "no newline in {} bytes: a PVM trace or profile has one record per line (is this one?)",
-                self.buf.len()
-            ))
-            .at_offset(self.offset)
-            .at_line(self.line_no + 1, 1));
-        }
-        if self.buf.try_reserve_exact(n - self.buf.len()).is_err() {
-            let e = io::Error::new(
-                io::ErrorKind::OutOfMemory,
-                format!(
-                    "out of memory for a line of more than {} bytes",
-                    self.buf.len()
-                ),
-            );
-            return Err(PluginError::from(e).at_offset(self.offset));
-        }
-        self.buf.resize(n, 0);
-        Ok(())
+        grow_line_buffer(
+            &mut self.buf,
+            self.max_line,
+            "a PVM trace or profile has one record per line (is this one?)",
+        )
+        .map_err(|e| e.at_offset(self.offset).at_line(self.line_no + 1, 1))
     }
 
     /// The unread input from the next line on, reading until it holds at least `min` bytes or

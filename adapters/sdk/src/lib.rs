@@ -31,7 +31,9 @@ mod view;
 
 pub use abi::{OptionDesc, Status};
 pub use profconv_ir as ir;
-pub use sdk::{Context, Format, Input, Options, Output, PluginError, format_desc};
+pub use sdk::{
+    Context, Format, Input, Options, Output, PluginError, format_desc, grow_line_buffer,
+};
 
 /// Version of this SDK, recorded in every plugin's header.
 pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");

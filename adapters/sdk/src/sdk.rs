@@ -211,16 +211,12 @@ impl Options {
             .map(|v| {
                 v.parse::<T>().map_err(|e| {
                     // Say what was expected, not only what the standard parser disliked.
+                    let whole = |max: u64| Some(format!("a whole number from 0 to {max}"));
                     let expected = match std::any::type_name::<T>() {
-                        "u8" | "u16" | "u32" | "u64" | "usize" => Some(format!(
-                            "a whole number from 0 to {}",
-                            match std::any::type_name::<T>() {
-                                "u8" => u64::from(u8::MAX),
-                                "u16" => u64::from(u16::MAX),
-                                "u32" => u64::from(u32::MAX),
-                                _ => u64::MAX,
-                            }
-                        )),
+                        "u8" => whole(u8::MAX.into()),
+                        "u16" => whole(u16::MAX.into()),
+                        "u32" => whole(u32::MAX.into()),
+                        "u64" | "usize" => whole(u64::MAX),
                         "i8" | "i16" | "i32" | "i64" | "isize" => Some("a whole number".into()),
                         "f32" | "f64" => Some("a number".into()),
                         "bool" => Some("`true` or `false`".into()),
@@ -325,6 +321,29 @@ impl<'a> Context<'a> {
             unsafe { (h.log)(h.ctx, level, StrRef::new(message)) };
         }
     }
+}
+
+/// Grows `buf`, a line reader's buffer that holds the start of one line and no newline, for
+/// a line longer than itself: doubles it (at least to 64 KiB), up to `max_line` bytes. Past that
+/// the line is an error, `no newline in MAX_LINE bytes: {what}` (the reader adds where the line
+/// starts), so a file without newlines cannot take memory without bound; memory that cannot be
+/// had is an I/O error, not an abort.
+pub fn grow_line_buffer(buf: &mut Vec<u8>, max_line: usize, what: &str) -> Result<(), PluginError> {
+    if buf.len() >= max_line {
+        return Err(PluginError::invalid_input(format!(
+            "no newline in {max_line} bytes: {what}"
+        )));
+    }
+    let want = (buf.len() * 2).max(1 << 16).min(max_line);
+    if buf.try_reserve_exact(want - buf.len()).is_err() {
+        return Err(io::Error::new(
+            io::ErrorKind::OutOfMemory,
+            format!("out of memory for a line of more than {} bytes", buf.len()),
+        )
+        .into());
+    }
+    buf.resize(want, 0);
+    Ok(())
 }
 
 /// The parser's input: a byte stream (`Read`), and the whole input when the host has it.
