@@ -42,9 +42,9 @@ impl Costs {
         self.data.len()
     }
 
-    /// Values allocated once a row is added.
-    pub(crate) fn cells_after_push(&self) -> usize {
-        self.data.len() + self.pitch
+    /// Values a new row allocates.
+    pub(crate) fn row_cells(&self) -> usize {
+        self.pitch
     }
 
     pub(crate) fn push_zero(&mut self) -> usize {

@@ -230,6 +230,11 @@ impl Reader<'_, '_> {
         ))
     }
 
+    /// Refuses a new row of `table` beyond the tables' allowance.
+    fn check_new_row(&self, table: &Costs, what: &str) -> Result<(), PluginError> {
+        self.check_cells(self.cells() + table.row_cells(), 0, what)
+    }
+
     /// Cost values the tables hold.
     fn cells(&self) -> usize {
         self.g.self_costs.cells() + self.g.edge_costs.cells() + self.call_costs.cells()
@@ -618,12 +623,7 @@ impl Reader<'_, '_> {
                 let e = match self.edge_index.get(&key) {
                     Some(&e) => e as usize,
                     None => {
-                        self.check_cells(
-                            self.cells() + self.g.edge_costs.cells_after_push()
-                                - self.g.edge_costs.cells(),
-                            0,
-                            "at this new call site",
-                        )?;
+                        self.check_new_row(&self.g.edge_costs, "at this new call site")?;
                         let e = self.g.edges.len();
                         self.edge_index.insert(key, e as u32);
                         self.g.edges.push(Edge {
@@ -674,12 +674,7 @@ impl Reader<'_, '_> {
                 let s = match self.self_index.get(&key) {
                     Some(&s) => s as usize,
                     None => {
-                        self.check_cells(
-                            self.cells() + self.g.self_costs.cells_after_push()
-                                - self.g.self_costs.cells(),
-                            0,
-                            "at this new position",
-                        )?;
+                        self.check_new_row(&self.g.self_costs, "at this new position")?;
                         let s = self.g.selfs.len();
                         self.self_index.insert(key, s as u32);
                         self.g.selfs.push(SelfCost {
@@ -739,11 +734,7 @@ impl Reader<'_, '_> {
         let r = match self.call_row.get(&self.func) {
             Some(&r) => r as usize,
             None => {
-                self.check_cells(
-                    self.cells() + self.call_costs.cells_after_push() - self.call_costs.cells(),
-                    0,
-                    "at this new calling function",
-                )?;
+                self.check_new_row(&self.call_costs, "at this new calling function")?;
                 let r = self.call_costs.push_zero();
                 self.call_row.insert(self.func, r as u32);
                 r
