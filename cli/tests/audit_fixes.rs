@@ -249,27 +249,6 @@ fn a_scanned_plugin_that_fails_to_load_is_a_warning() {
     assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
 }
 
-/// A panic in a format's sniffer is contained (detection goes on) and reported: ABI 1.2's
-/// `sniff_checked` says PANIC where the 1.0 `sniff` could only score 0.
-#[test]
-fn a_panicking_sniffer_is_a_warning() {
-    let d = tmp();
-    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
-    let panicky = lib_path("profconv_testplugin_panicky");
-    let out = run(&[
-        "--plugin",
-        panicky.to_str().unwrap(),
-        "tree",
-        input.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let err = text(&out.stderr);
-    assert!(
-        err.contains("warning") && err.contains("panicky") && err.contains("sniff"),
-        "{err}"
-    );
-}
-
 /// Corrupt or truncated gzip input is malformed input (exit 3) at a compressed byte offset,
 /// and the message says the gzip data is at fault.
 #[test]

@@ -207,7 +207,8 @@ fn a_panicking_plugin_is_an_error_not_a_crash() {
     let d = tmp();
     let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
     let panicky = lib_path("profconv_testplugin_panicky");
-    // Sniffing runs the panicking sniffer too: detection still picks folded.
+    // Sniffing runs the panicking sniffer too: detection still picks folded, and the panic is
+    // reported (ABI 1.2's `sniff_checked` says PANIC where 1.0's `sniff` could only score 0).
     let out = run(&[
         "--plugin",
         panicky.to_str().unwrap(),
@@ -215,6 +216,11 @@ fn a_panicking_plugin_is_an_error_not_a_crash() {
         input.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("warning") && err.contains("panicky") && err.contains("sniffer panicked"),
+        "{err}"
+    );
     let out = run(&[
         "--plugin",
         panicky.to_str().unwrap(),

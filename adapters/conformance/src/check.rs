@@ -424,7 +424,7 @@ fn check_sniff(
             format!("{id}: sniff other formats"),
             Outcome::Fail,
             format!(
-                "claims other formats' samples (score >= {SNIFF_CLAIM}): {}",
+                "claims other formats' samples (score >= {SNIFF_CLAIM}), or its sniffer panicked on them: {}",
                 listed(claimed)
             ),
         );
@@ -452,7 +452,7 @@ fn check_sniff(
             format!("{id}: sniff own samples"),
             Outcome::Fail,
             format!(
-                "readable samples not recognized (score < {SNIFF_CLAIM}): {}",
+                "readable samples not recognized (score < {SNIFF_CLAIM}, or the sniffer panicked): {}",
                 listed(low)
             ),
         );
