@@ -392,17 +392,32 @@ fn name_ranks(p: &ProfileRef<'_>) -> Vec<u32> {
     rank
 }
 
-/// Appends a frame name; line breaks (possible in names from other formats) would split the
-/// line, so they become spaces. A `;` inside a name cannot be expressed in folded stacks.
+/// True for the bytes a name cannot hold in folded stacks: `;` separates frames, and a line
+/// break would end the line.
+fn unwritable(b: u8) -> bool {
+    matches!(b, b';' | b'\n' | b'\r')
+}
+
+/// Appends a frame name as it can be written: a `;` (the frame separator: Rust's `<[u8; 8]>`,
+/// names from other formats) becomes `:`, as collapsers write it, and line breaks become
+/// spaces. [`unwritable_names`] counts the names this changes, for a warning.
 fn push_name(path: &mut Vec<u8>, name: &str) {
-    if name.bytes().any(|b| b == b'\n' || b == b'\r') {
-        path.extend(
-            name.bytes()
-                .map(|b| if b == b'\n' || b == b'\r' { b' ' } else { b }),
-        );
+    if name.bytes().any(unwritable) {
+        path.extend(name.bytes().map(|b| match b {
+            b';' => b':',
+            b'\n' | b'\r' => b' ',
+            b => b,
+        }));
     } else {
         path.extend_from_slice(name.as_bytes());
     }
+}
+
+/// How many funcs have names that folded stacks cannot hold as they are (see [`push_name`]).
+pub fn unwritable_names(p: &ProfileRef<'_>) -> usize {
+    (0..p.n_funcs() as u32)
+        .filter(|&f| p.func_name_str(f).bytes().any(unwritable))
+        .count()
 }
 
 #[cfg(test)]
@@ -593,5 +608,23 @@ mod tests {
         // `a-b` before `a;x` as `sort` has it ('-' < ';'). The one difference from sorting the
         // lines: `a 3` stays with its subtree, where `sort` would put it before `a-b 2`.
         assert_eq!(emit(&p, EmitOptions::default()), "B 4\na-b 2\na 3\na;x 1\n");
+    }
+
+    #[test]
+    fn separators_and_line_breaks_in_names_are_replaced_and_counted() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&["main", "<[u8; 8] as Debug>::fmt", "two\nlines"], &[3])
+            .unwrap();
+        b.add_stack(&["main", "plain"], &[1]).unwrap();
+        let p = b.finish();
+        assert_eq!(unwritable_names(&p.view()), 2);
+        assert_eq!(
+            emit(&p, EmitOptions::default()),
+            "main;<[u8: 8] as Debug>::fmt;two lines 3\nmain;plain 1\n"
+        );
+        // The flame chart writes names the same way.
+        let p = trace(&["C f;g 0", "C h\r\n 10", "E 60", "E 100"]);
+        assert_eq!(emit(&p, CHART), "f:g 50\nf:g;h   50\n");
     }
 }

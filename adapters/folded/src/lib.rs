@@ -91,8 +91,14 @@ impl Format for Folded {
         profile: &ProfileRef<'_>,
         output: &mut Output<'_>,
         options: &Options,
-        _cx: &mut Context<'_>,
+        cx: &mut Context<'_>,
     ) -> Result<(), PluginError> {
+        let changed = emit::unwritable_names(profile);
+        if changed > 0 {
+            cx.warn(&format!(
+                "{changed} function name(s) contain `;` (the folded frame separator) or line breaks; written with `:` and spaces instead"
+            ));
+        }
         let opts = emit::EmitOptions {
             value: options.get("value").filter(|v| !v.is_empty()),
             per_thread: options.flag("per-thread"),
