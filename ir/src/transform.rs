@@ -526,6 +526,15 @@ impl std::str::FromStr for Transform {
                 .ok_or_else(|| format!("transform `{kind}` needs an argument: `{kind}:...`"))
         }
         let need = |a| needed(kind, a);
+        // `collapse-rec` is every function, `collapse-rec:NAME` one; `collapse-rec:` is neither
+        // (an empty name, as a variable left unset in a script would give).
+        let optional_name = |a: Option<&str>| match a {
+            None => Ok(None),
+            Some("") => Err(format!(
+                "transform `{kind}:` has an empty function name: write `{kind}` for every function or `{kind}:NAME` for one"
+            )),
+            Some(a) => single_name(a).map(Some),
+        };
         let t = match kind {
             "merge" | "merge-call-node" => Transform::MergeCallNode(split_path(need(arg)?)?),
             "merge-func" | "merge-function" => Transform::MergeFunction(single_name(need(arg)?)?),
@@ -533,12 +542,8 @@ impl std::str::FromStr for Transform {
             "drop" | "hide" => Transform::Drop(split_path(need(arg)?)?),
             "focus" | "focus-subtree" => Transform::FocusSubtree(split_path(need(arg)?)?),
             "focus-func" | "focus-function" => Transform::FocusFunction(single_name(need(arg)?)?),
-            "collapse-direct-rec" => Transform::CollapseDirectRecursion(
-                arg.filter(|a| !a.is_empty()).map(single_name).transpose()?,
-            ),
-            "collapse-rec" => Transform::CollapseRecursion(
-                arg.filter(|a| !a.is_empty()).map(single_name).transpose()?,
-            ),
+            "collapse-direct-rec" => Transform::CollapseDirectRecursion(optional_name(arg)?),
+            "collapse-rec" => Transform::CollapseRecursion(optional_name(arg)?),
             "invert" => match arg {
                 None => Transform::Invert,
                 Some(_) => return Err("`invert` takes no argument".into()),
@@ -812,6 +817,8 @@ mod tests {
             "invert:1",
             "merge-func:a;b",
             "drop:a\\q",
+            "collapse-rec:",
+            "collapse-direct-rec:",
         ] {
             assert!(bad.parse::<Transform>().is_err(), "{bad} should not parse");
         }
