@@ -283,7 +283,7 @@ impl Sink {
                 return Ok(Sink::Direct(io::BufWriter::with_capacity(1 << 16, f)));
             }
             Ok(_) => std::fs::canonicalize(target)?,
-            Err(_) => target.to_path_buf(),
+            Err(_) => link_target(target)?,
         };
         let dir = match target.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -352,6 +352,29 @@ impl Sink {
             }
         }
     }
+}
+
+/// Where a new output file named `path` goes: `path` itself, or, when `path` is a symbolic link
+/// to a file that does not exist yet, the link's target (as `> link` in a shell creates it), so
+/// the rename puts the file there instead of replacing the link with a file.
+fn link_target(path: &Path) -> io::Result<PathBuf> {
+    let mut p = path.to_path_buf();
+    // The kernel's own bound on links followed in one path.
+    for _ in 0..40 {
+        match std::fs::read_link(&p) {
+            Ok(to) => {
+                p = match p.parent() {
+                    Some(dir) if to.is_relative() => dir.join(to),
+                    _ => to,
+                }
+            }
+            Err(_) => return Ok(p),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "too many levels of symbolic links",
+    ))
 }
 
 /// True when writing failed because the reader went away (`| head`): exit quietly.

@@ -410,6 +410,39 @@ fn output_to_devices_and_symlinks_writes_through_them() {
                 .is_symlink()
         );
         assert_eq!(std::fs::read_to_string(&real).unwrap(), SEED_001);
+        // A link to a file not made yet (relative, through a second link): the file is made
+        // where the links point, and the links stay links.
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        let first = d.path().join("first.folded");
+        std::os::unix::fs::symlink("second.folded", &first).unwrap();
+        std::os::unix::fs::symlink("sub/new.folded", d.path().join("second.folded")).unwrap();
+        let out = run(&[
+            "convert",
+            input.to_str().unwrap(),
+            "-o",
+            first.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(std::fs::symlink_metadata(&first).unwrap().is_symlink());
+        let made = d.path().join("sub/new.folded");
+        assert_eq!(std::fs::read_to_string(&made).unwrap(), SEED_001);
+        // A loop of links is an error naming the output, and nothing is written.
+        let (a, b) = (d.path().join("a.folded"), d.path().join("b.folded"));
+        std::os::unix::fs::symlink(&b, &a).unwrap();
+        std::os::unix::fs::symlink(&a, &b).unwrap();
+        let out = run(&[
+            "convert",
+            input.to_str().unwrap(),
+            "-o",
+            a.to_str().unwrap(),
+        ]);
+        assert!(!out.status.success());
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("a.folded") && err.contains("symbolic links"),
+            "{err}"
+        );
+        assert!(std::fs::symlink_metadata(&a).unwrap().is_symlink());
     }
 }
 
