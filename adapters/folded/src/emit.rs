@@ -21,7 +21,16 @@ pub struct EmitOptions<'a> {
     pub per_thread: bool,
     /// Time order, one line per call.
     pub flamechart: bool,
+    /// The most bytes to write, checked before anything is written; `None` (the `Default`): no
+    /// bound. The plugin's default is [`MAX_SIZE`] (option `max-size`).
+    pub max_size: Option<u64>,
 }
+
+/// Default [`EmitOptions::max_size`]: 64 GiB. Every line holds its whole stack, so the output
+/// grows with the square of the depth: a trace that recursed a million calls deep would take
+/// terabytes (hours of writing, then a full disk). Far above what a real profile takes (the
+/// benchmark's 10 M-event PVM trace: 2.9 GB).
+pub const MAX_SIZE: u64 = 1 << 36;
 
 fn value_column(p: &ProfileRef<'_>, value: Option<&str>) -> Result<Option<usize>, PluginError> {
     match value {
@@ -50,6 +59,7 @@ pub fn emit_folded(
         return Ok(());
     };
     let mut w = LineWriter::new(p, col);
+    w.max_size = opts.max_size;
     if opts.flamechart {
         return w.flamechart(p, out);
     }
@@ -69,7 +79,9 @@ pub fn emit_folded(
                     has[n] = true;
                 }
             }
-            w.write(p, &order, |n| tree.func[n as usize], &selfv, &has, out)?;
+            let func_of = |n: u32| tree.func[n as usize];
+            w.project_tree(p, |n| tree.parent[n], func_of, &has)?;
+            w.write(p, &order, func_of, &selfv, &has, out)?;
         }
         return Ok(());
     }
@@ -86,6 +98,7 @@ fn merged(
 ) -> Result<(), PluginError> {
     let (col, rank) = (w.col, name_ranks(p));
     if try_stacks && let Some(stacks) = StackTree::new(p, col, &rank)? {
+        w.project_tree(p, |s| p.stack_prefix[s], |s| p.stack_func(s), &stacks.has)?;
         return w.write(
             p,
             &stacks.order,
@@ -100,6 +113,7 @@ fn merged(
     let has: Vec<bool> = tree.sample_count.iter().map(|&c| c > 0).collect();
     let key: Vec<u32> = tree.func.iter().map(|&f| rank[f as usize]).collect();
     let order = Ordered::new(tree.len(), |n| tree.parent[n], &key);
+    w.project_tree(p, |n| tree.parent[n], |n| tree.func[n as usize], &has)?;
     w.write(
         p,
         &order,
@@ -237,6 +251,26 @@ struct LineWriter {
     decimals: u32,
     path: Vec<u8>,
     num: String,
+    max_size: Option<u64>,
+    /// Bytes and lines of the blocks checked so far (`per-thread` writes several).
+    projected: Projected,
+}
+
+/// What the output will take, at least: every line's stack, a space, one digit and a newline.
+#[derive(Default)]
+struct Projected {
+    bytes: u128,
+    lines: u64,
+    deepest: u64,
+}
+
+impl Projected {
+    #[inline]
+    fn line(&mut self, path_len: u64, depth: u64) {
+        self.bytes += path_len as u128 + 3;
+        self.lines += 1;
+        self.deepest = self.deepest.max(depth);
+    }
 }
 
 impl LineWriter {
@@ -246,7 +280,72 @@ impl LineWriter {
             decimals: p.value_types[col].decimals,
             path: Vec::with_capacity(4096),
             num: String::new(),
+            max_size: None,
+            projected: Projected::default(),
         }
+    }
+
+    /// Adds the lines of a tree to the projection (one per node with `has`; nodes are numbered
+    /// parents first, as stacks and call nodes are) and checks the bound. One pass over the
+    /// nodes, not the tree walk that writes (which would cost 6 % of a PVM trace's emit).
+    fn project_tree(
+        &mut self,
+        p: &ProfileRef<'_>,
+        parent: impl Fn(usize) -> u32,
+        func_of: impl Fn(u32) -> u32,
+        has: &[bool],
+    ) -> Result<(), PluginError> {
+        if self.max_size.is_none() {
+            return Ok(());
+        }
+        let name_len: Vec<u64> = (0..p.n_funcs() as u32)
+            .map(|f| p.func_name_str(f).len() as u64)
+            .collect();
+        // Each node's path length, then (only to say so in the error) its depth.
+        let mut len = vec![0u64; has.len()];
+        for n in 0..has.len() {
+            let name = name_len[func_of(n as u32) as usize];
+            len[n] = match parent(n) {
+                NONE => name,
+                q => len[q as usize] + 1 + name,
+            };
+            if has[n] {
+                self.projected.line(len[n], 0);
+            }
+        }
+        if self.projected.bytes > self.max_size.unwrap_or(u64::MAX) as u128 {
+            let mut depth = vec![0u64; has.len()];
+            for n in 0..has.len() {
+                depth[n] = match parent(n) {
+                    NONE => 1,
+                    q => depth[q as usize] + 1,
+                };
+                if has[n] {
+                    self.projected.deepest = self.projected.deepest.max(depth[n]);
+                }
+            }
+        }
+        self.check_size()
+    }
+
+    /// An error when what was projected is over the bound, before any line is written.
+    fn check_size(&self) -> Result<(), PluginError> {
+        let (Some(max), pr) = (self.max_size, &self.projected) else {
+            return Ok(());
+        };
+        if pr.bytes <= max as u128 {
+            return Ok(());
+        }
+        Err(PluginError::unsupported(format!(
+            "the folded output would take at least {} ({} bytes; {} lines, stacks up to {} frames deep: \
+             each line holds its whole stack), over the {max}-byte bound. Shorten the stacks \
+             (-T collapse-rec, -T max-depth:N), write a format that does not repeat them \
+             (flamegraph, callgrind, firefox), or raise the bound: -O max-size=BYTES (0: none)",
+            human_bytes(pr.bytes),
+            pr.bytes,
+            pr.lines,
+            pr.deepest
+        )))
     }
 
     fn line(&mut self, path: &[u8], value: i64, out: &mut impl Write) -> std::io::Result<()> {
@@ -352,6 +451,25 @@ impl LineWriter {
                 },
             }
         }
+        if self.max_size.is_some() {
+            // Each stack's path length and depth; a prefix comes before its stacks.
+            let mut len = vec![(0u64, 0u64); p.n_stacks()];
+            for s in 0..p.n_stacks() {
+                let name = p.func_name_str(p.stack_func(s as u32)).len() as u64;
+                len[s] = match p.stack_prefix[s] {
+                    NONE => (name, 1),
+                    q => {
+                        let (l, d) = len[q as usize];
+                        (l + 1 + name, d + 1)
+                    }
+                };
+            }
+            for &(s, _) in &lines {
+                let (l, d) = len[s as usize];
+                self.projected.line(l, d);
+            }
+            self.check_size()?;
+        }
         let mut names: Vec<u32> = Vec::new();
         let mut path = std::mem::take(&mut self.path);
         for (s, v) in lines {
@@ -372,6 +490,22 @@ impl LineWriter {
         }
         self.path = path;
         Ok(())
+    }
+}
+
+/// `1.5 TB`, `64.0 GB`: a size in decimal units, for messages.
+fn human_bytes(n: u128) -> String {
+    let units = ["bytes", "kB", "MB", "GB", "TB", "PB", "EB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1000.0 && u + 1 < units.len() {
+        v /= 1000.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} bytes")
+    } else {
+        format!("{v:.1} {}", units[u])
     }
 }
 
@@ -462,6 +596,7 @@ mod tests {
         value: None,
         per_thread: false,
         flamechart: true,
+        max_size: None,
     };
 
     #[test]
@@ -626,5 +761,33 @@ mod tests {
         // The flame chart writes names the same way.
         let p = trace(&["C f;g 0", "C h\r\n 10", "E 60", "E 100"]);
         assert_eq!(emit(&p, CHART), "f:g 50\nf:g;h   50\n");
+    }
+
+    #[test]
+    fn output_over_the_size_bound_is_an_error_before_any_line() {
+        // Seed 000's trace: `f 70\nf;g 60\nf;g;h 30\n`, 30 bytes, is projected as 18: each line's
+        // stack, a space, one digit and a newline.
+        let p = trace(&["C f 0", "C g 10", "C h 30", "E 60", "E 100", "E 160"]);
+        for flamechart in [false, true] {
+            for per_thread in [false, true] {
+                let opts = |max| EmitOptions {
+                    flamechart,
+                    per_thread,
+                    max_size: Some(max),
+                    ..EmitOptions::default()
+                };
+                assert_eq!(emit(&p, opts(18)), "f 70\nf;g 60\nf;g;h 30\n");
+                let mut out = Vec::new();
+                let e = emit_folded(&p.view(), &mut out, opts(17)).unwrap_err();
+                assert!(out.is_empty(), "nothing written");
+                assert!(
+                    e.message.contains(
+                        "at least 18 bytes (18 bytes; 3 lines, stacks up to 3 frames deep"
+                    ) && e.message.contains("-O max-size=BYTES"),
+                    "{}",
+                    e.message
+                );
+            }
+        }
     }
 }

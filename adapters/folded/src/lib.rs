@@ -15,7 +15,7 @@ mod parse;
 use profconv_plugin::ir::{Profile, ProfileRef};
 use profconv_plugin::{Context, Format, Input, OptionDesc, Options, Output, PluginError};
 
-pub use emit::{EmitOptions, emit_folded};
+pub use emit::{EmitOptions, MAX_SIZE, emit_folded};
 pub use parse::{
     BATCH_FROM_STACKS, BATCH_LINES, MAX_BATCH_LINES, PIECE_SIZE, ParseOptions, parse_folded,
     parse_folded_with,
@@ -50,6 +50,11 @@ impl Format for Folded {
         OptionDesc::flag(
             "per-thread",
             "emit: one merged block per thread (kernel run, process), in thread order",
+        ),
+        OptionDesc::integer(
+            "max-size",
+            "68719476736",
+            "emit: the most bytes to write (0: no bound); each line holds its whole stack, so deep recursion can make terabytes",
         ),
     ];
     const CAN_PARSE: bool = true;
@@ -103,6 +108,18 @@ impl Format for Folded {
             value: options.get("value").filter(|v| !v.is_empty()),
             per_thread: options.flag("per-thread"),
             flamechart: options.flag("flamechart"),
+            max_size: match options.get("max-size").filter(|v| !v.is_empty()) {
+                None => Some(emit::MAX_SIZE),
+                Some(v) => match v.parse::<u64>() {
+                    Ok(0) => None,
+                    Ok(n) => Some(n),
+                    Err(_) => {
+                        return Err(PluginError::bad_option(format!(
+                            "max-size: expected a number of bytes (0: no bound), found `{v}`"
+                        )));
+                    }
+                },
+            },
         };
         emit::emit_folded(profile, output, opts)
     }
