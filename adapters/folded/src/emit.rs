@@ -80,7 +80,8 @@ pub fn emit_folded(
                 }
             }
             let func_of = |n: u32| tree.func[n as usize];
-            w.project_tree(p, |n| tree.parent[n], func_of, &has)?;
+            let lines = (0..tree.len()).filter(|&n| has[n]);
+            w.project(p, |n| tree.parent[n], func_of, tree.len(), lines)?;
             w.write(p, &order, func_of, &selfv, &has, out)?;
         }
         return Ok(());
@@ -98,7 +99,14 @@ fn merged(
 ) -> Result<(), PluginError> {
     let (col, rank) = (w.col, name_ranks(p));
     if try_stacks && let Some(stacks) = StackTree::new(p, col, &rank)? {
-        w.project_tree(p, |s| p.stack_prefix[s], |s| p.stack_func(s), &stacks.has)?;
+        let lines = (0..p.n_stacks()).filter(|&s| stacks.has[s]);
+        w.project(
+            p,
+            |s| p.stack_prefix[s],
+            |s| p.stack_func(s),
+            p.n_stacks(),
+            lines,
+        )?;
         return w.write(
             p,
             &stacks.order,
@@ -113,7 +121,14 @@ fn merged(
     let has: Vec<bool> = tree.sample_count.iter().map(|&c| c > 0).collect();
     let key: Vec<u32> = tree.func.iter().map(|&f| rank[f as usize]).collect();
     let order = Ordered::new(tree.len(), |n| tree.parent[n], &key);
-    w.project_tree(p, |n| tree.parent[n], |n| tree.func[n as usize], &has)?;
+    let lines = (0..tree.len()).filter(|&n| has[n]);
+    w.project(
+        p,
+        |n| tree.parent[n],
+        |n| tree.func[n as usize],
+        tree.len(),
+        lines,
+    )?;
     w.write(
         p,
         &order,
@@ -266,10 +281,9 @@ struct Projected {
 
 impl Projected {
     #[inline]
-    fn line(&mut self, path_len: u64, depth: u64) {
+    fn line(&mut self, path_len: u64) {
         self.bytes += path_len as u128 + 3;
         self.lines += 1;
-        self.deepest = self.deepest.max(depth);
     }
 }
 
@@ -285,15 +299,17 @@ impl LineWriter {
         }
     }
 
-    /// Adds the lines of a tree to the projection (one per node with `has`; nodes are numbered
-    /// parents first, as stacks and call nodes are) and checks the bound. One pass over the
-    /// nodes, not the tree walk that writes (which would cost 6 % of a PVM trace's emit).
-    fn project_tree(
+    /// Adds lines to the projection and checks the bound. `parent` and `func_of` describe a tree
+    /// whose nodes are numbered parents first (stacks and call nodes are); `lines` gives the
+    /// node of each line to write. One pass over the nodes, not the walk that writes (which
+    /// cost 6 % of a PVM trace's emit).
+    fn project(
         &mut self,
         p: &ProfileRef<'_>,
         parent: impl Fn(usize) -> u32,
         func_of: impl Fn(u32) -> u32,
-        has: &[bool],
+        nodes: usize,
+        lines: impl Iterator<Item = usize> + Clone,
     ) -> Result<(), PluginError> {
         if self.max_size.is_none() {
             return Ok(());
@@ -301,29 +317,28 @@ impl LineWriter {
         let name_len: Vec<u64> = (0..p.n_funcs() as u32)
             .map(|f| p.func_name_str(f).len() as u64)
             .collect();
-        // Each node's path length, then (only to say so in the error) its depth.
-        let mut len = vec![0u64; has.len()];
-        for n in 0..has.len() {
+        let mut len = vec![0u64; nodes];
+        for n in 0..nodes {
             let name = name_len[func_of(n as u32) as usize];
             len[n] = match parent(n) {
                 NONE => name,
                 q => len[q as usize] + 1 + name,
             };
-            if has[n] {
-                self.projected.line(len[n], 0);
-            }
+        }
+        for n in lines.clone() {
+            self.projected.line(len[n]);
         }
         if self.projected.bytes > self.max_size.unwrap_or(u64::MAX) as u128 {
-            let mut depth = vec![0u64; has.len()];
-            for n in 0..has.len() {
+            // Depths only for the error's text.
+            let mut depth = len;
+            for n in 0..nodes {
                 depth[n] = match parent(n) {
                     NONE => 1,
                     q => depth[q as usize] + 1,
                 };
-                if has[n] {
-                    self.projected.deepest = self.projected.deepest.max(depth[n]);
-                }
             }
+            let most = lines.map(|n| depth[n]).max();
+            self.projected.deepest = self.projected.deepest.max(most.unwrap_or(0));
         }
         self.check_size()
     }
@@ -337,12 +352,11 @@ impl LineWriter {
             return Ok(());
         }
         Err(PluginError::unsupported(format!(
-            "the folded output would take at least {} ({} bytes; {} lines, stacks up to {} frames deep: \
-             each line holds its whole stack), over the {max}-byte bound. Shorten the stacks \
+            "the folded output would take at least {}: {} lines, stacks up to {} frames deep, \
+             each line holding its whole stack; over the {max}-byte bound. Shorten the stacks \
              (-T collapse-rec, -T max-depth:N), write a format that does not repeat them \
              (flamegraph, callgrind, firefox), or raise the bound: -O max-size=BYTES (0: none)",
             human_bytes(pr.bytes),
-            pr.bytes,
             pr.lines,
             pr.deepest
         )))
@@ -451,25 +465,14 @@ impl LineWriter {
                 },
             }
         }
-        if self.max_size.is_some() {
-            // Each stack's path length and depth; a prefix comes before its stacks.
-            let mut len = vec![(0u64, 0u64); p.n_stacks()];
-            for s in 0..p.n_stacks() {
-                let name = p.func_name_str(p.stack_func(s as u32)).len() as u64;
-                len[s] = match p.stack_prefix[s] {
-                    NONE => (name, 1),
-                    q => {
-                        let (l, d) = len[q as usize];
-                        (l + 1 + name, d + 1)
-                    }
-                };
-            }
-            for &(s, _) in &lines {
-                let (l, d) = len[s as usize];
-                self.projected.line(l, d);
-            }
-            self.check_size()?;
-        }
+        let stacks = lines.iter().map(|&(s, _)| s as usize);
+        self.project(
+            p,
+            |s| p.stack_prefix[s],
+            |s| p.stack_func(s),
+            p.n_stacks(),
+            stacks,
+        )?;
         let mut names: Vec<u32> = Vec::new();
         let mut path = std::mem::take(&mut self.path);
         for (s, v) in lines {
@@ -493,7 +496,7 @@ impl LineWriter {
     }
 }
 
-/// `1.5 TB`, `64.0 GB`: a size in decimal units, for messages.
+/// `18 bytes`, `1.5 TB (1500003500000 bytes)`: a size for messages.
 fn human_bytes(n: u128) -> String {
     let units = ["bytes", "kB", "MB", "GB", "TB", "PB", "EB"];
     let mut v = n as f64;
@@ -505,7 +508,7 @@ fn human_bytes(n: u128) -> String {
     if u == 0 {
         format!("{n} bytes")
     } else {
-        format!("{v:.1} {}", units[u])
+        format!("{v:.1} {} ({n} bytes)", units[u])
     }
 }
 
@@ -781,9 +784,9 @@ mod tests {
                 let e = emit_folded(&p.view(), &mut out, opts(17)).unwrap_err();
                 assert!(out.is_empty(), "nothing written");
                 assert!(
-                    e.message.contains(
-                        "at least 18 bytes (18 bytes; 3 lines, stacks up to 3 frames deep"
-                    ) && e.message.contains("-O max-size=BYTES"),
+                    e.message
+                        .contains("at least 18 bytes: 3 lines, stacks up to 3 frames deep,")
+                        && e.message.contains("-O max-size=BYTES"),
                     "{}",
                     e.message
                 );

@@ -98,29 +98,22 @@ impl Format for Folded {
         options: &Options,
         cx: &mut Context<'_>,
     ) -> Result<(), PluginError> {
+        let opts = emit::EmitOptions {
+            value: options.get("value").filter(|v| !v.is_empty()),
+            per_thread: options.flag("per-thread"),
+            flamechart: options.flag("flamechart"),
+            max_size: match options.parse::<u64>("max-size")? {
+                None => Some(emit::MAX_SIZE),
+                Some(0) => None,
+                Some(n) => Some(n),
+            },
+        };
         let changed = emit::unwritable_names(profile);
         if changed > 0 {
             cx.warn(&format!(
                 "{changed} function name(s) contain `;` (the folded frame separator) or line breaks; written with `:` and spaces instead"
             ));
         }
-        let opts = emit::EmitOptions {
-            value: options.get("value").filter(|v| !v.is_empty()),
-            per_thread: options.flag("per-thread"),
-            flamechart: options.flag("flamechart"),
-            max_size: match options.get("max-size").filter(|v| !v.is_empty()) {
-                None => Some(emit::MAX_SIZE),
-                Some(v) => match v.parse::<u64>() {
-                    Ok(0) => None,
-                    Ok(n) => Some(n),
-                    Err(_) => {
-                        return Err(PluginError::bad_option(format!(
-                            "max-size: expected a number of bytes (0: no bound), found `{v}`"
-                        )));
-                    }
-                },
-            },
-        };
         emit::emit_folded(profile, output, opts)
     }
 }
