@@ -64,11 +64,18 @@ impl Format for Speedscope {
     const DESCRIPTION: &'static str =
         "speedscope JSON (evented for traces with exact calls, else sampled; emit only)";
     const EXTENSIONS: &'static str = "speedscope.json";
-    const OPTIONS: &'static [OptionDesc] = &[OptionDesc::string(
-        "value",
-        "",
-        "emit: the value type used as the weight (default: the first weight)",
-    )];
+    const OPTIONS: &'static [OptionDesc] = &[
+        OptionDesc::string(
+            "value",
+            "",
+            "emit: the value type used as the weight (default: the first weight)",
+        ),
+        OptionDesc::integer(
+            "max-size",
+            profconv_plugin::MAX_OUTPUT_SIZE_TEXT,
+            "emit: the most bytes the sampled profiles' stacks may take (0: no bound); each sample holds its whole stack, so deep recursion can make terabytes",
+        ),
+    ];
     const CAN_EMIT: bool = true;
 
     fn emit(
@@ -79,6 +86,7 @@ impl Format for Speedscope {
     ) -> Result<(), PluginError> {
         let opts = SpeedscopeOptions {
             value: options.get("value"),
+            max_size: options.max_output_size("max-size")?,
         };
         emit_speedscope(profile, output, opts, cx)
     }

@@ -15,7 +15,7 @@ use crate::common::{
     stack_rank_and_spare, thread_name, time_column, unit_kind, weight_column,
 };
 use profconv_plugin::ir::{NONE, ProfileRef};
-use profconv_plugin::{Context, PluginError};
+use profconv_plugin::{Context, PluginError, human_bytes};
 use serde::ser::SerializeSeq;
 use serde::{Serialize, Serializer};
 use std::io::{BufWriter, Write};
@@ -28,6 +28,10 @@ pub const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
 pub struct SpeedscopeOptions<'a> {
     /// The value type written as the weight (default: the first weight).
     pub value: Option<&'a str>,
+    /// The most bytes the sampled profiles' stacks may take, checked before anything is
+    /// written; `None` (the `Default`): no bound. The plugin's default is
+    /// [`profconv_plugin::MAX_OUTPUT_SIZE`] (option `max-size`).
+    pub max_size: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -124,6 +128,66 @@ fn func_path(p: &ProfileRef<'_>, stack: u32, path: &mut Vec<u32>) {
         s = p.stack_prefix[s as usize];
     }
     path.reverse();
+}
+
+/// The bytes of each stack's frame list as a sampled profile writes it: each frame's index and
+/// a separator (`[3,14,15]` is 7 + 1), one pass over the stacks (prefixes come first).
+pub(crate) fn written_stack_len(p: &ProfileRef<'_>) -> Vec<u64> {
+    let mut len = vec![0u64; p.stack_prefix.len()];
+    for s in 0..len.len() {
+        let own = p.stack_func(s as u32).checked_ilog10().unwrap_or(0) as u64 + 2;
+        len[s] = match p.stack_prefix[s] {
+            NONE => own,
+            q => len[q as usize] + own,
+        };
+    }
+    len
+}
+
+/// The bound on a sampled profile's size: every sample holds its whole stack, so the output grows
+/// with the square of the depth.
+struct SizeBound {
+    max: u64,
+    /// `written_stack_len`, made for the first sampled profile.
+    len: Vec<u64>,
+    /// Bytes projected so far: each sample's stack, its separator and a one-digit weight.
+    bytes: u128,
+    samples: usize,
+}
+
+impl SizeBound {
+    /// Adds a profile's samples; an error once over the bound, before anything is written.
+    fn add(&mut self, p: &ProfileRef<'_>, stacks: &[u32]) -> Result<(), PluginError> {
+        if self.len.is_empty() {
+            self.len = written_stack_len(p);
+        }
+        self.bytes += stacks
+            .iter()
+            .map(|&s| self.len[s as usize] as u128 + 3)
+            .sum::<u128>();
+        self.samples += stacks.len();
+        if self.bytes <= self.max as u128 {
+            return Ok(());
+        }
+        let mut deepest = 0;
+        for &s in stacks {
+            let (mut d, mut at) = (0, s);
+            while at != NONE {
+                d += 1;
+                at = p.stack_prefix[at as usize];
+            }
+            deepest = deepest.max(d);
+        }
+        Err(PluginError::unsupported(format!(
+            "the speedscope output would take at least {}: {} samples, stacks up to {deepest} \
+             frames deep, each sample holding its whole stack; over the {}-byte bound. Shorten \
+             the stacks (-T collapse-rec, -T max-depth:N), write a format that does not repeat \
+             them (firefox, flamegraph, callgrind), or raise the bound: -O max-size=BYTES (0: none)",
+            human_bytes(self.bytes),
+            self.samples,
+            self.max
+        )))
+    }
 }
 
 /// Call nodes by func path: stacks whose funcs from the root are equal share a node, and a
@@ -253,6 +317,12 @@ fn build_file<'r, 'p>(
         }
     };
     let mut dropped = 0usize;
+    let mut bound = opts.max_size.map(|max| SizeBound {
+        max,
+        len: Vec::new(),
+        bytes: 0,
+        samples: 0,
+    });
     let mut profiles = Vec::new();
     for (t, samples) in samples_by_thread(p).iter().enumerate() {
         let name = thread_name(p, t);
@@ -364,6 +434,9 @@ fn build_file<'r, 'p>(
             stacks.push(stack);
             weights.push(num(v as i128));
             total += v as i128;
+        }
+        if let Some(bound) = &mut bound {
+            bound.add(p, &stacks)?;
         }
         profiles.push(Profile::Sampled(Sampled {
             kind: "sampled",

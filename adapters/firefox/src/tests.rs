@@ -489,6 +489,61 @@ fn a_very_deep_stack_needs_no_recursion() {
     );
 }
 
+/// Every sampled speedscope sample holds its whole stack, so deep stacks make an output that
+/// grows with the square of the depth: over `max-size` it is an error before anything is written.
+#[test]
+fn sampled_output_over_the_size_bound_is_an_error_before_anything_is_written() {
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("samples", "count", ValueKind::Weight);
+    // One sample on every stack of a chain 1 000 deep: funcs 0..9 are one digit, 10..99 two and
+    // 100..999 three, so the samples' frame lists take 1000·999·3/2 bytes give or take the
+    // shorter names; the projection is exact for the lists.
+    let names: Vec<String> = (0..1000).map(|i| format!("f{i}")).collect();
+    for d in 1..=1000 {
+        b.add_stack(&names[..d], &[1]).unwrap();
+    }
+    let p = b.finish();
+    let len = crate::speedscope::written_stack_len(&p.view());
+    let projected: u64 = len.iter().map(|l| l + 3).sum();
+    let out = emit::<Speedscope>(&p, &[("max-size", &projected.to_string())]).unwrap();
+    assert!(out.len() as u64 > projected, "a lower bound");
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let samples = v["profiles"][0]["samples"].as_array().unwrap();
+    // Each list is its projected length and a bracket.
+    let lists: u64 = samples
+        .iter()
+        .map(|s| serde_json::to_string(s).unwrap().len() as u64)
+        .sum();
+    assert_eq!(
+        lists,
+        len.iter().map(|l| l + 1).sum::<u64>(),
+        "each list, exactly"
+    );
+    for max in [projected - 1, 1] {
+        let mut buf = Vec::new();
+        let e = {
+            let opts = Options::new(vec![("max-size".into(), Some(max.to_string()))]);
+            let mut out = Output::from_writer(&mut buf);
+            Speedscope::emit(&p.view(), &mut out, &opts, &mut Context::silent()).unwrap_err()
+        };
+        assert!(buf.is_empty(), "nothing written");
+        assert_eq!(e.status, Status::UNSUPPORTED);
+        assert!(
+            e.message.contains(&format!(
+                "at least {:.1} MB ({projected} bytes): 1000 samples, stacks up to 1000 frames deep",
+                projected as f64 / 1e6
+            )) && e.message.contains("-O max-size=BYTES (0: none)"),
+            "{}",
+            e.message
+        );
+    }
+    // 0: no bound; the default bound is far above this file.
+    assert_eq!(emit::<Speedscope>(&p, &[("max-size", "0")]).unwrap(), out);
+    assert_eq!(emit::<Speedscope>(&p, &[]).unwrap(), out);
+    let e = emit::<Speedscope>(&p, &[("max-size", "-1")]).unwrap_err();
+    assert_eq!(e.status, Status::BAD_OPTIONS);
+}
+
 #[test]
 fn folded_input_through_both() {
     let text = b"main;parse;read 42\nmain;parse 8\nmain;write_[k] 50\n";

@@ -8,8 +8,8 @@
 //!   call with its self value (the Octez debugger's `profile` output); otherwise one line per
 //!   run of consecutive samples on the same stack.
 
-use profconv_plugin::PluginError;
 use profconv_plugin::ir::{CallTree, IrError, NONE, ProfileRef, ValueKind, write_fixed};
+use profconv_plugin::{PluginError, human_bytes};
 use std::io::Write;
 
 /// What to write.
@@ -26,11 +26,9 @@ pub struct EmitOptions<'a> {
     pub max_size: Option<u64>,
 }
 
-/// Default [`EmitOptions::max_size`]: 64 GiB. Every line holds its whole stack, so the output
-/// grows with the square of the depth: a trace that recursed a million calls deep would take
-/// terabytes (hours of writing, then a full disk). Far above what a real profile takes (the
-/// benchmark's 10 M-event PVM trace: 2.9 GB).
-pub const MAX_SIZE: u64 = 1 << 36;
+/// Default [`EmitOptions::max_size`]: 64 GiB ([`profconv_plugin::MAX_OUTPUT_SIZE`]). Every line
+/// holds its whole stack, so the output grows with the square of the depth.
+pub const MAX_SIZE: u64 = profconv_plugin::MAX_OUTPUT_SIZE;
 
 fn value_column(p: &ProfileRef<'_>, value: Option<&str>) -> Result<Option<usize>, PluginError> {
     match value {
@@ -493,22 +491,6 @@ impl LineWriter {
         }
         self.path = path;
         Ok(())
-    }
-}
-
-/// `18 bytes`, `1.5 TB (1500003500000 bytes)`: a size for messages.
-fn human_bytes(n: u128) -> String {
-    let units = ["bytes", "kB", "MB", "GB", "TB", "PB", "EB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1000.0 && u + 1 < units.len() {
-        v /= 1000.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} bytes")
-    } else {
-        format!("{v:.1} {} ({n} bytes)", units[u])
     }
 }
 

@@ -53,7 +53,7 @@ impl Format for Folded {
         ),
         OptionDesc::integer(
             "max-size",
-            "68719476736",
+            profconv_plugin::MAX_OUTPUT_SIZE_TEXT,
             "emit: the most bytes to write (0: no bound); each line holds its whole stack, so deep recursion can make terabytes",
         ),
     ];
@@ -102,11 +102,7 @@ impl Format for Folded {
             value: options.get("value").filter(|v| !v.is_empty()),
             per_thread: options.flag("per-thread"),
             flamechart: options.flag("flamechart"),
-            max_size: match options.parse::<u64>("max-size")? {
-                None => Some(emit::MAX_SIZE),
-                Some(0) => None,
-                Some(n) => Some(n),
-            },
+            max_size: options.max_output_size("max-size")?,
         };
         let changed = emit::unwritable_names(profile);
         if changed > 0 {

@@ -32,7 +32,8 @@ mod view;
 pub use abi::{OptionDesc, Status};
 pub use profconv_ir as ir;
 pub use sdk::{
-    Context, Format, Input, Options, Output, PluginError, format_desc, grow_line_buffer,
+    Context, Format, Input, MAX_OUTPUT_SIZE, MAX_OUTPUT_SIZE_TEXT, Options, Output, PluginError,
+    format_desc, grow_line_buffer, human_bytes,
 };
 
 /// Version of this SDK, recorded in every plugin's header.
