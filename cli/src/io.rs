@@ -22,6 +22,9 @@ pub struct OpenInput {
     pub size_hint: Option<u64>,
 }
 
+/// Buffer of the file's reader (see `OpenInput::open`).
+const RAW_BUFFER: usize = 64 << 10;
+
 impl OpenInput {
     /// Opens `path` (`-` is stdin); gzip input is decompressed transparently.
     pub fn open(path: &Path) -> io::Result<OpenInput> {
@@ -38,7 +41,11 @@ impl OpenInput {
             let size = f.metadata().ok().map(|m| m.len());
             (path.display().to_string(), Box::new(f), size)
         };
-        let mut raw = BufReader::with_capacity(1 << 20, raw);
+        // Small enough that a parser reading a block of 1 MiB (as the folded and PVM readers
+        // do) reads straight into its own buffer: std's `BufReader` passes a read at least as
+        // large as its capacity through once its buffer is empty, instead of copying every byte
+        // once more (3.5 % of a 1 GB folded conversion). Small reads are still buffered.
+        let mut raw = BufReader::with_capacity(RAW_BUFFER, raw);
         let mut magic = Vec::with_capacity(2);
         (&mut raw).take(2).read_to_end(&mut magic)?;
         let chained = Cursor::new(magic.clone()).chain(raw);

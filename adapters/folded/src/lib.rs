@@ -10,6 +10,7 @@
 //!   deterministic and folded → IR → folded gives the input's aggregation.
 
 mod emit;
+mod names;
 mod parse;
 
 use profconv_plugin::ir::{Profile, ProfileRef};

@@ -17,6 +17,8 @@ use std::io::Read;
 use std::ops::Range;
 use std::sync::{Mutex, mpsc};
 
+use crate::names::{self, FrameNames};
+
 /// Most fractional digits kept exactly; more are truncated (with a warning).
 const MAX_DECIMALS: u32 = 9;
 /// Most lines whose stack lookups are interleaved ([`ParseOptions::batch_lines`]).
@@ -187,6 +189,7 @@ fn shifted(mut e: PluginError, lines: u64, offset: u64) -> PluginError {
 
 struct Parser_ {
     b: ProfileBuilder,
+    names: FrameNames,
     skip_bad_lines: bool,
     /// The longest line read from a stream.
     max_line: usize,
@@ -227,6 +230,7 @@ impl Parser_ {
         b.add_value_type("samples", "count", ValueKind::Weight);
         Parser_ {
             b,
+            names: FrameNames::new(),
             skip_bad_lines: opts.skip_bad_lines,
             max_line: opts.max_line,
             prev_frames: Vec::new(),
@@ -487,10 +491,13 @@ impl Parser_ {
         let bytes = rest.as_bytes();
         let mut start = 0;
         loop {
-            let end = memchr(b';', &bytes[start..]).map_or(bytes.len(), |i| start + i);
-            // `;` is ASCII, so these are character boundaries.
-            let func = self.b.func(&rest[start..end]);
-            let frame = self.b.frame(func);
+            let (end, hash) = names::scan(bytes, start, self.names.seed);
+            let b = &mut self.b;
+            let frame = self.names.frame(&bytes[start..end], hash, || {
+                // `;` is ASCII, so these are character boundaries.
+                let func = b.func(&rest[start..end]);
+                b.frame(func)
+            });
             self.batch_frames.push(frame);
             self.prev_frames.push(frame);
             if end == bytes.len() {
