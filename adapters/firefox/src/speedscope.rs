@@ -130,18 +130,24 @@ fn func_path(p: &ProfileRef<'_>, stack: u32, path: &mut Vec<u32>) {
     path.reverse();
 }
 
-/// The bytes of each stack's frame list as a sampled profile writes it: each frame's index and
-/// a separator (`[3,14,15]` is 7 + 1), one pass over the stacks (prefixes come first).
-pub(crate) fn written_stack_len(p: &ProfileRef<'_>) -> Vec<u64> {
-    let mut len = vec![0u64; p.stack_prefix.len()];
-    for s in 0..len.len() {
-        let own = p.stack_func(s as u32).checked_ilog10().unwrap_or(0) as u64 + 2;
-        len[s] = match p.stack_prefix[s] {
+/// For each stack, the sum of `own(func)` over its frames: one pass over the stacks (prefixes
+/// come first), never a walk per stack.
+fn path_sums(p: &ProfileRef<'_>, own: impl Fn(u32) -> u64) -> Vec<u64> {
+    let mut sum = vec![0u64; p.stack_prefix.len()];
+    for s in 0..sum.len() {
+        let own = own(p.stack_func(s as u32));
+        sum[s] = match p.stack_prefix[s] {
             NONE => own,
-            q => len[q as usize] + own,
+            q => sum[q as usize] + own,
         };
     }
-    len
+    sum
+}
+
+/// The bytes of each stack's frame list as a sampled profile writes it: each frame's index and
+/// a separator (`[3,14,15]` is 7 + 1).
+pub(crate) fn written_stack_len(p: &ProfileRef<'_>) -> Vec<u64> {
+    path_sums(p, |f| f.checked_ilog10().unwrap_or(0) as u64 + 2)
 }
 
 /// The bound on a sampled profile's size: every sample holds its whole stack, so the output grows
@@ -169,15 +175,9 @@ impl SizeBound {
         if self.bytes <= self.max as u128 {
             return Ok(());
         }
-        let mut deepest = 0;
-        for &s in stacks {
-            let (mut d, mut at) = (0, s);
-            while at != NONE {
-                d += 1;
-                at = p.stack_prefix[at as usize];
-            }
-            deepest = deepest.max(d);
-        }
+        // Depths only for the message (a walk per sample would be quadratic in the depth).
+        let depth = path_sums(p, |_| 1);
+        let deepest = stacks.iter().map(|&s| depth[s as usize]).max().unwrap_or(0);
         Err(PluginError::unsupported(format!(
             "the speedscope output would take at least {}: {} samples, stacks up to {deepest} \
              frames deep, each sample holding its whole stack; over the {}-byte bound. Shorten \

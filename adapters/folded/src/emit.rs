@@ -98,13 +98,7 @@ fn merged(
     let (col, rank) = (w.col, name_ranks(p));
     if try_stacks && let Some(stacks) = StackTree::new(p, col, &rank)? {
         let lines = (0..p.n_stacks()).filter(|&s| stacks.has[s]);
-        w.project(
-            p,
-            |s| p.stack_prefix[s],
-            |s| p.stack_func(s),
-            p.n_stacks(),
-            lines,
-        )?;
+        w.project_stacks(p, lines)?;
         return w.write(
             p,
             &stacks.order,
@@ -341,6 +335,21 @@ impl LineWriter {
         self.check_size()
     }
 
+    /// [`Self::project`] over the profile's stack table.
+    fn project_stacks(
+        &mut self,
+        p: &ProfileRef<'_>,
+        lines: impl Iterator<Item = usize> + Clone,
+    ) -> Result<(), PluginError> {
+        self.project(
+            p,
+            |s| p.stack_prefix[s],
+            |s| p.stack_func(s),
+            p.n_stacks(),
+            lines,
+        )
+    }
+
     /// An error when what was projected is over the bound, before any line is written.
     fn check_size(&self) -> Result<(), PluginError> {
         let (Some(max), pr) = (self.max_size, &self.projected) else {
@@ -464,13 +473,7 @@ impl LineWriter {
             }
         }
         let stacks = lines.iter().map(|&(s, _)| s as usize);
-        self.project(
-            p,
-            |s| p.stack_prefix[s],
-            |s| p.stack_func(s),
-            p.n_stacks(),
-            stacks,
-        )?;
+        self.project_stacks(p, stacks)?;
         let mut names: Vec<u32> = Vec::new();
         let mut path = std::mem::take(&mut self.path);
         for (s, v) in lines {
