@@ -8,6 +8,7 @@
 //!   call with its self value (the Octez debugger's `profile` output); otherwise one line per
 //!   run of consecutive samples on the same stack.
 
+use crate::parse::is_comment;
 use profconv_plugin::ir::{CallTree, IrError, NONE, ProfileRef, ValueKind, write_fixed};
 use profconv_plugin::{PluginError, human_bytes};
 use std::io::Write;
@@ -415,7 +416,11 @@ impl LineWriter {
                 path.push(b';');
             }
             let f = func_of(node) as usize;
-            path.extend_from_slice(&names[name_end[f]..name_end[f + 1]]);
+            let name = &names[name_end[f]..name_end[f + 1]];
+            if depth == 0 && is_comment(name) {
+                path.push(ROOT_MARK);
+            }
+            path.extend_from_slice(name);
             prefix_len.push(path.len());
             if has[i] {
                 self.line(&path, selfv[i], out)?;
@@ -489,6 +494,9 @@ impl LineWriter {
                     path.push(b';');
                 }
                 push_name(&mut path, p.func_name_str(f));
+                if k == 0 && is_comment(&path) {
+                    path.insert(0, ROOT_MARK);
+                }
             }
             self.line(&path, v, out)?;
         }
@@ -540,6 +548,26 @@ pub fn unwritable_names(p: &ProfileRef<'_>) -> usize {
     (0..p.n_funcs() as u32)
         .filter(|&f| p.func_name_str(f).bytes().any(unwritable))
         .count()
+}
+
+/// Written before a root name that would make its lines comments (`#`, or `#` and whitespace:
+/// austin's `# key: value`), so that they read back with their samples.
+const ROOT_MARK: u8 = b'_';
+
+/// How many funcs are roots whose lines would read back as comments, so are written with
+/// [`ROOT_MARK`] before them.
+pub fn comment_like_roots(p: &ProfileRef<'_>) -> usize {
+    let mut marked = vec![false; p.n_funcs()];
+    let mut name = Vec::new();
+    for s in (0..p.n_stacks()).filter(|&s| p.stack_prefix[s] == NONE) {
+        let f = p.stack_func(s as u32) as usize;
+        if !marked[f] {
+            name.clear();
+            push_name(&mut name, p.func_name_str(f as u32));
+            marked[f] = is_comment(&name);
+        }
+    }
+    marked.iter().filter(|&&m| m).count()
 }
 
 #[cfg(test)]
@@ -749,6 +777,46 @@ mod tests {
         // The flame chart writes names the same way.
         let p = trace(&["C f;g 0", "C h\r\n 10", "E 60", "E 100"]);
         assert_eq!(emit(&p, CHART), "f:g 50\nf:g;h   50\n");
+    }
+
+    /// A root named `#`, or `#` and whitespace, would turn its lines into comments (samples
+    /// lost on reading back): it is written with `_` before it, on every line, merged or in time
+    /// order; other names starting with `#`, and such names below the root, are written as
+    /// they are.
+    #[test]
+    fn roots_that_would_read_as_comments_are_marked_and_counted() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&["# key: value", "# inner"], &[3]).unwrap();
+        b.add_stack(&["# key: value"], &[1]).unwrap();
+        b.add_stack(&["#"], &[2]).unwrap();
+        b.add_stack(&["#\nx"], &[2]).unwrap();
+        b.add_stack(&["#1 worker", "#"], &[4]).unwrap();
+        let p = b.finish();
+        assert_eq!(comment_like_roots(&p.view()), 3);
+        let text = emit(&p, EmitOptions::default());
+        assert_eq!(
+            text,
+            // In the order of the names as they are (`\n` < ` ` < `1` < `;`).
+            "_# x 2\n_# key: value 1\n_# key: value;# inner 3\n#1 worker;# 4\n_# 2\n"
+        );
+        // Read back, every sample is there.
+        let back = crate::parse::parse_folded(
+            &mut profconv_plugin::Input::from_slice(text.as_bytes()),
+            false,
+            &mut profconv_plugin::Context::silent(),
+        )
+        .unwrap();
+        assert_eq!(back.samples.values[0].iter().sum::<i64>(), 12);
+        let sorted = |t: &str| {
+            let mut l: Vec<String> = t.lines().map(String::from).collect();
+            l.sort();
+            l
+        };
+        assert_eq!(sorted(&emit(&back, EmitOptions::default())), sorted(&text));
+        // The flame chart marks the same roots.
+        let p = trace(&["C #\trun 0", "C g 10", "E 60", "E 100"]);
+        assert_eq!(emit(&p, CHART), "_#\trun 50\n_#\trun;g 50\n");
     }
 
     #[test]

@@ -111,6 +111,12 @@ impl Format for Folded {
                 "{changed} function name(s) contain `;` (the folded frame separator) or line breaks; written with `:` and spaces instead"
             ));
         }
+        let marked = emit::comment_like_roots(profile);
+        if marked > 0 {
+            cx.warn(&format!(
+                "{marked} root function name(s) are `#` or start with `#` and whitespace, which folded readers skip as a comment line; written with `_` before them"
+            ));
+        }
         emit::emit_folded(profile, output, opts)
     }
 }

@@ -277,8 +277,8 @@ impl Parser_ {
             .unwrap_or(line.len());
         line = &line[self.lead..];
         self.line_offset = offset + self.lead as u64;
-        // Blank lines, and `#` comment lines (austin and other tools write metadata so).
-        if line.is_empty() || line[0] == b'#' {
+        // Blank lines, and comment lines (austin writes its metadata as `# key: value`).
+        if line.is_empty() || is_comment(line) {
             return Ok(());
         }
         let (stack_text, value) = match self.split_count(line) {
@@ -560,6 +560,14 @@ impl Parser_ {
         }
         keep
     }
+}
+
+/// True for a comment line (trimmed): `#` alone or followed by whitespace, as
+/// austin's `# key: value` metadata. A root name may start with `#` (`#1 worker;run 3`): inferno
+/// and flamegraph.pl read such a line as a stack, and so does this reader; the folded emitter
+/// writes a root that would look like a comment with a `_` before it.
+pub(crate) fn is_comment(line: &[u8]) -> bool {
+    line.first() == Some(&b'#') && line.get(1).is_none_or(|c| c.is_ascii_whitespace())
 }
 
 /// A line read but not yet in the profile.
@@ -1020,7 +1028,7 @@ pub fn sniff(head: &[u8]) -> u32 {
     let (mut good, mut with_semicolon) = (0, 0);
     for line in complete.split(|&c| c == b'\n').take(64) {
         let line = line.trim_ascii();
-        if line.is_empty() || line.starts_with(b"#") {
+        if line.is_empty() || is_comment(line) {
             continue;
         }
         let Some(sp) = memrchr2(b' ', b'\t', line) else {
@@ -1086,6 +1094,25 @@ mod tests {
                 .replace("  b self=0 total=1", "  b self=1 total=1")
         );
         assert_eq!(p.stacks.prefix.len(), 6);
+    }
+
+    /// `#` and whitespace starts a comment (austin's metadata); a `#` before anything else is
+    /// the start of a root name, as inferno and flamegraph.pl read it.
+    #[test]
+    fn comments_are_hash_and_whitespace_and_hash_names_are_frames() {
+        let text = b"# austin: 3.3.0\n#\n\t#\tmode: wall\n#1 worker;run 3\n#;a 2\n#x 1\n";
+        let p = parse(text, false).unwrap();
+        assert_eq!(
+            tree(&p),
+            "#1 worker self=0 total=3\n  run self=3 total=3\n# self=0 total=2\n  a self=2 total=2\n#x self=1 total=1\n"
+        );
+        assert_eq!(tree(&parse_streaming(text).unwrap()), tree(&p));
+        assert!(sniff(b"# austin: 3.3.0\n#1 worker;run 3\n") >= 50);
+        assert_eq!(
+            sniff(b"# duration: 23873\n"),
+            0,
+            "only a comment: no stack seen"
+        );
     }
 
     #[test]
