@@ -23,6 +23,7 @@ mod children;
 pub mod diff;
 pub mod profile;
 pub mod strings;
+pub mod testing;
 pub mod text;
 pub mod transform;
 

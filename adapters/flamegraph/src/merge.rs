@@ -444,7 +444,8 @@ pub fn flamechart(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use profconv_plugin::ir::{Profile, ProfileBuilder, TraceBuilder, flags};
+    use profconv_plugin::ir::testing::trace;
+    use profconv_plugin::ir::{Profile, ProfileBuilder, flags};
 
     fn folded(lines: &[(&str, i64)]) -> Profile {
         let mut b = ProfileBuilder::new();
@@ -615,33 +616,6 @@ mod tests {
         let (slow, fast) = both(&p, 0.0, SortOrder::Name);
         assert_eq!(key(&slow), key(&fast.unwrap()));
         assert_eq!(key(&slow), [(f2, 0, 0, 1), (f1, 0, 1, 4)]);
-    }
-
-    /// A trace: `C name tick` / `E tick`.
-    fn trace(events: &[&str]) -> Profile {
-        let mut b = ProfileBuilder::new();
-        let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);
-        let calls = b.add_value_type("calls", "count", ValueKind::Count);
-        b.set_flags(flags::ORDERED);
-        let mut t = TraceBuilder::new(&b, vec![ticks], Some(calls), true);
-        for e in events {
-            let parts: Vec<&str> = e.split(' ').collect();
-            match parts[..] {
-                ["C", name, tick] => {
-                    let f = b.func(name);
-                    let fr = b.frame(f);
-                    t.enter(&mut b, fr, &[tick.parse().unwrap()]).unwrap();
-                }
-                ["E", tick] => {
-                    t.exit(&mut b, &[tick.parse().unwrap()]).unwrap();
-                }
-                ["R", name] => {
-                    b.add_thread(name);
-                }
-                _ => panic!("bad event {e}"),
-            }
-        }
-        b.finish()
     }
 
     fn chart(p: &Profile) -> Vec<String> {

@@ -1,7 +1,8 @@
 //! End-to-end tests of the emitter: profile in, SVG out, parsed back with quick-xml.
 
 use super::*;
-use profconv_plugin::ir::{Profile, ProfileBuilder, TraceBuilder, flags};
+use profconv_plugin::ir::testing::trace;
+use profconv_plugin::ir::{Profile, ProfileBuilder};
 use quick_xml::Reader;
 use quick_xml::events::Event;
 
@@ -432,30 +433,6 @@ fn an_empty_profile_gives_a_picture_that_says_so() {
         warnings,
         ["the profile has no samples to draw; wrote an empty picture"]
     );
-}
-
-/// A trace: `C name tick` / `E tick`.
-fn trace(events: &[&str]) -> Profile {
-    let mut b = ProfileBuilder::new();
-    let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);
-    let calls = b.add_value_type("calls", "count", ValueKind::Count);
-    b.set_flags(flags::ORDERED);
-    let mut t = TraceBuilder::new(&b, vec![ticks], Some(calls), true);
-    for e in events {
-        let parts: Vec<&str> = e.split(' ').collect();
-        match parts[..] {
-            ["C", name, tick] => {
-                let f = b.func(name);
-                let fr = b.frame(f);
-                t.enter(&mut b, fr, &[tick.parse().unwrap()]).unwrap();
-            }
-            ["E", tick] => {
-                t.exit(&mut b, &[tick.parse().unwrap()]).unwrap();
-            }
-            _ => panic!("bad event {e}"),
-        }
-    }
-    b.finish()
 }
 
 #[test]

@@ -573,34 +573,8 @@ pub fn comment_like_roots(p: &ProfileRef<'_>) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use profconv_plugin::ir::{Profile, ProfileBuilder, TraceBuilder, ValueKind, flags};
-
-    /// A trace: `C name tick` / `E tick`, with a new thread at each `R name`.
-    fn trace(events: &[&str]) -> Profile {
-        let mut b = ProfileBuilder::new();
-        let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);
-        let calls = b.add_value_type("calls", "count", ValueKind::Count);
-        b.set_flags(flags::ORDERED);
-        let mut t = TraceBuilder::new(&b, vec![ticks], Some(calls), true);
-        for e in events {
-            let parts: Vec<&str> = e.split(' ').collect();
-            match parts[..] {
-                ["C", name, tick] => {
-                    let f = b.func(name);
-                    let fr = b.frame(f);
-                    t.enter(&mut b, fr, &[tick.parse().unwrap()]).unwrap();
-                }
-                ["E", tick] => {
-                    t.exit(&mut b, &[tick.parse().unwrap()]).unwrap();
-                }
-                ["R", name] => {
-                    b.add_thread(name);
-                }
-                _ => panic!("bad event {e}"),
-            }
-        }
-        b.finish()
-    }
+    use profconv_plugin::ir::testing::{XorShift, trace};
+    use profconv_plugin::ir::{Profile, ProfileBuilder, ValueKind};
 
     fn emit(p: &Profile, opts: EmitOptions<'_>) -> String {
         let mut out = Vec::new();
@@ -684,13 +658,8 @@ mod tests {
     fn the_stack_table_gives_the_call_trees_lines() {
         // Random stacks over few names (many shared prefixes, siblings, equal names at several
         // depths), deterministic.
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = XorShift::new(0x2545_f491_4f6c_dd1d);
+        let mut next = |n: u64| rng.below(n);
         for round in 0..20 {
             let mut b = ProfileBuilder::new();
             b.add_value_type("samples", "count", ValueKind::Weight);

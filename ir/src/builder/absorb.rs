@@ -176,13 +176,8 @@ mod tests {
     fn many_chains_in_any_split_give_the_ids_of_one_pass() {
         // More chains than are looked up together, sharing prefixes across and within pieces,
         // chains whose first stack hangs under a stack new in the same piece.
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = crate::testing::XorShift::new(0x9e37_79b9_7f4a_7c15);
+        let mut next = |n: u64| rng.below(n);
         let names = ["a", "b", "c", "d", "e"];
         let stacks: Vec<(Vec<&str>, i64)> = (0..150)
             .map(|_| {

@@ -1,0 +1,113 @@
+//! Small helpers for plugins' tests: a trace written as a script of events, and a seeded
+//! random number generator. They panic on a malformed script: they are for tests, not input.
+
+use crate::builder::{ProfileBuilder, TraceBuilder};
+use crate::profile::{Profile, ValueKind, flags};
+
+/// A time-ordered profile with exact calls (the shape a PVM trace gives: `ticks` and `calls`
+/// columns) from events separated by single spaces: `C NAME TICK` enters `NAME` at `TICK`,
+/// `E TICK` leaves the innermost open call, `R NAME` starts a new thread (a kernel run).
+///
+/// ```
+/// let p = profconv_ir::testing::trace(&["C f 0", "C g 10", "E 60", "E 100"]);
+/// // f's own ticks until g is called, g's, then f's after g returns:
+/// assert_eq!(p.samples.values[0], [10, 50, 40]);
+/// ```
+///
+/// # Panics
+/// On an event that is none of these, a tick that is not a number, or one the trace builder
+/// refuses (a tick going backwards, an `E` with nothing open).
+pub fn trace(events: &[&str]) -> Profile {
+    let mut b = ProfileBuilder::new();
+    let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);
+    let calls = b.add_value_type("calls", "count", ValueKind::Count);
+    b.set_flags(flags::ORDERED);
+    let mut t = TraceBuilder::new(&b, vec![ticks], Some(calls), true);
+    let tick = |s: &str| -> i64 { s.parse().unwrap_or_else(|_| panic!("bad tick {s:?}")) };
+    for e in events {
+        let parts: Vec<&str> = e.split(' ').collect();
+        match parts[..] {
+            ["C", name, at] => {
+                let f = b.func(name);
+                let fr = b.frame(f);
+                t.enter(&mut b, fr, &[tick(at)])
+                    .unwrap_or_else(|err| panic!("{e}: {err}"));
+            }
+            ["E", at] => {
+                t.exit(&mut b, &[tick(at)])
+                    .unwrap_or_else(|err| panic!("{e}: {err}"));
+            }
+            ["R", name] => {
+                b.add_thread(name);
+            }
+            _ => panic!("bad event {e:?} (expected `C NAME TICK`, `E TICK` or `R NAME`)"),
+        }
+    }
+    b.finish()
+}
+
+/// xorshift64: deterministic pseudo-random numbers for tests that need many varied cases.
+#[derive(Clone, Debug)]
+pub struct XorShift(u64);
+
+impl XorShift {
+    /// A generator from `seed` (0 is replaced: xorshift never leaves 0).
+    pub fn new(seed: u64) -> Self {
+        XorShift(if seed == 0 {
+            0x9E37_79B9_7F4A_7C15
+        } else {
+            seed
+        })
+    }
+
+    /// The next number.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    /// The next number below `n` (`n` > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_script_gives_self_ticks_calls_and_threads() {
+        let p = trace(&[
+            "R one", "C f 0", "C g 10", "E 60", "E 100", "R two", "C h 100", "E 130",
+        ]);
+        let v = p.view();
+        let names: Vec<&str> = (0..p.samples.stack.len())
+            .map(|i| v.func_name_str(v.stack_func(p.samples.stack[i])))
+            .collect();
+        assert_eq!(names, ["f", "g", "f", "h"]);
+        assert_eq!(p.samples.values[0], [10, 50, 40, 30]);
+        assert_eq!(p.samples.values[1], [1, 1, 0, 1]);
+        assert_eq!(v.n_threads(), 2);
+    }
+
+    #[test]
+    #[should_panic(expected = "bad event")]
+    fn a_malformed_event_panics() {
+        trace(&["X 1"]);
+    }
+
+    #[test]
+    fn xorshift_is_deterministic_and_never_stuck_at_zero() {
+        let (mut a, mut b) = (XorShift::new(7), XorShift::new(7));
+        let first: Vec<u64> = (0..5).map(|_| a.next_u64()).collect();
+        assert_eq!(first, (0..5).map(|_| b.next_u64()).collect::<Vec<_>>());
+        let mut z = XorShift::new(0);
+        assert!((0..100).all(|_| z.next_u64() != 0));
+        assert!((0..100).all(|_| z.below(3) < 3));
+    }
+}
