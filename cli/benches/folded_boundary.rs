@@ -12,30 +12,18 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// Process CPU time (user + system) in seconds, from /proc (Linux), else 0.
-fn cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
-    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (ticks(11) + ticks(12)) / 100.0
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
+#[path = "../../bench/support.rs"]
+mod support;
+use support::{median, process_cpu_seconds};
 
 fn measure(name: &str, bytes: u64, runs: usize, mut f: impl FnMut()) -> (f64, f64) {
     f(); // warm-up (page cache, allocator)
     let (mut wall, mut cpu) = (Vec::new(), Vec::new());
     for _ in 0..runs {
-        let (t, c) = (Instant::now(), cpu_seconds());
+        let (t, c) = (Instant::now(), process_cpu_seconds());
         f();
         wall.push(t.elapsed().as_secs_f64());
-        cpu.push(cpu_seconds() - c);
+        cpu.push(process_cpu_seconds() - c);
     }
     let (w, c) = (median(wall), median(cpu));
     println!(
@@ -50,10 +38,7 @@ fn main() {
         eprintln!("set PROFCONV_BENCH_INPUT to a folded file (bench/folded.sh generates one)");
         return;
     };
-    let runs: usize = std::env::var("PROFCONV_BENCH_RUNS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(5);
+    let runs = support::runs(5);
     let bytes = std::fs::metadata(&input).expect("input").len();
     let exe = std::env::current_exe().unwrap();
     let target = exe.parent().and_then(|d| d.parent()).unwrap();

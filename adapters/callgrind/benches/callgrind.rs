@@ -22,36 +22,18 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// CPU time of this thread (else of the process) so far, in seconds; 0 if unknown.
-fn cpu_seconds() -> f64 {
-    if let Some(ns) = std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-    {
-        return ns as f64 / 1e9;
-    }
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
-    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (ticks(11) + ticks(12)) / 100.0
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
+#[path = "../../../bench/support.rs"]
+mod support;
+use support::{Counter, median, thread_cpu_seconds};
 
 fn measure(name: &str, bytes: u64, runs: usize, mut f: impl FnMut()) -> (f64, f64) {
     f(); // warm-up (page cache, allocator)
     let (mut wall, mut cpu) = (Vec::new(), Vec::new());
     for _ in 0..runs {
-        let (t, c) = (Instant::now(), cpu_seconds());
+        let (t, c) = (Instant::now(), thread_cpu_seconds());
         f();
         wall.push(t.elapsed().as_secs_f64());
-        cpu.push(cpu_seconds() - c);
+        cpu.push(thread_cpu_seconds() - c);
     }
     let (w, c) = (median(wall), median(cpu));
     println!(
@@ -62,28 +44,12 @@ fn measure(name: &str, bytes: u64, runs: usize, mut f: impl FnMut()) -> (f64, f6
     (w, c)
 }
 
-/// Counts bytes, keeps nothing.
-struct Counter(u64);
-
-impl Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len() as u64;
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 fn main() {
     let Some(input) = std::env::var_os("PROFCONV_BENCH_INPUT").map(PathBuf::from) else {
         eprintln!("set PROFCONV_BENCH_INPUT to a folded file (bench/callgrind.sh generates one)");
         return;
     };
-    let runs: usize = std::env::var("PROFCONV_BENCH_RUNS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(5);
+    let runs = support::runs(5);
     let bytes = std::fs::read(&input).expect("read the input");
     let n = bytes.len() as u64;
     println!(

@@ -21,29 +21,9 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// CPU time (user + system) of this thread in seconds: the scheduler's nanosecond count
-/// (`/proc/thread-self/schedstat`), else the process's clock ticks from `/proc/self/stat`
-/// (10 ms steps), else 0. The bench runs on one thread.
-fn cpu_seconds() -> f64 {
-    if let Some(ns) = std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
-    {
-        return ns / 1e9;
-    }
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
-    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (ticks(11) + ticks(12)) / 100.0
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
+#[path = "../../../bench/support.rs"]
+mod support;
+use support::{median, thread_cpu_seconds};
 
 fn measure(name: &str, bytes: u64, runs: usize, mut f: impl FnMut()) {
     // PROFCONV_BENCH_ONLY=SUBSTRING runs only the stages whose name contains it (for profiling).
@@ -55,10 +35,10 @@ fn measure(name: &str, bytes: u64, runs: usize, mut f: impl FnMut()) {
     f(); // warm-up (page cache, allocator)
     let (mut wall, mut cpu) = (Vec::new(), Vec::new());
     for _ in 0..runs {
-        let (t, c) = (Instant::now(), cpu_seconds());
+        let (t, c) = (Instant::now(), thread_cpu_seconds());
         f();
         wall.push(t.elapsed().as_secs_f64());
-        cpu.push(cpu_seconds() - c);
+        cpu.push(thread_cpu_seconds() - c);
     }
     let (w, c) = (median(wall), median(cpu));
     // The CPU clocks move in steps (scheduler ticks): too short a run has no CPU figure.
@@ -119,10 +99,7 @@ fn main() {
         eprintln!("set PROFCONV_BENCH_INPUT to a Deep.data file (bench/deep.sh generates one)");
         return;
     };
-    let runs: usize = std::env::var("PROFCONV_BENCH_RUNS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(5);
+    let runs = support::runs(5);
     let data = std::fs::read(&input).expect("read the input");
     let bytes = data.len() as u64;
     let file = read_file(&data).expect("a valid Deep.data file");

@@ -11,51 +11,18 @@
 
 use profconv_firefox::{FirefoxOptions, SpeedscopeOptions, emit_firefox, emit_speedscope};
 use profconv_plugin::{Context, Input};
-use std::io::Write;
 use std::time::{Duration, Instant};
 
-/// Counts bytes written.
-struct Counter(u64);
-
-impl Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len() as u64;
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// CPU time (user + system) of this process, if `/proc` has it.
-fn cpu_time() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the command name (which is in parentheses and may contain spaces).
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let utime: u64 = f.get(11)?.parse().ok()?;
-    let stime: u64 = f.get(12)?.parse().ok()?;
-    // The kernel's USER_HZ is 100 on every Linux this runs on.
-    Some(Duration::from_millis((utime + stime) * 10))
-}
-
-fn peak_rss_kb() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
+#[path = "../../../bench/support.rs"]
+mod support;
+use support::{Counter, median, peak_rss_kb, process_cpu};
 
 fn measure<T>(f: impl FnOnce() -> T) -> (T, Duration, Option<Duration>) {
-    let c0 = cpu_time();
+    let c0 = process_cpu();
     let t0 = Instant::now();
     let r = f();
     let wall = t0.elapsed();
-    let cpu = match (c0, cpu_time()) {
+    let cpu = match (c0, process_cpu()) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
     };
@@ -69,11 +36,7 @@ fn main() {
         );
         return;
     };
-    let runs: usize = std::env::var("PROFCONV_BENCH_RUNS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(3)
-        .max(1);
+    let runs = support::runs(3);
     let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let mb = data.len() as f64 / 1e6;
     println!("input {path}: {:.1} MB, {runs} runs", mb);

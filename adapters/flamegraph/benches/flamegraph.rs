@@ -17,23 +17,20 @@ use profconv_plugin::{Context, Input};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-/// CPU time of this thread so far, if the platform tells.
-fn cpu_time() -> Option<Duration> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
-    Some(Duration::from_nanos(ns))
-}
+#[path = "../../../bench/support.rs"]
+mod support;
+use support::thread_cpu;
 
 /// Runs `f` `runs` times; returns the median wall and CPU times.
 fn measure(runs: usize, mut f: impl FnMut()) -> (Duration, Duration) {
     let mut wall = Vec::with_capacity(runs);
     let mut cpu = Vec::with_capacity(runs);
     for _ in 0..runs {
-        let (c0, t0) = (cpu_time(), Instant::now());
+        let (c0, t0) = (thread_cpu(), Instant::now());
         f();
         let w = t0.elapsed();
         wall.push(w);
-        cpu.push(match (c0, cpu_time()) {
+        cpu.push(match (c0, thread_cpu()) {
             (Some(a), Some(b)) => b.saturating_sub(a),
             _ => w,
         });
@@ -72,11 +69,7 @@ fn main() {
         );
         return;
     };
-    let runs: usize = std::env::var("PROFCONV_BENCH_RUNS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(5)
-        .max(1);
+    let runs = support::runs(5);
     let data = std::fs::read(&path).expect("read the input");
     println!(
         "input {} ({} bytes), median of {runs} runs",

@@ -21,27 +21,9 @@ use profconv_pvm::{ParseOptions, parse_pvm};
 use std::io::BufReader;
 use std::time::{Duration, Instant};
 
-/// CPU time of this thread (Linux `schedstat`, nanoseconds), if available.
-fn cpu() -> Option<Duration> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
-    Some(Duration::from_nanos(ns))
-}
-
-fn peak_rss_kb() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
-fn reset_peak_rss() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
+#[path = "../../../bench/support.rs"]
+mod support;
+use support::{median, peak_rss_kb, reset_peak_rss, thread_cpu};
 
 fn secs(d: Duration) -> String {
     format!("{:.3} s", d.as_secs_f64())
@@ -52,11 +34,7 @@ fn main() {
         eprintln!("set PROFCONV_BENCH_INPUT to a pvmtrace file (see bench/pvm.sh)");
         return;
     };
-    let runs: usize = std::env::var("PROFCONV_BENCH_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5)
-        .max(1);
+    let runs = support::runs(5);
     let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     println!(
         "input: {path} ({:.1} MB), {runs} runs per mode",
@@ -85,14 +63,14 @@ fn main() {
         for _ in 0..runs {
             let file = std::fs::File::open(&path).expect("open input");
             let mut reader = BufReader::with_capacity(1 << 16, file);
-            let (w0, c0) = (Instant::now(), cpu());
+            let (w0, c0) = (Instant::now(), thread_cpu());
             let mut input = if whole {
                 Input::from_slice(&data)
             } else {
                 Input::from_reader(&mut reader)
             };
             let p = parse_pvm(&mut input, &opts, &mut Context::silent()).expect("parse");
-            let (w1, c1) = (Instant::now(), cpu());
+            let (w1, c1) = (Instant::now(), thread_cpu());
             if emit {
                 profconv_folded::emit_folded(
                     &p.view(),
@@ -101,7 +79,7 @@ fn main() {
                 )
                 .expect("emit");
             }
-            let (w2, c2) = (Instant::now(), cpu());
+            let (w2, c2) = (Instant::now(), thread_cpu());
             parse_wall.push(w1 - w0);
             all_wall.push(w2 - w0);
             if let (Some(c0), Some(c1), Some(c2)) = (c0, c1, c2) {
