@@ -34,8 +34,8 @@
 
 use foldhash::fast::FixedState;
 use hashbrown::HashMap;
-use profconv_plugin::PluginError;
 use profconv_plugin::ir::{NO_ADDRESS, NONE, ProfileRef, ValueKind};
+use profconv_plugin::{PluginError, unknown_value_type};
 use std::io::Write;
 
 /// What to write.
@@ -297,13 +297,7 @@ pub fn emit_callgrind_validated(
 fn weight_columns(p: &ProfileRef<'_>, value: Option<&str>) -> Result<Vec<usize>, PluginError> {
     if let Some(name) = value {
         let Some(c) = p.value_type_index(name) else {
-            let known: Vec<&str> = (0..p.value_types.len())
-                .map(|i| p.value_type_name(i))
-                .collect();
-            return Err(PluginError::bad_option(format!(
-                "no value type '{name}' in this profile (it has: {})",
-                known.join(", ")
-            )));
+            return Err(unknown_value_type(p, name));
         };
         if p.value_types[c].kind != ValueKind::Weight {
             return Err(PluginError::bad_option(format!(

@@ -108,33 +108,6 @@ pub fn unit_kind(unit: &str) -> UnitKind {
     }
 }
 
-/// The value column written as the sample weight: `-O value=NAME`, else the first `Weight`
-/// column, else the first column; `None` when the profile has no value column (every sample then
-/// weighs 1).
-pub fn weight_column(
-    p: &ProfileRef<'_>,
-    value: Option<&str>,
-) -> Result<Option<usize>, PluginError> {
-    match value.filter(|v| !v.is_empty()) {
-        Some(name) => p.value_type_index(name).map(Some).ok_or_else(|| {
-            let known: Vec<&str> = (0..p.value_types.len())
-                .map(|i| p.value_type_name(i))
-                .collect();
-            PluginError::bad_option(format!(
-                "no value type '{name}' in this profile (it has: {})",
-                if known.is_empty() {
-                    "none".to_string()
-                } else {
-                    known.join(", ")
-                }
-            ))
-        }),
-        None => Ok(p
-            .default_weight()
-            .or((!p.value_types.is_empty()).then_some(0))),
-    }
-}
-
 /// The clock of the sample times of an ordered profile: the column the `time_unit` metadata
 /// names (by column name or unit), else the first `Weight` column. Its values are each sample's
 /// duration.

@@ -25,12 +25,12 @@
 use crate::categories::{Category, categorize};
 use crate::common::{
     Fill, Num, UnitKind, aggregate_per_stack, product_name, samples_by_thread, scaled,
-    stack_rank_and_spare, thread_name, time_column, unit_kind, weight_column,
+    stack_rank_and_spare, thread_name, time_column, unit_kind,
 };
 use crate::compact::{CHUNK, Chunks, Item};
 use flate2::{Compression, GzBuilder};
 use profconv_plugin::ir::{NO_ADDRESS, NONE, ProfileRef, ValueKind};
-use profconv_plugin::{Context, PluginError};
+use profconv_plugin::{Context, PluginError, value_column};
 use serde::ser::SerializeSeq;
 use serde::{Serialize, Serializer};
 use std::io::{self, Write};
@@ -583,7 +583,7 @@ pub fn build_profile<'r, 'p>(
     opts: FirefoxOptions<'_>,
     cx: &mut Context<'_>,
 ) -> Result<FxProfile<'r, 'p>, PluginError> {
-    let col = weight_column(p, opts.value)?;
+    let col = value_column(p, opts.value)?;
     let weight = Weight::of(p, col);
     if let Some(c) = col {
         if weight.weight_type == "samples" && !matches!(p.value_type_unit(c), "count" | "samples") {

@@ -18,7 +18,7 @@ mod firefox;
 mod speedscope;
 
 pub use categories::{Categories, Category, ModuleClass, categorize, mercury_module_class};
-pub use common::{DEFAULT_THREAD_NAME, weight_column};
+pub use common::DEFAULT_THREAD_NAME;
 pub use firefox::{
     FirefoxOptions, GECKO_VERSION, GZIP_LEVEL, INTERVAL_MS, PROCESSED_PROFILE_VERSION,
     emit_firefox, firefox_json_pretty,

@@ -12,10 +12,10 @@
 
 use crate::common::{
     Num, UnitKind, aggregate_per_stack, calls_column, product_name, samples_by_thread, scaled,
-    stack_rank_and_spare, thread_name, time_column, unit_kind, weight_column,
+    stack_rank_and_spare, thread_name, time_column, unit_kind,
 };
 use profconv_plugin::ir::{NONE, ProfileRef};
-use profconv_plugin::{Context, PluginError, human_bytes};
+use profconv_plugin::{Context, PluginError, human_bytes, value_column};
 use serde::ser::SerializeSeq;
 use serde::{Serialize, Serializer};
 use std::io::{BufWriter, Write};
@@ -285,7 +285,7 @@ fn build_file<'r, 'p>(
     opts: SpeedscopeOptions<'_>,
     cx: &mut Context<'_>,
 ) -> Result<File<'r, 'p>, PluginError> {
-    let col = weight_column(p, opts.value)?;
+    let col = value_column(p, opts.value)?;
     let (unit, decimals) = match col {
         Some(c) => (
             speedscope_unit(p.value_type_unit(c)),

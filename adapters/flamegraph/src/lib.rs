@@ -30,7 +30,7 @@ pub use quick_xml;
 use color::{Palette, Rgb};
 use merge::{ChartColumns, Frame, Layout};
 use profconv_plugin::ir::{CallTree, NONE, ProfileRef, Transform, ValueKind};
-use profconv_plugin::{Context, Format, OptionDesc, Options, Output, PluginError};
+use profconv_plugin::{Context, Format, OptionDesc, Options, Output, PluginError, value_column};
 use std::io::Write;
 use svg::{Describe, Picture};
 
@@ -106,28 +106,6 @@ fn emit_unbuffered<W: Write + ?Sized>(
         return draw(&reversed.view(), out, o, cx);
     }
     draw(p, out, o, cx)
-}
-
-/// The value column `name` (default: the first weight, else the first column, else none).
-fn value_column(p: &ProfileRef<'_>, name: Option<&str>) -> Result<Option<usize>, PluginError> {
-    match name {
-        Some(name) => p.value_type_index(name).map(Some).ok_or_else(|| {
-            let known: Vec<&str> = (0..p.value_types.len())
-                .map(|i| p.value_type_name(i))
-                .collect();
-            PluginError::bad_option(format!(
-                "option value={name}: no value type '{name}' in this profile (it has: {})",
-                if known.is_empty() {
-                    "none".to_string()
-                } else {
-                    known.join(", ")
-                }
-            ))
-        }),
-        None => Ok(p
-            .default_weight()
-            .or((!p.value_types.is_empty()).then_some(0))),
-    }
 }
 
 /// What a value counts: the option, else the column's unit, or its name when the unit is a

@@ -10,7 +10,7 @@
 
 use crate::parse::is_comment;
 use profconv_plugin::ir::{CallTree, IrError, NONE, ProfileRef, ValueKind, write_fixed};
-use profconv_plugin::{PluginError, human_bytes};
+use profconv_plugin::{PluginError, human_bytes, value_column};
 use std::io::Write;
 
 /// What to write.
@@ -30,23 +30,6 @@ pub struct EmitOptions<'a> {
 /// Default [`EmitOptions::max_size`]: 64 GiB ([`profconv_plugin::MAX_OUTPUT_SIZE`]). Every line
 /// holds its whole stack, so the output grows with the square of the depth.
 pub const MAX_SIZE: u64 = profconv_plugin::MAX_OUTPUT_SIZE;
-
-fn value_column(p: &ProfileRef<'_>, value: Option<&str>) -> Result<Option<usize>, PluginError> {
-    match value {
-        Some(name) => p.value_type_index(name).map(Some).ok_or_else(|| {
-            let known: Vec<&str> = (0..p.value_types.len())
-                .map(|i| p.value_type_name(i))
-                .collect();
-            PluginError::bad_option(format!(
-                "no value type '{name}' in this profile (it has: {})",
-                known.join(", ")
-            ))
-        }),
-        None => Ok(p
-            .default_weight()
-            .or((!p.value_types.is_empty()).then_some(0))),
-    }
-}
 
 /// Writes `p` as folded stacks.
 pub fn emit_folded(

@@ -33,7 +33,7 @@ pub use abi::{OptionDesc, Status};
 pub use profconv_ir as ir;
 pub use sdk::{
     Context, Format, Input, MAX_OUTPUT_SIZE, MAX_OUTPUT_SIZE_TEXT, Options, Output, PluginError,
-    format_desc, grow_line_buffer, human_bytes,
+    format_desc, grow_line_buffer, human_bytes, unknown_value_type, value_column,
 };
 
 /// Version of this SDK, recorded in every plugin's header.

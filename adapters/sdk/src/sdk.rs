@@ -711,6 +711,37 @@ pub const MAX_OUTPUT_SIZE: u64 = 1 << 36;
 /// [`MAX_OUTPUT_SIZE`] as an option's documented default (`OptionDesc::integer`).
 pub const MAX_OUTPUT_SIZE_TEXT: &str = "68719476736";
 
+/// The value column an emitter writes: the one named by `name` (the `-O value=NAME` option; an
+/// empty name counts as unset), else the profile's first weight column, else its first column;
+/// `None` when the profile has no value column. A name the profile does not have is a bad
+/// option ([`unknown_value_type`]).
+pub fn value_column(p: &ProfileRef<'_>, name: Option<&str>) -> Result<Option<usize>, PluginError> {
+    match name.filter(|n| !n.is_empty()) {
+        Some(name) => p
+            .value_type_index(name)
+            .map(Some)
+            .ok_or_else(|| unknown_value_type(p, name)),
+        None => Ok(p
+            .default_weight()
+            .or((!p.value_types.is_empty()).then_some(0))),
+    }
+}
+
+/// `option value=NAME: no value type 'NAME' in this profile (it has: …)`, a bad option.
+pub fn unknown_value_type(p: &ProfileRef<'_>, name: &str) -> PluginError {
+    let known: Vec<&str> = (0..p.value_types.len())
+        .map(|i| p.value_type_name(i))
+        .collect();
+    PluginError::bad_option(format!(
+        "option value={name}: no value type '{name}' in this profile (it has: {})",
+        if known.is_empty() {
+            "none".to_string()
+        } else {
+            known.join(", ")
+        }
+    ))
+}
+
 /// `18 bytes`, `1.5 TB (1500003500000 bytes)`: a size for messages.
 pub fn human_bytes(n: u128) -> String {
     let units = ["bytes", "kB", "MB", "GB", "TB", "PB", "EB"];
@@ -730,6 +761,38 @@ pub fn human_bytes(n: u128) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `-O value=NAME` picks a column by name; unset or empty, the first weight, else the first
+    /// column, else none; an unknown name is a bad option listing the columns.
+    #[test]
+    fn value_column_by_name_or_default() {
+        use profconv_ir::{ProfileBuilder, ValueKind};
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("calls", "count", ValueKind::Count);
+        b.add_value_type("ticks", "ticks", ValueKind::Weight);
+        let p = b.finish();
+        let v = p.view();
+        assert_eq!(value_column(&v, Some("calls")), Ok(Some(0)));
+        assert_eq!(value_column(&v, None), Ok(Some(1)));
+        assert_eq!(value_column(&v, Some("")), Ok(Some(1)));
+        let e = value_column(&v, Some("time")).unwrap_err();
+        assert_eq!(e.status, Status::BAD_OPTIONS);
+        assert_eq!(
+            e.message,
+            "option value=time: no value type 'time' in this profile (it has: calls, ticks)"
+        );
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("calls", "count", ValueKind::Count);
+        assert_eq!(value_column(&b.finish().view(), None), Ok(Some(0)));
+        let empty = ProfileBuilder::new().finish();
+        assert_eq!(value_column(&empty.view(), None), Ok(None));
+        assert!(
+            value_column(&empty.view(), Some("x"))
+                .unwrap_err()
+                .message
+                .ends_with("(it has: none)")
+        );
+    }
 
     #[test]
     fn output_size_bound_text_and_option() {
