@@ -473,6 +473,21 @@ impl<'a> ProfileRef<'a> {
     }
 }
 
+/// For `n` nodes numbered parents first (a stack table, a call tree: `parent(i) < i` or
+/// [`NONE`]), the sum of `own` along each node's path from its root, the node included: with
+/// `own` 1, each node's depth counting its root as 1; with a name's length, the length of its
+/// path's text. One pass, no recursion.
+pub fn path_sums(n: usize, parent: impl Fn(usize) -> u32, own: impl Fn(usize) -> u64) -> Vec<u64> {
+    let mut sum = vec![0u64; n];
+    for i in 0..n {
+        sum[i] = match parent(i) {
+            NONE => own(i),
+            q => sum[q as usize] + own(i),
+        };
+    }
+    sum
+}
+
 /// Formats a fixed-point value: `12345` with 2 decimals is `123.45`.
 pub fn format_fixed(value: i64, decimals: u32) -> String {
     let mut out = String::new();
@@ -503,6 +518,20 @@ pub fn write_fixed(out: &mut String, value: i64, decimals: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two roots, a chain under one, siblings: depths from 1, and sums of each node's own value.
+    #[test]
+    fn path_sums_add_along_each_path() {
+        let parent = [NONE, 0, 1, 1, NONE, 4];
+        let depth = path_sums(parent.len(), |i| parent[i], |_| 1);
+        assert_eq!(depth, [1, 2, 3, 3, 1, 2]);
+        let own = [5, 1, 10, 100, 7, 3];
+        assert_eq!(
+            path_sums(parent.len(), |i| parent[i], |i| own[i]),
+            [5, 6, 16, 106, 7, 10]
+        );
+        assert!(path_sums(0, |_| NONE, |_| 1).is_empty());
+    }
 
     #[test]
     fn fixed_point_formatting() {

@@ -34,7 +34,7 @@
 
 use foldhash::fast::FixedState;
 use hashbrown::HashMap;
-use profconv_plugin::ir::{NO_ADDRESS, NONE, ProfileRef, ValueKind};
+use profconv_plugin::ir::{NO_ADDRESS, NONE, ProfileRef, ValueKind, path_sums};
 use profconv_plugin::{PluginError, unknown_value_type};
 use std::io::Write;
 
@@ -866,13 +866,7 @@ impl ChainVisit {
 fn estimate_calls(p: &ProfileRef<'_>, frame_cg: &[u32], calls: &mut [i64]) {
     let cg_of = |s: u32| frame_cg[p.stack_frame[s as usize] as usize];
     let ns = p.n_stacks();
-    let mut depth = vec![0u32; ns];
-    for s in 0..ns {
-        let par = p.stack_prefix[s];
-        if par != NONE {
-            depth[s] = depth[par as usize] + 1;
-        }
-    }
+    let depth = path_sums(ns, |s| p.stack_prefix[s], |_| 1);
     let mut prev = vec![NONE; p.n_threads().max(1)];
     let mut new_part: Vec<u32> = Vec::new();
     for i in 0..p.n_samples() {

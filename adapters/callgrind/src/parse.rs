@@ -624,17 +624,21 @@ impl Reader<'_, '_> {
                     Some(&e) => e as usize,
                     None => {
                         self.check_new_row(&self.g.edge_costs, "at this new call site")?;
-                        let e = self.g.edges.len();
-                        self.edge_index.insert(key, e as u32);
-                        self.g.edges.push(Edge {
+                        let edge = Edge {
                             caller: self.func,
                             addr: (addr != NO_ADDRESS).then_some(addr),
                             line: line_no,
                             callee: self.callee,
                             calls: 0,
-                        });
-                        self.g.edge_costs.push_zero();
-                        e
+                        };
+                        let g = &mut self.g;
+                        add_row(
+                            &mut self.edge_index,
+                            key,
+                            &mut g.edges,
+                            &mut g.edge_costs,
+                            edge,
+                        )
                     }
                 };
                 let calls = self.g.edges[e]
@@ -675,15 +679,19 @@ impl Reader<'_, '_> {
                     Some(&s) => s as usize,
                     None => {
                         self.check_new_row(&self.g.self_costs, "at this new position")?;
-                        let s = self.g.selfs.len();
-                        self.self_index.insert(key, s as u32);
-                        self.g.selfs.push(SelfCost {
+                        let cost = SelfCost {
                             func: self.func,
                             addr: (addr != NO_ADDRESS).then_some(addr),
                             line: line_no,
-                        });
-                        self.g.self_costs.push_zero();
-                        s
+                        };
+                        let g = &mut self.g;
+                        add_row(
+                            &mut self.self_index,
+                            key,
+                            &mut g.selfs,
+                            &mut g.self_costs,
+                            cost,
+                        )
                     }
                 };
                 self.add_costs(false, s, given)
@@ -1079,6 +1087,22 @@ pub fn sniff(head: &[u8]) -> u32 {
         (true, false, true) => 60,
         _ => 0,
     }
+}
+
+/// Appends `row` to `rows` with a zero row of `costs` (its cost cells, already checked against
+/// the bound) and indexes it by `key`; returns its number. Rows and costs grow together.
+fn add_row<K: std::hash::Hash + Eq, R>(
+    index: &mut HashMap<K, u32>,
+    key: K,
+    rows: &mut Vec<R>,
+    costs: &mut Costs,
+    row: R,
+) -> usize {
+    let at = costs.push_zero();
+    debug_assert_eq!(at, rows.len(), "one cost row per row");
+    rows.push(row);
+    index.insert(key, at as u32);
+    at
 }
 
 #[cfg(test)]

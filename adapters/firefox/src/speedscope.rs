@@ -14,7 +14,7 @@ use crate::common::{
     Num, UnitKind, aggregate_per_stack, calls_column, product_name, samples_by_thread, scaled,
     stack_rank_and_spare, thread_name, time_column, unit_kind,
 };
-use profconv_plugin::ir::{NONE, ProfileRef};
+use profconv_plugin::ir::{NONE, ProfileRef, path_sums};
 use profconv_plugin::{Context, PluginError, human_bytes, value_column};
 use serde::ser::SerializeSeq;
 use serde::{Serialize, Serializer};
@@ -130,24 +130,11 @@ fn func_path(p: &ProfileRef<'_>, stack: u32, path: &mut Vec<u32>) {
     path.reverse();
 }
 
-/// For each stack, the sum of `own(func)` over its frames: one pass over the stacks (prefixes
-/// come first), never a walk per stack.
-fn path_sums(p: &ProfileRef<'_>, own: impl Fn(u32) -> u64) -> Vec<u64> {
-    let mut sum = vec![0u64; p.stack_prefix.len()];
-    for s in 0..sum.len() {
-        let own = own(p.stack_func(s as u32));
-        sum[s] = match p.stack_prefix[s] {
-            NONE => own,
-            q => sum[q as usize] + own,
-        };
-    }
-    sum
-}
-
 /// The bytes of each stack's frame list as a sampled profile writes it: each frame's index and
 /// a separator (`[3,14,15]` is 7 + 1).
 pub(crate) fn written_stack_len(p: &ProfileRef<'_>) -> Vec<u64> {
-    path_sums(p, |f| f.checked_ilog10().unwrap_or(0) as u64 + 2)
+    let own = |s: usize| p.stack_func(s as u32).checked_ilog10().unwrap_or(0) as u64 + 2;
+    path_sums(p.n_stacks(), |s| p.stack_prefix[s], own)
 }
 
 /// The bound on a sampled profile's size: every sample holds its whole stack, so the output grows
@@ -176,7 +163,7 @@ impl SizeBound {
             return Ok(());
         }
         // Depths only for the message (a walk per sample would be quadratic in the depth).
-        let depth = path_sums(p, |_| 1);
+        let depth = path_sums(p.n_stacks(), |s| p.stack_prefix[s], |_| 1);
         let deepest = stacks.iter().map(|&s| depth[s as usize]).max().unwrap_or(0);
         Err(PluginError::unsupported(format!(
             "the speedscope output would take at least {}: {} samples, stacks up to {deepest} \

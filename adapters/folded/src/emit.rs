@@ -9,7 +9,7 @@
 //!   run of consecutive samples on the same stack.
 
 use crate::parse::is_comment;
-use profconv_plugin::ir::{CallTree, IrError, NONE, ProfileRef, ValueKind, write_fixed};
+use profconv_plugin::ir::{CallTree, IrError, NONE, ProfileRef, ValueKind, path_sums, write_fixed};
 use profconv_plugin::{PluginError, human_bytes, value_column};
 use std::io::Write;
 
@@ -293,26 +293,14 @@ impl LineWriter {
         let name_len: Vec<u64> = (0..p.n_funcs() as u32)
             .map(|f| p.func_name_str(f).len() as u64)
             .collect();
-        let mut len = vec![0u64; nodes];
-        for n in 0..nodes {
-            let name = name_len[func_of(n as u32) as usize];
-            len[n] = match parent(n) {
-                NONE => name,
-                q => len[q as usize] + 1 + name,
-            };
-        }
+        // Each name and the `;` before it; the root has none.
+        let len = path_sums(nodes, &parent, |n| name_len[func_of(n as u32) as usize] + 1);
         for n in lines.clone() {
-            self.projected.line(len[n]);
+            self.projected.line(len[n] - 1);
         }
         if self.projected.bytes > self.max_size.unwrap_or(u64::MAX) as u128 {
             // Depths only for the error's text.
-            let mut depth = len;
-            for n in 0..nodes {
-                depth[n] = match parent(n) {
-                    NONE => 1,
-                    q => depth[q as usize] + 1,
-                };
-            }
+            let depth = path_sums(nodes, &parent, |_| 1);
             let most = lines.map(|n| depth[n]).max();
             self.projected.deepest = self.projected.deepest.max(most.unwrap_or(0));
         }
