@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 size="${1:-200M}"
 gen="${PROFCONV_GEN_FOLDED:-../shared/bench/gen_folded.py}"
 mkdir -p bench/out
-input="${PROFCONV_BENCH_INPUT:-bench/out/folded-seed42-$size.folded}"
+input="${PROFCONV_BENCH_INPUT:-$PWD/bench/out/folded-seed42-$size.folded}"
 if [ ! -s "$input" ]; then
     echo "generating $input with $gen ..."
     python3 "$gen" --seed 42 --size "$size" > "$input.tmp" && mv "$input.tmp" "$input"
