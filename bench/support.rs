@@ -5,7 +5,28 @@
 #![allow(dead_code)] // each bench uses part of it
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::time::Duration;
+
+/// The file `PROFCONV_BENCH_INPUT` names, or `None` after saying what to set it to (`what`: the
+/// kind of file and where to get one). cargo runs a bench in its crate's folder, so a relative
+/// path is taken from there; one that is not found stops the bench with a message saying so.
+pub fn bench_input(what: &str) -> Option<PathBuf> {
+    let Some(path) = std::env::var_os("PROFCONV_BENCH_INPUT").map(PathBuf::from) else {
+        eprintln!("set PROFCONV_BENCH_INPUT to {what}; nothing to measure");
+        return None;
+    };
+    if !path.is_file() {
+        let here = std::env::current_dir().unwrap_or_default();
+        panic!(
+            "PROFCONV_BENCH_INPUT={}: no such file from {} (cargo runs a bench in its crate's \
+             folder: give an absolute path)",
+            path.display(),
+            here.display()
+        );
+    }
+    Some(path)
+}
 
 /// CPU time (user + system) of this thread so far: the scheduler's nanosecond count
 /// (`/proc/thread-self/schedstat`), else the process's (see [`process_cpu`]).

@@ -9,7 +9,6 @@ use profconv_plugin::host::{self, ParseInput};
 use profconv_plugin::{Context, Input};
 use std::fs::File;
 use std::io::Read;
-use std::path::PathBuf;
 use std::time::Instant;
 
 #[path = "../../bench/support.rs"]
@@ -34,12 +33,11 @@ fn measure(name: &str, bytes: u64, runs: usize, mut f: impl FnMut()) -> (f64, f6
 }
 
 fn main() {
-    let Some(input) = std::env::var_os("PROFCONV_BENCH_INPUT").map(PathBuf::from) else {
-        eprintln!("set PROFCONV_BENCH_INPUT to a folded file (bench/folded.sh generates one)");
+    let Some(input) = support::bench_input("a folded file (bench/folded.sh generates one)") else {
         return;
     };
     let runs = support::runs(5);
-    let bytes = std::fs::metadata(&input).expect("input").len();
+    let bytes = std::fs::metadata(&input).expect("the input").len();
     let exe = std::env::current_exe().unwrap();
     let target = exe.parent().and_then(|d| d.parent()).unwrap();
     let lib = target.join(format!(

@@ -19,7 +19,6 @@ use profconv_flamegraph::{FlameOptions, emit_flamegraph};
 use profconv_folded::parse_folded;
 use profconv_plugin::{Context, Input, Options};
 use std::io::Write;
-use std::path::PathBuf;
 use std::time::Instant;
 
 #[path = "../../../bench/support.rs"]
@@ -45,8 +44,8 @@ fn measure(name: &str, bytes: u64, runs: usize, mut f: impl FnMut()) -> (f64, f6
 }
 
 fn main() {
-    let Some(input) = std::env::var_os("PROFCONV_BENCH_INPUT").map(PathBuf::from) else {
-        eprintln!("set PROFCONV_BENCH_INPUT to a folded file (bench/callgrind.sh generates one)");
+    let Some(input) = support::bench_input("a folded file (bench/callgrind.sh generates one)")
+    else {
         return;
     };
     let runs = support::runs(5);

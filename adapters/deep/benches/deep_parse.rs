@@ -18,7 +18,6 @@ use profconv_deep::{Deep, DeepFile, build_tree, read_file};
 use profconv_plugin::ir::CallTree;
 use profconv_plugin::{Context, Format, Input, Options};
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::time::Instant;
 
 #[path = "../../../bench/support.rs"]
@@ -95,8 +94,7 @@ fn print_shape(f: &DeepFile<'_>, bytes: u64) {
 }
 
 fn main() {
-    let Some(input) = std::env::var_os("PROFCONV_BENCH_INPUT").map(PathBuf::from) else {
-        eprintln!("set PROFCONV_BENCH_INPUT to a Deep.data file (bench/deep.sh generates one)");
+    let Some(input) = support::bench_input("a Deep.data file (bench/deep.sh generates one)") else {
         return;
     };
     let runs = support::runs(5);

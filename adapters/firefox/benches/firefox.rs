@@ -30,16 +30,13 @@ fn measure<T>(f: impl FnOnce() -> T) -> (T, Duration, Option<Duration>) {
 }
 
 fn main() {
-    let Ok(path) = std::env::var("PROFCONV_BENCH_INPUT") else {
-        eprintln!(
-            "set PROFCONV_BENCH_INPUT to a folded file (see bench/firefox.sh); nothing to measure"
-        );
+    let Some(path) = support::bench_input("a folded file (see bench/firefox.sh)") else {
         return;
     };
     let runs = support::runs(3);
-    let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let data = std::fs::read(&path).expect("read the input");
     let mb = data.len() as f64 / 1e6;
-    println!("input {path}: {:.1} MB, {runs} runs", mb);
+    println!("input {}: {:.1} MB, {runs} runs", path.display(), mb);
     let mut parse_t = (Vec::new(), Vec::new());
     let mut fx_t = (Vec::new(), Vec::new());
     let mut ss_t = (Vec::new(), Vec::new());

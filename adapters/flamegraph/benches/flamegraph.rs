@@ -62,18 +62,15 @@ fn report(what: &str, bytes: usize, (wall, cpu): (Duration, Duration)) {
 }
 
 fn main() {
-    let Some(path) = std::env::var_os("PROFCONV_BENCH_INPUT") else {
-        eprintln!(
-            "set PROFCONV_BENCH_INPUT to a folded file (bench/flamegraph.sh generates one); \
-             nothing to measure"
-        );
+    let Some(path) = support::bench_input("a folded file (bench/flamegraph.sh generates one)")
+    else {
         return;
     };
     let runs = support::runs(5);
     let data = std::fs::read(&path).expect("read the input");
     println!(
         "input {} ({} bytes), median of {runs} runs",
-        std::path::Path::new(&path).display(),
+        path.display(),
         data.len()
     );
 

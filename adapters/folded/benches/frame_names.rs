@@ -70,12 +70,11 @@ fn run(data: &[u8], stage: Stage) -> (u64, u64) {
 }
 
 fn main() {
-    let Ok(path) = std::env::var("PROFCONV_BENCH_INPUT") else {
-        println!("frame_names: set PROFCONV_BENCH_INPUT to a folded file (bench/out/ has them)");
+    let Some(path) = support::bench_input("a folded file (bench/folded.sh generates one)") else {
         return;
     };
-    let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    println!("{path}: {} bytes", data.len());
+    let data = std::fs::read(&path).expect("read the input");
+    println!("{}: {} bytes", path.display(), data.len());
     let n = runs(5);
     let frames = run(&data, Stage::Scan).0;
     for (name, stage) in [

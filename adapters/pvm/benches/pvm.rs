@@ -30,14 +30,14 @@ fn secs(d: Duration) -> String {
 }
 
 fn main() {
-    let Ok(path) = std::env::var("PROFCONV_BENCH_INPUT") else {
-        eprintln!("set PROFCONV_BENCH_INPUT to a pvmtrace file (see bench/pvm.sh)");
+    let Some(path) = support::bench_input("a pvmtrace file (see bench/pvm.sh)") else {
         return;
     };
     let runs = support::runs(5);
     let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     println!(
-        "input: {path} ({:.1} MB), {runs} runs per mode",
+        "input: {} ({:.1} MB), {runs} runs per mode",
+        path.display(),
         size as f64 / 1e6
     );
     let only = std::env::var("PROFCONV_BENCH_MODE").unwrap_or_default();
