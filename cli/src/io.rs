@@ -6,7 +6,7 @@ use std::io::{self, BufRead, BufReader, Cursor, Read, Write};
 use std::path::{Path, PathBuf};
 
 /// Bytes read ahead for sniffing.
-const HEAD: usize = 16 * 1024;
+pub const HEAD: usize = 16 * 1024;
 
 /// An opened input: its first bytes (for sniffing) and a reader that yields everything.
 pub struct OpenInput {

@@ -32,7 +32,7 @@ struct Cli {
     #[arg(short, long, global = true)]
     quiet: bool,
     /// Worker threads for parsers and emitters that split their work (folded stacks are parsed
-    /// in parallel); the output is the same whatever the number. Default: every core.
+    /// in parallel); the output is the same whatever the number. Default and most: every core.
     #[arg(long, short = 'j', value_name = "N", global = true, value_parser = clap::value_parser!(u32).range(1..))]
     threads: Option<u32>,
     #[command(subcommand)]
@@ -245,7 +245,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
         ),
     };
     match &cli.command {
-        Command::Formats => list_formats(&registry),
+        Command::Formats => list_formats(&registry, !cli.no_default_plugins),
         Command::Convert(args) => convert(&registry, args, run),
         Command::Tree(args) => tree(&registry, args, run),
         Command::Diff(args) => diff(&registry, args, run),
@@ -409,9 +409,13 @@ fn parse(
         }
     };
     let streams = parser.streams_input();
+    let (head_is_all, head) = (input.head.len() < io::HEAD, input.head.clone());
     let mut reader = input.into_reader();
     let mut whole = Vec::new();
     if !streams {
+        if !head_is_all && parser.sniff(&head) == Ok(0) && parser.sniffs() {
+            refuse_by_head(&head, parser, options, &name)?;
+        }
         reader
             .read_to_end(&mut whole)
             .map_err(|e| Failure::reading(&name, &e))?;
@@ -433,6 +437,38 @@ fn parse(
     })?;
     check_totals(&profile.view(), &name)?;
     Ok((name, profile))
+}
+
+/// A parser that takes the whole input in memory is given its first bytes alone when its own
+/// sniffer does not recognise them: if that fails inside those bytes (a file that is not of the
+/// format fails at its start), that is the error, found before reading an input that may be
+/// endless (`/dev/zero`) or a compressed bomb. Otherwise the whole input is read and parsed.
+fn refuse_by_head(
+    head: &[u8],
+    parser: &FormatHandle,
+    options: &[(String, Option<String>)],
+    name: &str,
+) -> Result<(), Failure> {
+    let mut empty: &[u8] = &[];
+    let req = ParseInput {
+        reader: &mut empty,
+        whole: Some(head),
+        size_hint: Some(head.len() as u64),
+        name,
+        threads: 1,
+    };
+    // Warnings of this trial parse are not the input's: they are dropped.
+    let mut log = |_: u32, _: &str| {};
+    match parser.parse(req, options, &mut log) {
+        Err(e) if e.byte_offset.is_some_and(|at| at < head.len() as u64) => {
+            Err(Failure::from_call(
+                e,
+                name,
+                &format!("plugin '{}' reading '{}'", parser.plugin.name, parser.id),
+            ))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Refuses a profile whose values add up to more than 64 bits hold, naming the input (every
@@ -722,10 +758,13 @@ fn caps_words(f: &FormatHandle) -> String {
     w.join(", ")
 }
 
-fn list_formats(registry: &Registry) -> Result<(), Failure> {
+fn list_formats(registry: &Registry, defaults_searched: bool) -> Result<(), Failure> {
     let mut out = String::new();
     if registry.loaded.is_empty() {
-        out.push_str("no plugins loaded (searched: --plugin, PROFCONV_PLUGIN_PATH, the user plugin directory, next to profconv, ../lib/profconv/plugins)\n");
+        out.push_str(match defaults_searched {
+            true => "no plugins loaded (searched: --plugin, PROFCONV_PLUGIN_PATH, the user plugin directory, next to profconv, ../lib/profconv/plugins)\n",
+            false => "no plugins loaded (searched: --plugin, PROFCONV_PLUGIN_PATH; --no-default-plugins skips the other places)\n",
+        });
     }
     for l in &registry.loaded {
         let i = &l.plugin.info;
@@ -743,13 +782,21 @@ fn list_formats(registry: &Registry) -> Result<(), Failure> {
             out.push_str("  warning: built with panic=abort: a bug in it ends profconv\n");
         }
         for f in &l.plugin.formats {
-            let exts: Vec<String> = f.extensions.iter().map(|e| format!(".{e}")).collect();
+            // File names as globs: `*.svg` for an extension, `callgrind.out*` for a prefix.
+            let names: Vec<String> = f
+                .extensions
+                .iter()
+                .map(|e| match e.ends_with('*') {
+                    true => format!(" {e}"),
+                    false => format!(" *.{e}"),
+                })
+                .collect();
             out.push_str(&format!(
-                "  format {}: {} [{}] {}\n",
+                "  format {}: {} [{}]{}\n",
                 f.id,
                 f.description,
                 caps_words(f),
-                exts.join(" ")
+                names.concat()
             ));
             for o in &f.options {
                 let default = if o.default.is_empty() {

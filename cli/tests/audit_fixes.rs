@@ -152,7 +152,8 @@ fn diff_refuses_stdin_for_both_inputs() {
         .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
-    assert_eq!(text(&out.stdout), "main;a 3\nmain;b 0\n");
+    // inferno's differential folded format: `STACK BEFORE AFTER`.
+    assert_eq!(text(&out.stdout), "main;a 3 0\nmain;b 0 5\n");
 }
 
 /// A plugin the user names (`--plugin FILE`, a file in `PROFCONV_PLUGIN_PATH`) that fails to
@@ -394,4 +395,101 @@ fn an_output_in_a_missing_directory_names_the_output_not_the_temp_file() {
     let err = text(&out.stderr);
     assert!(!err.contains(".profconv-"), "temp file named: {err}");
     assert!(err.contains("not a directory"), "{err}");
+}
+
+/// A parser that takes its whole input in memory (Deep.data) is refused by its first bytes when
+/// its sniffer does not know them: the host does not read on to the end first. An endless pipe
+/// (the test keeps stdin open) and a compressed bomb end at once with the parser's error.
+#[test]
+fn a_whole_input_parser_refuses_a_foreign_input_by_its_first_bytes() {
+    let mut child = profconv()
+        .args(["tree", "--from", "deep", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // More than the 16 KiB head; the pipe stays open until the process has ended.
+    stdin.write_all(&b"a;b 1\n".repeat(8 << 10)).unwrap();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "profconv waited for the end of an endless input"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(
+            "<stdin>: byte 0: expected the identifying line `Mercury deep profiler data version N`"
+        ),
+        "{err}"
+    );
+    // 256 MiB of zeros in 250 KB of gzip: refused without inflating it all.
+    let d = tmp();
+    let bomb = write(d.path(), "zeros.data.gz", &gzip(&vec![0u8; 256 << 20]));
+    let out = run(&["tree", "--from", "deep", bomb.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("zeros.data.gz: byte 0: expected the identifying line"),
+        "{err}"
+    );
+}
+
+/// `--plugin libx.so` and `plugin-check libx.so` mean the file in the current directory (the
+/// system loader would search its library path for a bare name).
+#[test]
+fn a_plugin_named_by_a_bare_file_name_is_the_file_in_the_current_directory() {
+    let d = tmp();
+    let lib = lib_path("profconv_plugin_folded");
+    let name = lib.file_name().unwrap().to_str().unwrap().to_string();
+    std::fs::copy(&lib, d.path().join(&name)).unwrap();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let out = profconv()
+        .current_dir(d.path())
+        .args(["--no-default-plugins", "--plugin", &name, "tree"])
+        .arg(&input)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), support::SEED_001_TREE);
+    let out = profconv()
+        .current_dir(d.path())
+        .args(["plugin-check", &name])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stdout));
+}
+
+/// Any `--threads` the option takes works: plugins use at most the machine's cores (a huge
+/// number crashed the parallel folded reader, which sized its queue by it).
+#[test]
+fn a_huge_thread_count_is_the_machine_s_cores() {
+    let d = tmp();
+    // Over the parallel reader's 4 MiB piece, so that it runs.
+    let mut text_in = String::new();
+    for i in 0..300_000 {
+        text_in.push_str(&format!(
+            "main;work{};leaf{} {}\n",
+            i % 97,
+            i % 13,
+            i % 7 + 1
+        ));
+    }
+    let input = write(d.path(), "big.folded", text_in.as_bytes());
+    let input = input.to_str().unwrap();
+    let one = run(&["-j", "1", "tree", input]);
+    assert!(one.status.success(), "{}", text(&one.stderr));
+    let huge = run(&["-j", "4294967295", "tree", input]);
+    assert!(huge.status.success(), "{}", text(&huge.stderr));
+    assert_eq!(one.stdout, huge.stdout);
 }

@@ -345,8 +345,8 @@ fn diff_draws_a_differential_flamegraph_and_gives_other_formats_both_columns() {
     ]);
     assert_eq!(
         text(&out.stdout),
-        "main;a 3\nmain;b 1\nmain;c 0\n",
-        "the first weight is `before`"
+        "main;a 3 0\nmain;b 1 5\nmain;c 0 2\n",
+        "inferno's differential folded format: `STACK BEFORE AFTER`"
     );
 }
 

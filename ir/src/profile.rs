@@ -62,6 +62,8 @@ pub enum IrError {
     Invalid(String),
     /// A sum or a rescale does not fit in 64 bits.
     Overflow(String),
+    /// A transform would make a profile beyond its bound (memory must not grow without one).
+    TooLarge(String),
 }
 
 impl fmt::Display for IrError {
@@ -69,6 +71,7 @@ impl fmt::Display for IrError {
         match self {
             IrError::Invalid(m) => write!(f, "invalid profile: {m}"),
             IrError::Overflow(m) => write!(f, "value overflow: {m}"),
+            IrError::TooLarge(m) => write!(f, "too large: {m}"),
         }
     }
 }

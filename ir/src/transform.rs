@@ -435,9 +435,29 @@ fn collapse_recursion(
     matched
 }
 
+/// The most stacks an inverted profile may have: [`INVERT_STACKS_PER_STACK`] per stack of the
+/// profile, and at least [`INVERT_MIN_STACKS`].
+pub fn invert_bound(n_stacks: usize) -> usize {
+    n_stacks
+        .saturating_mul(INVERT_STACKS_PER_STACK)
+        .max(INVERT_MIN_STACKS)
+}
+/// See [`invert_bound`]. A deep call chain of distinct functions, each with its own samples,
+/// inverts into a number of stacks that grows with the square of its depth (a 20 000-deep
+/// trace: 200 million).
+pub const INVERT_STACKS_PER_STACK: usize = 16;
+/// See [`invert_bound`]: 4 M stacks, about 150 MB of stack table and index.
+pub const INVERT_MIN_STACKS: usize = 1 << 22;
+
 /// The bottom-up tree: each sampled stack reversed. Cost: the depth of each distinct sampled
 /// stack, once. Count values (calls) are dropped: in the inverted tree no node is a call.
+/// More stacks than [`invert_bound`] is an error, found before the memory is taken.
 fn invert(p: &ProfileRef<'_>) -> Result<(Profile, Applied), IrError> {
+    invert_within(p, invert_bound(p.n_stacks()))
+}
+
+/// [`invert`] with at most `bound` stacks.
+fn invert_within(p: &ProfileRef<'_>, bound: usize) -> Result<(Profile, Applied), IrError> {
     let mut r = Rebuild::new(p);
     r.new_stack = vec![DROPPED; p.n_stacks()];
     r.merged_leaf = vec![true; p.n_stacks()];
@@ -457,8 +477,39 @@ fn invert(p: &ProfileRef<'_>) -> Result<(Profile, Applied), IrError> {
             cur = p.stack_prefix[cur as usize];
         }
         r.new_stack[si] = ns;
+        if r.b.profile().stacks.prefix.len() > bound {
+            return Err(IrError::TooLarge(format!(
+                "the inverted tree has more than {bound} stacks (the profile has {} stacks, up to {} frames deep; {matched} of {} sampled stacks inverted so far): invert a part of it (focus-func, max-depth, collapse-rec first)",
+                p.n_stacks(),
+                max_depth(p),
+                distinct_sampled(p),
+            )));
+        }
     }
     r.finish(p, matched)
+}
+
+/// The deepest stack's number of frames.
+fn max_depth(p: &ProfileRef<'_>) -> usize {
+    let mut depth: Vec<u32> = Vec::with_capacity(p.n_stacks());
+    for &prefix in p.stack_prefix {
+        let d = if prefix == NONE {
+            1
+        } else {
+            depth[prefix as usize] + 1
+        };
+        depth.push(d);
+    }
+    depth.iter().max().copied().unwrap_or(0) as usize
+}
+
+/// The number of distinct stacks that have samples.
+fn distinct_sampled(p: &ProfileRef<'_>) -> usize {
+    let mut seen = vec![false; p.n_stacks()];
+    p.sample_stack
+        .iter()
+        .filter(|&&s| !std::mem::replace(&mut seen[s as usize], true))
+        .count()
 }
 
 /// Escapes `\` and `;` in a name for a transform spec.
@@ -828,6 +879,29 @@ mod tests {
                 .unwrap_err()
                 .contains("merge:PATH")
         );
+    }
+
+    #[test]
+    fn invert_stops_at_its_bound() {
+        // A chain of 100 distinct functions with samples at every depth inverts into
+        // 1 + 2 + … + 100 = 5 050 stacks (the square of the depth).
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        let names: Vec<String> = (0..100).map(|i| format!("f{i}")).collect();
+        for depth in 1..=names.len() {
+            b.add_stack(&names[..depth], &[1]).unwrap();
+        }
+        let p = b.finish();
+        let (inverted, applied) = invert_within(&p.view(), 5_050).unwrap();
+        assert_eq!(inverted.stacks.prefix.len(), 5_050);
+        assert_eq!(applied.matched, 100);
+        let e = invert_within(&p.view(), 5_049).unwrap_err().to_string();
+        assert!(
+            e.starts_with("too large: the inverted tree has more than 5049 stacks (the profile has 100 stacks, up to 100 frames deep; 100 of 100 sampled stacks inverted so far)"),
+            "{e}"
+        );
+        assert_eq!(invert_bound(100), INVERT_MIN_STACKS);
+        assert_eq!(invert_bound(1 << 20), 16 << 20);
     }
 
     #[test]

@@ -504,6 +504,15 @@ const CASES: &[Case] = &[
     },
 ];
 
+/// A differential profile's `after` column alone, the shape its graph is drawn in.
+fn after_side(p: &Profile) -> Profile {
+    let col = p.view().value_type_index("after").expect("an after column");
+    let mut after = p.clone();
+    after.value_types = vec![p.value_types[col]];
+    after.samples.values = vec![p.samples.values[col].clone()];
+    after
+}
+
 /// `(depth, title, fg:x, fg:w)` of every frame, sorted.
 fn frame_keys(svg: &Svg) -> Vec<(usize, String, i64, i64)> {
     let mut v: Vec<_> = svg
@@ -536,6 +545,9 @@ fn inferno_inputs() {
         let chart = is_set(case.options, "flamechart");
         let drawn = if is_set(case.options, "reverse") {
             apply(&profile.view(), &Transform::Invert).unwrap().0
+        } else if profile.view().meta("diff").is_some() {
+            // A differential file (`STACK BEFORE AFTER`): drawn in its after column's shape.
+            after_side(&profile)
         } else {
             profile.clone()
         };
@@ -708,6 +720,31 @@ fn differential_of_inferno_diff_folded_inputs() {
         }
         text.push_str("---\n");
         text.push_str(&snapshot_text(&svg, read.frames.len()));
+        // inferno-diff-folded's output, `STACK BEFORE AFTER`, read by the folded parser as a
+        // differential profile, draws the graph of `profconv diff before.txt after.txt` (the
+        // profile `diff::combine` builds) byte for byte, and the frames of `emit_diff` (whose
+        // count name is the inputs' column's, `samples`, where a differential profile's is
+        // `after`).
+        let (diffed, _) = parse(&format!("{dir}/results/default.txt"), false);
+        assert_eq!(diffed.view().meta("diff"), Some("before,after"));
+        let combined =
+            profconv_ir::diff::combine(&before.view(), 0, &after.view(), 0).expect("combine");
+        let (from_file, _) = emit(&diffed, opts);
+        assert!(
+            from_file == emit(&combined, opts).0,
+            "{name}: the graph of results/default.txt differs from profconv diff's"
+        );
+        let frames = |svg: &Svg| -> Vec<(usize, String, i64, i64, String)> {
+            svg.frames
+                .iter()
+                .map(|f| (f.depth, f.name.clone(), f.fg_x, f.fg_w, f.fill.clone()))
+                .collect()
+        };
+        assert_eq!(
+            frames(&read_svg(&from_file, false)),
+            frames(&read),
+            "{name}: the frames of results/default.txt and of emit_diff"
+        );
         settings(
             &format!("{dir}/after.txt"),
             "differential flame graph of inferno's diff-folded before/after inputs",

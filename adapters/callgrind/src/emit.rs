@@ -434,8 +434,11 @@ impl Sites {
                 NO_ADDRESS => 0,
                 a => a,
             };
+            // A frame without a line (a leaf's own cost, in most readers) is placed at its
+            // function's line when the profile knows it: readers then show the cost in the
+            // function's source instead of at an unknown line 0.
             let line = match p.frame_line[fr] {
-                NONE => 0,
+                NONE => cg.line[frame_cg[fr] as usize],
                 l => l,
             };
             (addr, line)

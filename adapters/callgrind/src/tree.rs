@@ -28,6 +28,7 @@
 //! split by the caller's share of the calls' cost, not by what that caller really caused.
 
 use crate::graph::Graph;
+use crate::parse::show_name;
 use profconv_plugin::ir::{NONE, Profile, ProfileBuilder, ValueKind};
 use profconv_plugin::{Context, PluginError};
 use std::collections::VecDeque;
@@ -112,8 +113,8 @@ pub fn build_profile(
         let overflow = || {
             PluginError::invalid_input(format!(
                 "value overflow: the code of `{}` inlined into `{}`: its self costs plus the inclusive costs of its calls do not fit in 64 bits",
-                g.annotate_name(f as u32),
-                g.annotate_name(func.inlined_into)
+                show_name(&g.annotate_name(f as u32)),
+                show_name(&g.annotate_name(func.inlined_into))
             ))
         };
         let at = costs.len();

@@ -19,7 +19,7 @@ use crate::color::{self, Palette, Rgb};
 use crate::merge::{self, Frame};
 use crate::svg::{self, Describe, Picture};
 use crate::{count_name, value_column};
-use profconv_plugin::ir::{CallTree, NONE, ProfileRef, Transform};
+use profconv_plugin::ir::{CallTree, NONE, ProfileRef};
 use profconv_plugin::{Context, Options, PluginError};
 use std::collections::HashMap;
 use std::io::Write;
@@ -74,8 +74,7 @@ fn diff_unbuffered<W: Write + ?Sized>(
         ));
     }
     if o.reverse {
-        let (b, _) = profconv_plugin::ir::transform::apply(before, &Transform::Invert)?;
-        let (a, _) = profconv_plugin::ir::transform::apply(after, &Transform::Invert)?;
+        let (b, a) = (crate::reversed(before)?, crate::reversed(after)?);
         return draw_diff(&b.view(), &a.view(), out, o, cx);
     }
     draw_diff(before, after, out, o, cx)

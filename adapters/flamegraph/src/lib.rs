@@ -80,6 +80,13 @@ fn diff_sides<'a>(p: &ProfileRef<'a>) -> Option<(ProfileRef<'a>, ProfileRef<'a>)
     Some((side("before")?, side("after")?))
 }
 
+/// `p` with every stack reversed (option `reverse`).
+fn reversed(p: &ProfileRef<'_>) -> Result<profconv_plugin::ir::Profile, PluginError> {
+    let (reversed, _) = profconv_plugin::ir::transform::apply(p, &Transform::Invert)
+        .map_err(|e| PluginError::invalid_input(format!("option reverse: {e}")))?;
+    Ok(reversed)
+}
+
 /// Writes `p` as an SVG flame graph (or icicle graph, or flame chart, as `o` says), through a
 /// 64 KiB buffer (so `out` may be a plain file).
 pub fn emit_flamegraph<W: Write + ?Sized>(
@@ -102,7 +109,7 @@ fn emit_unbuffered<W: Write + ?Sized>(
 ) -> Result<(), PluginError> {
     if o.reverse {
         // Leaf functions at the base: the call tree of the reversed stacks.
-        let (reversed, _) = profconv_plugin::ir::transform::apply(p, &Transform::Invert)?;
+        let reversed = reversed(p)?;
         return draw(&reversed.view(), out, o, cx);
     }
     draw(p, out, o, cx)

@@ -7,8 +7,12 @@
 //! * `flamechart`: time order, nothing merged: for a profile with exact calls, one line per
 //!   call with its self value (the Octez debugger's `profile` output); otherwise one line per
 //!   run of consecutive samples on the same stack.
+//! * A differential profile (metadata `diff` = `before,after`, as `profconv diff` builds and the
+//!   parser reads from `STACK BEFORE AFTER` lines) is written with both counts on each line,
+//!   inferno's differential format, unless `value` picks one column.
 
 use crate::parse::is_comment;
+use profconv_plugin::ir::diff::DIFF_COLUMNS;
 use profconv_plugin::ir::{CallTree, IrError, NONE, ProfileRef, ValueKind, path_sums, write_fixed};
 use profconv_plugin::{PluginError, human_bytes, value_column};
 use std::io::Write;
@@ -16,7 +20,8 @@ use std::io::Write;
 /// What to write.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EmitOptions<'a> {
-    /// Value type to write (default: the first weight).
+    /// Value type to write (default: the first weight; both columns of a differential
+    /// profile).
     pub value: Option<&'a str>,
     /// One merged block per thread.
     pub per_thread: bool,
@@ -37,10 +42,10 @@ pub fn emit_folded(
     out: &mut impl Write,
     opts: EmitOptions<'_>,
 ) -> Result<(), PluginError> {
-    let Some(col) = value_column(p, opts.value)? else {
+    let Some(cols) = written_columns(p, opts.value)? else {
         return Ok(());
     };
-    let mut w = LineWriter::new(p, col);
+    let mut w = LineWriter::new(p, cols);
     w.max_size = opts.max_size;
     if opts.flamechart {
         return w.flamechart(p, out);
@@ -52,23 +57,43 @@ pub fn emit_folded(
         let order = Ordered::new(tree.len(), |n| tree.parent[n], &key);
         for thread in 0..p.n_threads() as u32 {
             // Self values of this thread's samples only, on the shared tree's nodes.
-            let mut selfv = vec![0i64; tree.len()];
+            let mut selfv = vec![vec![0i64; tree.len()]; w.cols.len()];
             let mut has = vec![false; tree.len()];
             for i in 0..p.n_samples() {
                 if p.sample_thread_of(i) == thread {
                     let n = tree.stack_node[p.sample_stack[i] as usize] as usize;
-                    selfv[n] = selfv[n].saturating_add(p.sample_values[col][i]);
+                    for (v, &c) in selfv.iter_mut().zip(&w.cols) {
+                        v[n] = v[n].saturating_add(p.sample_values[c][i]);
+                    }
                     has[n] = true;
                 }
             }
             let func_of = |n: u32| tree.func[n as usize];
             let lines = (0..tree.len()).filter(|&n| has[n]);
             w.project(p, |n| tree.parent[n], func_of, tree.len(), lines)?;
+            let selfv: Vec<&[i64]> = selfv.iter().map(Vec::as_slice).collect();
             w.write(p, &order, func_of, &selfv, &has, out)?;
         }
         return Ok(());
     }
     merged(&mut w, p, out, true)
+}
+
+/// The value columns each line holds: the one `value` names; else, for a differential profile
+/// (metadata `diff` = [`DIFF_COLUMNS`]), its `before` and `after` columns (inferno's
+/// `STACK BEFORE AFTER` lines); else the first weight. `None` for a profile with no value column.
+fn written_columns(
+    p: &ProfileRef<'_>,
+    value: Option<&str>,
+) -> Result<Option<Vec<usize>>, PluginError> {
+    if value.is_none_or(str::is_empty)
+        && p.meta("diff") == Some(DIFF_COLUMNS)
+        && let (Some(before), Some(after)) =
+            (p.value_type_index("before"), p.value_type_index("after"))
+    {
+        return Ok(Some(vec![before, after]));
+    }
+    Ok(value_column(p, value)?.map(|c| vec![c]))
 }
 
 /// The merged call tree, one line per call node with samples; from the stack table when it is
@@ -79,21 +104,22 @@ fn merged(
     out: &mut impl Write,
     try_stacks: bool,
 ) -> Result<(), PluginError> {
-    let (col, rank) = (w.col, name_ranks(p));
-    if try_stacks && let Some(stacks) = StackTree::new(p, col, &rank)? {
+    let rank = name_ranks(p);
+    if try_stacks && let Some(stacks) = StackTree::new(p, &w.cols, &rank)? {
         let lines = (0..p.n_stacks()).filter(|&s| stacks.has[s]);
         w.project_stacks(p, lines)?;
+        let selfv: Vec<&[i64]> = stacks.selfv.iter().map(Vec::as_slice).collect();
         return w.write(
             p,
             &stacks.order,
             |s| p.stack_func(s),
-            &stacks.selfv,
+            &selfv,
             &stacks.has,
             out,
         );
     }
-    // One value column is written: the tree needs no other (a Deep.data profile has ten).
-    let tree = CallTree::build_columns(p, &[col])?;
+    // The written columns are the tree's only ones (a Deep.data profile has ten).
+    let tree = CallTree::build_columns(p, &w.cols)?;
     let has: Vec<bool> = tree.sample_count.iter().map(|&c| c > 0).collect();
     let key: Vec<u32> = tree.func.iter().map(|&f| rank[f as usize]).collect();
     let order = Ordered::new(tree.len(), |n| tree.parent[n], &key);
@@ -105,14 +131,8 @@ fn merged(
         tree.len(),
         lines,
     )?;
-    w.write(
-        p,
-        &order,
-        |n| tree.func[n as usize],
-        &tree.self_values[col],
-        &has,
-        out,
-    )
+    let selfv: Vec<&[i64]> = w.cols.iter().map(|&c| &tree.self_values[c][..]).collect();
+    w.write(p, &order, |n| tree.func[n as usize], &selfv, &has, out)
 }
 
 /// Children lists in line-sort order: node `n`'s children are `kids[start[n]..start[n + 1]]`,
@@ -174,12 +194,13 @@ impl Ordered {
 /// addresses) usually does not.
 struct StackTree {
     order: Ordered,
-    selfv: Vec<i64>,
+    /// Self values of each written column.
+    selfv: Vec<Vec<i64>>,
     has: Vec<bool>,
 }
 
 impl StackTree {
-    fn new(p: &ProfileRef<'_>, col: usize, rank: &[u32]) -> Result<Option<Self>, PluginError> {
+    fn new(p: &ProfileRef<'_>, cols: &[usize], rank: &[u32]) -> Result<Option<Self>, PluginError> {
         // Only tried where funcs have one frame each (else siblings of one func are likely,
         // and finding one after ordering every list would be wasted work).
         let mut framed = vec![false; p.n_funcs()];
@@ -207,26 +228,36 @@ impl StackTree {
         }
         // Not needed any more: off the peak before the value vectors.
         drop(key);
-        let mut selfv = vec![0i64; ns];
         let mut has = vec![false; ns];
-        for (&s, &v) in p.sample_stack.iter().zip(p.sample_values[col]) {
-            let cell = &mut selfv[s as usize];
-            *cell = cell.checked_add(v).ok_or_else(|| overflow(*cell, v))?;
+        for &s in p.sample_stack {
             has[s as usize] = true;
         }
-        if p.value_types[col].kind == ValueKind::Weight {
-            // The call tree checks that every node's total fits; so does this.
-            let mut total = selfv.clone();
-            for s in (0..ns).rev() {
-                let prefix = p.stack_prefix[s];
-                if prefix != NONE {
-                    let v = total[s];
-                    let cell = &mut total[prefix as usize];
-                    *cell = cell.checked_add(v).ok_or_else(|| overflow(*cell, v))?;
+        let mut columns = Vec::with_capacity(cols.len());
+        for &col in cols {
+            let mut selfv = vec![0i64; ns];
+            for (&s, &v) in p.sample_stack.iter().zip(p.sample_values[col]) {
+                let cell = &mut selfv[s as usize];
+                *cell = cell.checked_add(v).ok_or_else(|| overflow(*cell, v))?;
+            }
+            if p.value_types[col].kind == ValueKind::Weight {
+                // The call tree checks that every node's total fits; so does this.
+                let mut total = selfv.clone();
+                for s in (0..ns).rev() {
+                    let prefix = p.stack_prefix[s];
+                    if prefix != NONE {
+                        let v = total[s];
+                        let cell = &mut total[prefix as usize];
+                        *cell = cell.checked_add(v).ok_or_else(|| overflow(*cell, v))?;
+                    }
                 }
             }
+            columns.push(selfv);
         }
-        Ok(Some(StackTree { order, selfv, has }))
+        Ok(Some(StackTree {
+            order,
+            selfv: columns,
+            has,
+        }))
     }
 }
 
@@ -238,8 +269,9 @@ fn overflow(a: i64, b: i64) -> PluginError {
 }
 
 struct LineWriter {
-    col: usize,
-    decimals: u32,
+    /// The value columns written on each line (one, or a differential profile's two).
+    cols: Vec<usize>,
+    decimals: Vec<u32>,
     path: Vec<u8>,
     num: String,
     max_size: Option<u64>,
@@ -247,7 +279,8 @@ struct LineWriter {
     projected: Projected,
 }
 
-/// What the output will take, at least: every line's stack, a space, one digit and a newline.
+/// What the output will take, at least: every line's stack, a space and one digit per value,
+/// and a newline.
 #[derive(Default)]
 struct Projected {
     bytes: u128,
@@ -257,17 +290,17 @@ struct Projected {
 
 impl Projected {
     #[inline]
-    fn line(&mut self, path_len: u64) {
-        self.bytes += path_len as u128 + 3;
+    fn line(&mut self, path_len: u64, values: usize) {
+        self.bytes += path_len as u128 + 2 * values as u128 + 1;
         self.lines += 1;
     }
 }
 
 impl LineWriter {
-    fn new(p: &ProfileRef<'_>, col: usize) -> Self {
+    fn new(p: &ProfileRef<'_>, cols: Vec<usize>) -> Self {
         LineWriter {
-            col,
-            decimals: p.value_types[col].decimals,
+            decimals: cols.iter().map(|&c| p.value_types[c].decimals).collect(),
+            cols,
             path: Vec::with_capacity(4096),
             num: String::new(),
             max_size: None,
@@ -296,7 +329,7 @@ impl LineWriter {
         // Each name and the `;` before it; the root has none.
         let len = path_sums(nodes, &parent, |n| name_len[func_of(n as u32) as usize] + 1);
         for n in lines.clone() {
-            self.projected.line(len[n] - 1);
+            self.projected.line(len[n] - 1, self.cols.len());
         }
         if self.projected.bytes > self.max_size.unwrap_or(u64::MAX) as u128 {
             // Depths only for the error's text.
@@ -341,16 +374,24 @@ impl LineWriter {
         )))
     }
 
-    fn line(&mut self, path: &[u8], value: i64, out: &mut impl Write) -> std::io::Result<()> {
+    /// A line: `path`, then the first `cols.len()` of `values`, each at its column's scale.
+    fn line(&mut self, path: &[u8], values: [i64; 2], out: &mut impl Write) -> std::io::Result<()> {
         self.num.clear();
-        write_fixed(&mut self.num, value, self.decimals);
-        // `0.50` → `0.5`, `2.00` → `2`: what the reader reads back is written back the same.
-        if self.decimals > 0 {
-            let keep = self.num.trim_end_matches('0').trim_end_matches('.').len();
-            self.num.truncate(keep);
+        for (&value, &decimals) in values.iter().zip(&self.decimals) {
+            self.num.push(' ');
+            let start = self.num.len();
+            write_fixed(&mut self.num, value, decimals);
+            // `0.50` → `0.5`, `2.00` → `2`: what the reader reads back is written back the same.
+            if decimals > 0 {
+                let keep = start
+                    + self.num[start..]
+                        .trim_end_matches('0')
+                        .trim_end_matches('.')
+                        .len();
+                self.num.truncate(keep);
+            }
         }
         out.write_all(path)?;
-        out.write_all(b" ")?;
         out.write_all(self.num.as_bytes())?;
         out.write_all(b"\n")
     }
@@ -362,10 +403,11 @@ impl LineWriter {
         p: &ProfileRef<'_>,
         order: &Ordered,
         func_of: impl Fn(u32) -> u32,
-        selfv: &[i64],
+        selfv: &[&[i64]],
         has: &[bool],
         out: &mut impl Write,
     ) -> Result<(), PluginError> {
+        let second = selfv.get(1).copied().unwrap_or_default();
         // Per func, computed once: its name as written.
         let mut names = Vec::new();
         let mut name_end = Vec::with_capacity(p.n_funcs() + 1);
@@ -394,7 +436,8 @@ impl LineWriter {
             path.extend_from_slice(name);
             prefix_len.push(path.len());
             if has[i] {
-                self.line(&path, selfv[i], out)?;
+                let values = [selfv[0][i], second.get(i).copied().unwrap_or(0)];
+                self.line(&path, values, out)?;
             }
             let below = depth as u32 + 1;
             todo.extend(order.children(i).iter().rev().map(|&c| (c, below)));
@@ -408,13 +451,18 @@ impl LineWriter {
         let calls = p
             .value_type_index("calls")
             .filter(|&c| p.value_types[c].kind == ValueKind::Count);
-        // (stack, value) per output line, in order of first appearance.
-        let mut lines: Vec<(u32, i64)> = Vec::new();
+        // (stack, values) per output line, in order of first appearance.
+        let mut lines: Vec<(u32, [i64; 2])> = Vec::new();
         // Open calls: (stack, line) from the outermost in.
         let mut open: Vec<(u32, usize)> = Vec::new();
-        let values = p.sample_values[self.col];
-        for (i, &v) in values.iter().enumerate() {
-            let s = p.sample_stack[i];
+        let first = p.sample_values[self.cols[0]];
+        let second = self.cols.get(1).map_or(&[][..], |&c| p.sample_values[c]);
+        for (i, (&s, &v0)) in p.sample_stack.iter().zip(first).enumerate() {
+            let v = [v0, second.get(i).copied().unwrap_or(0)];
+            let add = |sum: &mut [i64; 2]| {
+                sum[0] += v[0];
+                sum[1] += v[1];
+            };
             match calls {
                 Some(c) if p.sample_values[c][i] > 0 => {
                     // A new call of the leaf: close what is not its caller.
@@ -434,7 +482,7 @@ impl LineWriter {
                         open.pop();
                     }
                     match open.last() {
-                        Some(&(_, l)) if l != usize::MAX => lines[l].1 += v,
+                        Some(&(_, l)) if l != usize::MAX => add(&mut lines[l].1),
                         _ => {
                             open.clear();
                             open.push((s, lines.len()));
@@ -443,7 +491,7 @@ impl LineWriter {
                     }
                 }
                 None => match lines.last_mut() {
-                    Some(last) if last.0 == s => last.1 += v,
+                    Some(last) if last.0 == s => add(&mut last.1),
                     _ => lines.push((s, v)),
                 },
             }
@@ -610,7 +658,7 @@ mod tests {
     /// True when the stack table is written as it is.
     fn is_call_tree(p: &Profile) -> bool {
         let v = p.view();
-        StackTree::new(&v, 0, &name_ranks(&v)).unwrap().is_some()
+        StackTree::new(&v, &[0], &name_ranks(&v)).unwrap().is_some()
     }
 
     /// The output from the stack table and from the call tree.
@@ -618,7 +666,7 @@ mod tests {
         let v = p.view();
         let way = |try_stacks| {
             let mut out = Vec::new();
-            let mut w = LineWriter::new(&v, 0);
+            let mut w = LineWriter::new(&v, vec![0]);
             merged(&mut w, &v, &mut out, try_stacks).unwrap();
             String::from_utf8(out).unwrap()
         };
@@ -757,6 +805,74 @@ mod tests {
         // The flame chart marks the same roots.
         let p = trace(&["C #\trun 0", "C g 10", "E 60", "E 100"]);
         assert_eq!(emit(&p, CHART), "_#\trun 50\n_#\trun;g 50\n");
+    }
+
+    fn parse(text: &[u8]) -> Profile {
+        crate::parse::parse_folded(
+            &mut profconv_plugin::Input::from_slice(text),
+            false,
+            &mut profconv_plugin::Context::silent(),
+        )
+        .unwrap()
+    }
+
+    /// A differential profile (metadata `diff`, as `profconv diff` builds) is written as
+    /// `STACK BEFORE AFTER` lines, each count at its column's scale, which read back as the same
+    /// profile; `value` picks one column.
+    #[test]
+    fn differential_profiles_are_written_with_both_counts() {
+        let mut x = ProfileBuilder::new();
+        x.add_value_type("samples", "count", ValueKind::Weight);
+        x.add_stack(&["main", "a"], &[3]).unwrap();
+        x.add_stack(&["main", "b"], &[1]).unwrap();
+        let x = x.finish();
+        let mut y = ProfileBuilder::new();
+        y.add_value_type("samples", "count", ValueKind::Weight);
+        y.add_stack(&["main", "b"], &[5]).unwrap();
+        y.add_stack(&["main", "c"], &[2]).unwrap();
+        y.add_stack(&["main"], &[1]).unwrap();
+        let y = y.finish();
+        let d = profconv_plugin::ir::diff::combine(&x.view(), 0, &y.view(), 0).unwrap();
+        let text = emit(&d, EmitOptions::default());
+        assert_eq!(text, "main 0 1\nmain;a 3 0\nmain;b 1 5\nmain;c 0 2\n");
+        let back = parse(text.as_bytes());
+        assert_eq!(back.view().meta("diff"), Some(DIFF_COLUMNS));
+        assert_eq!(emit(&back, EmitOptions::default()), text);
+        let one = |value| EmitOptions {
+            value: Some(value),
+            ..EmitOptions::default()
+        };
+        assert_eq!(
+            emit(&d, one("after")),
+            "main 1\nmain;a 0\nmain;b 5\nmain;c 2\n"
+        );
+        assert_eq!(
+            emit(&back, one("before")),
+            "main 0\nmain;a 3\nmain;b 1\nmain;c 0\n"
+        );
+        // The call tree's way (funcs with several frames) and the flame chart write both too.
+        let v = d.view();
+        let mut out = Vec::new();
+        let mut w = LineWriter::new(&v, vec![0, 1]);
+        merged(&mut w, &v, &mut out, false).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), text);
+        assert_eq!(
+            emit(&d, CHART),
+            "main;a 3 0\nmain;b 1 5\nmain;c 0 2\nmain 0 1\n"
+        );
+        // Each column at its own scale; trailing zeros dropped per count.
+        let p = parse(b"a;b 1.5 2\na;c 0.25 3\na 1 4.125\nd 0 0\n");
+        let text = emit(&p, EmitOptions::default());
+        assert_eq!(text, "a 1 4.125\na;b 1.5 2\na;c 0.25 3\nd 0 0\n");
+        assert_eq!(emit(&parse(text.as_bytes()), EmitOptions::default()), text);
+        // The size bound counts both counts: `a 1 4\n` is projected as `a 0 0\n`, 6 bytes.
+        let p = parse(b"a 1 4\n");
+        let bounded = |max| EmitOptions {
+            max_size: Some(max),
+            ..EmitOptions::default()
+        };
+        assert_eq!(emit(&p, bounded(6)), "a 1 4\n");
+        assert!(emit_folded(&p.view(), &mut Vec::new(), bounded(5)).is_err());
     }
 
     #[test]

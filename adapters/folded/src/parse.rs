@@ -10,6 +10,7 @@ use nom::character::complete::{digit0, digit1};
 use nom::combinator::{all_consuming, opt};
 use nom::sequence::preceded;
 use nom::{IResult, Parser};
+use profconv_plugin::ir::diff::DIFF_COLUMNS;
 use profconv_plugin::ir::{NONE, PathStart, Profile, ProfileBuilder, ValueKind};
 use profconv_plugin::{Context, Input, PluginError, grow_line_buffer};
 use std::collections::BTreeMap;
@@ -42,6 +43,12 @@ pub const MAX_PIECE_SIZE: usize = 1 << 26;
 /// A count's integer digits and, if any, its fraction digits.
 type CountDigits<'a> = (&'a [u8], Option<&'a [u8]>);
 
+/// A data line's stack text and counts (`[count, 0]`, or `[before, after]`).
+type StackCounts<'a> = (&'a [u8], [i64; 2]);
+
+/// The UTF-8 byte-order mark, read like leading whitespace at the start of a line.
+const BOM: &[u8] = b"\xef\xbb\xbf";
+
 /// `123` or `123.45` (inferno accepts decimal counts).
 fn count(i: &[u8]) -> IResult<&[u8], CountDigits<'_>> {
     all_consuming((digit1, opt(preceded(tag(&b"."[..]), digit0)))).parse(i)
@@ -50,8 +57,6 @@ fn count(i: &[u8]) -> IResult<&[u8], CountDigits<'_>> {
 /// Something to tell the user about a line, kept until the piece of input it came from is put
 /// in place (line numbers and offsets are relative to that piece until then).
 enum Note {
-    /// The first line with a stack; `true` if it looks like a differential file.
-    FirstData { line: u64, differential: bool },
     /// The first count without a stack.
     Stackless { line: u64 },
     /// The first line with names that are not UTF-8.
@@ -103,7 +108,6 @@ impl Report {
 /// The user's view of the notes of every piece so far, in input order.
 #[derive(Default)]
 struct Reporter {
-    seen_data: bool,
     warned_stackless: bool,
     warned_lossy: bool,
     warned_skipped: u64,
@@ -117,14 +121,6 @@ impl Reporter {
     fn take(&mut self, report: Report, lines: u64, offset: u64, cx: &mut Context<'_>) {
         for note in report.notes {
             match note {
-                Note::FirstData { line, differential } => {
-                    if !std::mem::replace(&mut self.seen_data, true) && differential {
-                        cx.warn(&format!(
-                            "line {}: this looks like a differential file (two counts per line); only the last count is read",
-                            lines + line
-                        ));
-                    }
-                }
                 Note::Stackless { line } => {
                     if !std::mem::replace(&mut self.warned_stackless, true) {
                         cx.warn(&format!(
@@ -212,7 +208,17 @@ struct Parser_ {
     /// Input offset of the current line after its leading whitespace, and that whitespace.
     line_offset: u64,
     lead: usize,
-    seen_data: bool,
+    /// Whether the first data line has been seen (or the mode was given): it decides
+    /// `differential` and the value columns for the whole input.
+    decided: bool,
+    /// Every line is `STACK BEFORE AFTER` (inferno's differential format), read into the
+    /// columns `before` and `after`.
+    differential: bool,
+    /// The first data line's number (in a differential file, for the error of a line with one
+    /// count).
+    first_data_line: u64,
+    /// Value columns: 1, or 2 in a differential file.
+    n_cols: usize,
     report: Report,
 }
 
@@ -227,7 +233,10 @@ impl Parser_ {
     fn new(opts: &ParseOptions) -> Self {
         let batch_lines = opts.batch_lines.clamp(1, MAX_BATCH_LINES);
         let mut b = ProfileBuilder::new();
-        b.add_value_type("samples", "count", ValueKind::Weight);
+        // The value columns are added once the first data line says which (`set_mode`); these
+        // strings keep their ids of a profile that had `samples` from the start.
+        b.intern("samples");
+        b.intern("count");
         Parser_ {
             b,
             names: FrameNames::new(),
@@ -244,9 +253,37 @@ impl Parser_ {
             line_no: 0,
             line_offset: 0,
             lead: 0,
-            seen_data: false,
+            decided: false,
+            differential: false,
+            first_data_line: 0,
+            n_cols: 1,
             report: Report::default(),
         }
+    }
+
+    /// Reads the input as differential (`STACK BEFORE AFTER`: columns `before` and `after`, and
+    /// metadata `diff`, as `profconv diff` builds) or not (one column, `samples`).
+    fn set_mode(&mut self, differential: bool) {
+        debug_assert!(!self.decided);
+        self.decided = true;
+        self.differential = differential;
+        if differential {
+            self.b.add_value_type("before", "count", ValueKind::Weight);
+            self.b.add_value_type("after", "count", ValueKind::Weight);
+            self.b.add_meta("diff", DIFF_COLUMNS);
+            self.n_cols = 2;
+        } else {
+            self.b.add_value_type("samples", "count", ValueKind::Weight);
+            self.n_cols = 1;
+        }
+    }
+
+    /// The profile (with a `samples` column if no line said otherwise).
+    fn finish(mut self) -> Profile {
+        if !self.decided {
+            self.set_mode(false);
+        }
+        self.b.finish()
     }
 
     /// Every line of `piece`, which ends in `\n` unless it ends the input; offsets and line
@@ -264,24 +301,16 @@ impl Parser_ {
     }
 
     /// One line without its `\n`; `offset` is the input offset of its first byte.
-    fn line(&mut self, mut line: &[u8], offset: u64) -> Result<(), PluginError> {
+    fn line(&mut self, line: &[u8], offset: u64) -> Result<(), PluginError> {
         self.line_no += 1;
-        let end = line
-            .iter()
-            .rposition(|c| !c.is_ascii_whitespace())
-            .map_or(0, |p| p + 1);
-        line = &line[..end];
-        self.lead = line
-            .iter()
-            .position(|c| !c.is_ascii_whitespace())
-            .unwrap_or(line.len());
-        line = &line[self.lead..];
-        self.line_offset = offset + self.lead as u64;
+        let (lead, line) = trim_line(line);
+        self.lead = lead;
+        self.line_offset = offset + lead as u64;
         // Blank lines, and comment lines (austin writes its metadata as `# key: value`).
         if line.is_empty() || is_comment(line) {
             return Ok(());
         }
-        let (stack_text, value) = match self.split_count(line) {
+        let (stack_text, values) = match self.counts(line) {
             Ok(Some(v)) => v,
             Ok(None) => {
                 // A count with no stack (py-spy writes these): nothing to attribute it to.
@@ -305,12 +334,6 @@ impl Parser_ {
                 return Err(e);
             }
         };
-        if !std::mem::replace(&mut self.seen_data, true) {
-            let (line, differential) = (self.line_no, looks_differential(stack_text));
-            self.report
-                .notes
-                .push(Note::FirstData { line, differential });
-        }
         let shared = self.frames_of(stack_text);
         if self.batch.is_empty() && self.b.profile().stacks.prefix.len() < self.batch_from_stacks {
             // A small profile's stack index stays in the caches: there are no misses to
@@ -327,13 +350,13 @@ impl Parser_ {
             self.batch_frames.clear();
             return self
                 .b
-                .add_to_stack(leaf, &[value])
+                .add_to_stack(leaf, &values[..self.n_cols])
                 .map_err(|e| self.error(0, format!("sum of counts: {e}")));
         }
         self.batch.push(Batched {
             end: self.batch_frames.len(),
             shared,
-            value,
+            values,
             line_no: self.line_no,
             line_offset: self.line_offset,
             lead: self.lead,
@@ -395,7 +418,7 @@ impl Parser_ {
                 };
                 stacks[at] = leaf;
             }
-            if let Err(e) = self.b.add_to_stack(leaf, &[line.value]) {
+            if let Err(e) = self.b.add_to_stack(leaf, &line.values[..self.n_cols]) {
                 // As if reading had stopped at this line: what later lines noted is dropped.
                 let line = &self.batch[i];
                 let e = PluginError::invalid_input(format!("sum of counts: {e}"))
@@ -415,38 +438,47 @@ impl Parser_ {
         Ok(())
     }
 
-    /// Splits `STACK COUNT` into the stack text and the count as fixed point; `None` for a
-    /// count with no stack.
-    fn split_count<'l>(&mut self, line: &'l [u8]) -> Result<Option<(&'l [u8], i64)>, PluginError> {
-        let (stack_end, col) = match memrchr2(b' ', b'\t', line) {
-            Some(sp) => {
-                let stack_end = line[..sp]
-                    .iter()
-                    .rposition(|c| !c.is_ascii_whitespace())
-                    .map_or(0, |p| p + 1);
-                (stack_end, sp + 1)
-            }
-            None if count(line).is_ok() => return Ok(None),
-            None => {
+    /// The stack text of a trimmed data line and its counts as fixed point: `[count, 0]`, or
+    /// `[before, after]` in a differential file; `None` for counts without a stack. The first
+    /// data line decides whether the file is differential.
+    fn counts<'l>(&mut self, line: &'l [u8]) -> Result<Option<StackCounts<'l>>, PluginError> {
+        let last = match split_count(line) {
+            Ok(Some(last)) => last,
+            Ok(None) => return Ok(None),
+            Err((idx, msg)) => return Err(self.error(idx, msg)),
+        };
+        if !self.decided {
+            self.first_data_line = self.line_no;
+            self.set_mode(looks_differential(&line[..last.stack_end]));
+        }
+        if !self.differential {
+            let v = self.fixed(0, last.digits, last.col)?;
+            return Ok(Some((&line[..last.stack_end], [v, 0])));
+        }
+        // `STACK BEFORE AFTER`: the before count ends the stack text.
+        let before = match split_count(&line[..last.stack_end]) {
+            Ok(Some(before)) => before,
+            // Two counts and no stack (`3 5`).
+            Ok(None) => return Ok(None),
+            Err(_) => {
                 return Err(self.error(
-                    line.len(),
-                    "expected `STACK COUNT`: the line has no count after the stack".into(),
+                    last.col,
+                    format!(
+                        "expected two counts, `STACK BEFORE AFTER`: the file is differential (its first data line, line {}, has two)",
+                        self.first_data_line
+                    ),
                 ));
             }
         };
-        let token = &line[col..];
-        let Ok((_, (int, frac))) = count(token) else {
-            return Err(self.error(
-                col,
-                format!(
-                    "expected a count (digits, optionally with a decimal point) at the end of the line, found `{}`",
-                    String::from_utf8_lossy(&token[..token.len().min(40)])
-                ),
-            ));
-        };
-        if stack_end == 0 {
-            return Ok(None);
-        }
+        let b = self.fixed(0, before.digits, before.col)?;
+        let a = self.fixed(1, last.digits, last.col)?;
+        Ok(Some((&line[..before.stack_end], [b, a])))
+    }
+
+    /// The count `digits` (at byte `col` of the line) as fixed point in column `c`, whose
+    /// scale it raises if it has more decimals.
+    fn fixed(&mut self, c: usize, digits: CountDigits<'_>, col: usize) -> Result<i64, PluginError> {
+        let (int, frac) = digits;
         let mut frac = frac.unwrap_or(b"");
         while let [rest @ .., b'0'] = frac {
             frac = rest;
@@ -456,18 +488,18 @@ impl Parser_ {
             self.report.truncated_fraction = true;
         }
         let want = frac.len() as u32;
-        if want > self.b.decimals(0) {
+        if want > self.b.decimals(c) {
             // The counts read so far are at the old scale: add them before changing it.
             self.flush()?;
             // The message names no value: it must not depend on how the input was split.
-            self.b.rescale(0, want).map_err(|_| {
+            self.b.rescale(c, want).map_err(|_| {
                 self.error(
                     col,
                     format!("this count needs {want} decimals, and the counts so far do not fit in 64 bits at that scale"),
                 )
             })?;
         }
-        let decimals = self.b.decimals(0);
+        let decimals = self.b.decimals(c);
         let overflow = || self.error(col, "count does not fit in 64 bits".into());
         let mut v: i64 = 0;
         for &d in int {
@@ -483,7 +515,7 @@ impl Parser_ {
                 .and_then(|v| v.checked_add(d))
                 .ok_or_else(overflow)?;
         }
-        Ok(Some((&line[..stack_end], v)))
+        Ok(v)
     }
 
     /// Appends the frames of `text[start..]`; true if a name first seen here is not UTF-8
@@ -575,7 +607,8 @@ struct Batched {
     /// Number of leading frames it shares with the line before (taken from that line's stacks
     /// when that line was in the batch before).
     shared: usize,
-    value: i64,
+    /// Its counts (the first `n_cols`).
+    values: [i64; 2],
     /// Where it is, for an error found when its count is added.
     line_no: u64,
     line_offset: u64,
@@ -584,13 +617,104 @@ struct Batched {
     mark: ReportMark,
 }
 
-/// True when the stack text ends in ` NUMBER`: the first of two counts (inferno's differential
-/// folded format, `stack before after`).
+/// True when the text before a line's last count ends in ` NUMBER`, the first of two counts
+/// (inferno's differential folded format, `stack before after`), or is a count: two counts and
+/// no stack (` 3 5`: a differential file of py-spy's stackless lines starts so, the empty stack
+/// sorting first).
 fn looks_differential(stack: &[u8]) -> bool {
     match memrchr2(b' ', b'\t', stack) {
         Some(sp) => count(&stack[sp + 1..]).is_ok(),
-        None => false,
+        None => count(stack).is_ok(),
     }
+}
+
+/// A line without its leading and trailing whitespace, and the length of what was removed
+/// before it. A byte-order mark at the start of a line is removed as whitespace (an editor
+/// or a Windows tool may write one at the start of the file; on any line, a line reads the
+/// same wherever the input is cut into pieces).
+#[inline]
+fn trim_line(line: &[u8]) -> (usize, &[u8]) {
+    let end = line
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(0, |p| p + 1);
+    let line = &line[..end];
+    let mut lead = 0;
+    while let Some(&c) = line.get(lead) {
+        if c.is_ascii_whitespace() {
+            lead += 1;
+        } else if c == BOM[0] && line[lead..].starts_with(BOM) {
+            lead += BOM.len();
+        } else {
+            break;
+        }
+    }
+    (lead, &line[lead..])
+}
+
+/// A trimmed line's last count: where the stack text before it ends, where it starts, and its
+/// digits.
+struct LastCount<'a> {
+    stack_end: usize,
+    col: usize,
+    digits: CountDigits<'a>,
+}
+
+/// Splits a trimmed line `STACK COUNT` at its last count; `None` for a count with no stack; an
+/// error is the byte it points at and its message.
+#[inline]
+fn split_count(line: &[u8]) -> Result<Option<LastCount<'_>>, (usize, String)> {
+    let (stack_end, col) = match memrchr2(b' ', b'\t', line) {
+        Some(sp) => {
+            let stack_end = line[..sp]
+                .iter()
+                .rposition(|c| !c.is_ascii_whitespace())
+                .map_or(0, |p| p + 1);
+            (stack_end, sp + 1)
+        }
+        None if count(line).is_ok() => return Ok(None),
+        None => {
+            return Err((
+                line.len(),
+                "expected `STACK COUNT`: the line has no count after the stack".into(),
+            ));
+        }
+    };
+    let token = &line[col..];
+    let Ok((_, digits)) = count(token) else {
+        return Err((
+            col,
+            format!(
+                "expected a count (digits, optionally with a decimal point) at the end of the line, found `{}`",
+                String::from_utf8_lossy(&token[..token.len().min(40)])
+            ),
+        ));
+    };
+    if stack_end == 0 {
+        return Ok(None);
+    }
+    Ok(Some(LastCount {
+        stack_end,
+        col,
+        digits,
+    }))
+}
+
+/// Whether the first data line of `text` (whole lines) is differential (two counts); `None` if
+/// `text` has no data line. [`Parser_::counts`] decides at the same line, with the same
+/// trimming and splitting: the first line that is not blank, not a comment and not one count
+/// without a stack, and ends in a count (a bad line before it is an error, or skipped).
+fn first_data_line_is_differential(text: &[u8]) -> Option<bool> {
+    text.split(|&c| c == b'\n').find_map(|line| {
+        let (_, line) = trim_line(line);
+        if line.is_empty() || is_comment(line) {
+            return None;
+        }
+        match split_count(line) {
+            Ok(Some(last)) => Some(looks_differential(&line[..last.stack_end])),
+            _ => None,
+        }
+    })
 }
 
 /// How to read folded stacks.
@@ -657,60 +781,69 @@ pub fn parse_folded_with(
     if let Some(whole) = input.whole() {
         if opts.threads > 1 && whole.len() > opts.piece_size {
             let mut r: &[u8] = whole;
-            return parse_parallel(&mut r, p, opts, cx);
+            return parse_parallel(&mut r, Some(whole), p, opts, cx);
         }
     } else if opts.threads > 1 {
-        return parse_parallel(input, p, opts, cx);
+        return parse_parallel(input, None, p, opts, cx);
     }
-    let parsed = parse_serial(input, &mut p);
-    // The notes of the lines before an error are given too.
+    let parsed = match input.whole() {
+        Some(whole) => p.piece(whole),
+        None => parse_stream(input, &mut p),
+    };
+    finish_serial(parsed, p, cx)
+}
+
+/// The profile of a parse on this thread, or its error, with their warnings (the notes of the
+/// lines before an error are given too).
+fn finish_serial(
+    parsed: Result<(), PluginError>,
+    mut p: Parser_,
+    cx: &mut Context<'_>,
+) -> Result<Profile, PluginError> {
     let mut reporter = Reporter::default();
     reporter.take(std::mem::take(&mut p.report), 0, 0, cx);
     parsed?;
     reporter.finish(cx);
-    Ok(p.b.finish())
+    Ok(p.finish())
 }
 
-/// Parses `input` on this thread into `p`.
-fn parse_serial(input: &mut Input<'_>, p: &mut Parser_) -> Result<(), PluginError> {
-    if let Some(whole) = input.whole() {
-        p.piece(whole)
-    } else {
-        let mut buf = vec![0u8; BLOCK.min(p.max_line)];
-        let (mut start, mut end) = (0usize, 0usize);
-        let mut offset = 0u64; // input offset of buf[start]
-        loop {
-            if end == buf.len() {
-                if start > 0 {
-                    buf.copy_within(start..end, 0);
-                    end -= start;
-                    start = 0;
-                } else {
-                    // A line longer than the buffer: grow (bounded by the line, not the input).
-                    grow_for_line(&mut buf, offset, p.max_line)?;
-                }
-            }
-            let n = read_some(input, &mut buf[end..])?;
-            if n == 0 {
-                if start < end {
-                    p.line(&buf[start..end], offset)?;
-                }
-                p.flush()?;
-                break;
-            }
-            let scan_from = end;
-            end += n;
-            let mut search = scan_from;
-            while let Some(i) = memchr(b'\n', &buf[search..end]) {
-                let nl = search + i;
-                p.line(&buf[start..nl], offset)?;
-                offset += (nl + 1 - start) as u64;
-                start = nl + 1;
-                search = start;
+/// Parses the stream `input` on this thread into `p`, through a buffer that grows only for a
+/// long line.
+fn parse_stream(input: &mut dyn Read, p: &mut Parser_) -> Result<(), PluginError> {
+    let mut buf = vec![0u8; BLOCK.min(p.max_line)];
+    let (mut start, mut end) = (0usize, 0usize);
+    let mut offset = 0u64; // input offset of buf[start]
+    loop {
+        if end == buf.len() {
+            if start > 0 {
+                buf.copy_within(start..end, 0);
+                end -= start;
+                start = 0;
+            } else {
+                // A line longer than the buffer: grow (bounded by the line, not the input).
+                grow_for_line(&mut buf, offset, p.max_line)?;
             }
         }
-        Ok(())
+        let n = read_some(input, &mut buf[end..])?;
+        if n == 0 {
+            if start < end {
+                p.line(&buf[start..end], offset)?;
+            }
+            p.flush()?;
+            break;
+        }
+        let scan_from = end;
+        end += n;
+        let mut search = scan_from;
+        while let Some(i) = memchr(b'\n', &buf[search..end]) {
+            let nl = search + i;
+            p.line(&buf[start..nl], offset)?;
+            offset += (nl + 1 - start) as u64;
+            start = nl + 1;
+            search = start;
+        }
     }
+    Ok(())
 }
 
 /// Doubles `buf`, which holds the start of a line (at input offset `line_start`) and no newline,
@@ -799,8 +932,14 @@ type PieceResult = (Report, Result<(u64, Profile), PluginError>);
 /// What limits the speed-up is absorbing: one lookup in the whole profile's stack index per
 /// stack a piece made (on the 1 GB benchmark, 2 threads: 1.76 s wall against 2.40 s on one;
 /// 1.87 s when this thread also absorbed).
+///
+/// Every piece is read in the mode its first data line decides (see [`Parser_::counts`]); the
+/// workers parse single-count pieces. When the first piece shows a differential file, or has
+/// no data line, this thread reads the whole input as one thread would (`whole` is the input
+/// when it is in memory).
 fn parse_parallel(
     input: &mut dyn Read,
+    whole: Option<&[u8]>,
     mut main: Parser_,
     opts: ParseOptions,
     cx: &mut Context<'_>,
@@ -816,15 +955,31 @@ fn parse_parallel(
     let mut reporter = Reporter::default();
     let Some(first) = pieces.next(Vec::new())? else {
         reporter.finish(cx);
-        return Ok(main.b.finish());
+        return Ok(main.finish());
     };
     if pieces.eof && pieces.carry.is_empty() {
         // One piece is the whole input: nothing to share out.
         let parsed = main.piece(&first.buf[..first.len]);
-        reporter.take(std::mem::take(&mut main.report), 0, 0, cx);
-        parsed?;
-        reporter.finish(cx);
-        return Ok(main.b.finish());
+        return finish_serial(parsed, main, cx);
+    }
+    match first_data_line_is_differential(&first.buf[..first.len]) {
+        Some(false) => main.set_mode(false),
+        _ => {
+            // A differential file (a worker's piece would not know the mode its first line
+            // decides), or no data line yet: this thread reads everything from the start, the
+            // first piece and the start of a line it cut before the rest of the input, as one
+            // thread does.
+            let parsed = match whole {
+                Some(whole) => main.piece(whole),
+                None => {
+                    let mut rest = (&first.buf[..first.len])
+                        .chain(&pieces.carry[..])
+                        .chain(&mut *pieces.input);
+                    parse_stream(&mut rest, &mut main)
+                }
+            };
+            return finish_serial(parsed, main, cx);
+        }
     }
     let threads = opts.threads.max(1);
     let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Piece)>(threads);
@@ -845,9 +1000,10 @@ fn parse_parallel(
                     };
                     let Ok((index, piece)) = job else { return };
                     let mut p = Parser_::new(&opts);
+                    p.set_mode(false);
                     let parsed = p.piece(&piece.buf[..piece.len]);
                     let report = std::mem::take(&mut p.report);
-                    let result = (report, parsed.map(|()| (p.line_no, p.b.finish())));
+                    let result = (report, parsed.map(|()| (p.line_no, p.finish())));
                     if done_tx.send((index, piece, result)).is_err() {
                         return;
                     }
@@ -901,7 +1057,7 @@ fn parse_parallel(
         drop(work_tx);
         let main = absorber.join().map_err(|_| gone())?;
         reporter.finish(cx);
-        Ok(main.b.finish())
+        Ok(main.finish())
     })
 }
 
@@ -1015,6 +1171,8 @@ fn absorb_bound(b: &ProfileBuilder, bound: i128, part: &Profile) -> Option<i128>
 
 /// Confidence that `head` is folded stacks: every complete line ends in a count.
 pub fn sniff(head: &[u8]) -> u32 {
+    // A byte-order mark before the content is read as whitespace, as the parser does.
+    let head = head.strip_prefix(BOM).unwrap_or(head);
     if head.is_empty() || memchr(0, head).is_some() {
         return 0;
     }
@@ -1025,7 +1183,7 @@ pub fn sniff(head: &[u8]) -> u32 {
     };
     let (mut good, mut with_semicolon) = (0, 0);
     for line in complete.split(|&c| c == b'\n').take(64) {
-        let line = line.trim_ascii();
+        let (_, line) = trim_line(line);
         if line.is_empty() || is_comment(line) {
             continue;
         }
@@ -1079,6 +1237,228 @@ mod tests {
             },
         )
         .unwrap()
+    }
+
+    /// Both columns of every node (`self_before=` is `self=`).
+    fn diff_tree(p: &Profile) -> String {
+        let t = CallTree::build(&p.view()).unwrap();
+        render_tree(
+            &p.view(),
+            &t,
+            &TreeTextOptions {
+                order: TreeOrder::FirstSeen,
+                all_values: true,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    }
+
+    /// The parse's profile, or its error, and its warnings.
+    fn parse_warned(text: &[u8], skip: bool) -> (Result<Profile, PluginError>, Vec<String>) {
+        let mut warnings = Vec::new();
+        let mut sink = |_: u32, m: &str| warnings.push(m.to_string());
+        let p = parse_folded(
+            &mut Input::from_slice(text),
+            skip,
+            &mut Context::with_sink(&mut sink),
+        );
+        (p, warnings)
+    }
+
+    /// inferno's differential format: the first data line's two counts make every line
+    /// `STACK BEFORE AFTER`, read into columns `before` and `after` with metadata `diff`, as
+    /// `profconv diff` builds. Blank lines and comments before it decide nothing; two counts
+    /// without a stack (` 3 4`: diffed py-spy files start so) decide, and are skipped.
+    #[test]
+    fn differential_files_read_before_and_after_columns() {
+        let text =
+            b"# diff\n\n 3 4\nmain;a 10 20\nmain;b\t5  0\nmain;a 1 2\nmain 0 7\nmain;a;c 0 3\n";
+        let (p, warnings) = parse_warned(text, false);
+        let p = p.unwrap();
+        let v = p.view();
+        assert_eq!(v.meta("diff"), Some(DIFF_COLUMNS));
+        assert_eq!(v.meta("source_format"), Some("folded"));
+        let cols: Vec<_> = (0..v.value_types.len())
+            .map(|c| {
+                (
+                    v.value_type_name(c),
+                    v.value_type_unit(c),
+                    v.value_types[c].kind,
+                )
+            })
+            .collect();
+        assert_eq!(
+            cols,
+            [
+                ("before", "count", ValueKind::Weight),
+                ("after", "count", ValueKind::Weight)
+            ]
+        );
+        let want = "main self=0 total=16 self_after=7 total_after=32\n  a self=11 total=11 self_after=22 total_after=25\n    c self=0 total=0 self_after=3 total_after=3\n  b self=5 total=5 self_after=0 total_after=0\n";
+        assert_eq!(diff_tree(&p), want);
+        assert_eq!(
+            warnings,
+            ["line 3: a count without a stack was skipped"],
+            "no warning about the two counts"
+        );
+        assert_eq!(diff_tree(&parse_streaming(text).unwrap()), want);
+        // Streamed through blocks of every size and across the 1 MiB block boundary.
+        let mut big = Vec::new();
+        for i in 0..100_000 {
+            big.extend_from_slice(
+                format!("root;f{};g{} {} {}\n", i % 13, i % 7, i % 5, i % 3).as_bytes(),
+            );
+        }
+        big.extend_from_slice(b"root;last 9 8"); // no final newline
+        let a = diff_tree(&parse(&big, false).unwrap());
+        assert_eq!(a, diff_tree(&parse_streaming(&big).unwrap()));
+        assert!(
+            a.contains("last self=9 total=9 self_after=8 total_after=8"),
+            "{a}"
+        );
+        // Two counts and no stack, after the first data line: skipped like one count.
+        let (p, warnings) = parse_warned(b"a 1 2\n 3 4\n5 6\n", false);
+        assert_eq!(
+            diff_tree(&p.unwrap()),
+            "a self=1 total=1 self_after=2 total_after=2\n"
+        );
+        assert_eq!(
+            warnings,
+            [
+                "line 2: a count without a stack was skipped",
+                "2 counts without a stack were skipped in all"
+            ]
+        );
+    }
+
+    /// Each column keeps its own decimals: the before counts' do not scale the after counts.
+    #[test]
+    fn differential_columns_keep_their_own_decimals() {
+        let text = b"a;b 1.5 2\na;c 0.25 3\na 1 4.125\n";
+        let p = parse(text, false).unwrap();
+        assert_eq!(
+            (p.value_types[0].decimals, p.value_types[1].decimals),
+            (2, 3)
+        );
+        assert_eq!(
+            diff_tree(&p),
+            "a self=1.00 total=2.75 self_after=4.125 total_after=9.125\n  b self=1.50 total=1.50 self_after=2.000 total_after=2.000\n  c self=0.25 total=0.25 self_after=3.000 total_after=3.000\n"
+        );
+        assert_eq!(diff_tree(&parse_streaming(text).unwrap()), diff_tree(&p));
+        let same = ParseOptions::default();
+        same_in_batches(text, same);
+        // A count that does not fit once its column is rescaled: only its column's counts
+        // matter.
+        for ok in [
+            &b"a 10000000000 1\nb 1 0.000000001\n"[..],
+            b"a 1 10000000000\nb 0.000000001 1\n",
+        ] {
+            assert!(parse(ok, false).is_ok());
+        }
+        let e = parse(b"a 1 10000000000\nb 1 0.000000001\n", false).unwrap_err();
+        assert!(e.message.contains("needs 9 decimals"), "{e}");
+        assert_eq!((e.line, e.column), (Some(2), Some(5)));
+        let e = parse(b"a 10000000000 1\nb 0.000000001 1\n", false).unwrap_err();
+        assert_eq!((e.line, e.column), (Some(2), Some(3)));
+    }
+
+    /// In a differential file a line with one count is bad: an error at its count naming the
+    /// first data line, or with `skip-bad-lines` a skipped line like any other.
+    #[test]
+    fn a_single_count_in_a_differential_file_is_a_bad_line() {
+        let text = b"# c\nmain;a 1 2\nmain;b 3 4\n  main;c 5\nmain;d x 6\nmain;e 7 8\n";
+        let e = parse(text, false).unwrap_err();
+        assert_eq!(
+            (e.line, e.column, e.byte_offset),
+            (Some(4), Some(10), Some(35)),
+            "{e}"
+        );
+        assert_eq!(
+            e.message,
+            "expected two counts, `STACK BEFORE AFTER`: the file is differential (its first data line, line 2, has two)"
+        );
+        assert_eq!(parse_streaming(text).unwrap_err(), e);
+        let (p, warnings) = parse_warned(text, true);
+        assert_eq!(
+            diff_tree(&p.unwrap()),
+            "main self=0 total=11 self_after=0 total_after=14\n  a self=1 total=1 self_after=2 total_after=2\n  b self=3 total=3 self_after=4 total_after=4\n  e self=7 total=7 self_after=8 total_after=8\n"
+        );
+        assert_eq!(
+            warnings,
+            [
+                "skipped line 4, column 10: expected two counts, `STACK BEFORE AFTER`: the file is differential (its first data line, line 2, has two)",
+                "skipped line 5, column 10: expected two counts, `STACK BEFORE AFTER`: the file is differential (its first data line, line 2, has two)",
+                "skipped 2 line(s) without a valid count"
+            ]
+        );
+        // A last token that is not a count is the usual error, at that token.
+        let e = parse(b"a 1 2\nb 3 x\n", false).unwrap_err();
+        assert!(e.message.contains("found `x`"), "{e}");
+        assert_eq!((e.line, e.column), (Some(2), Some(5)));
+    }
+
+    /// A file whose first data line has one count reads as it always did: a later line with
+    /// two counts keeps its first in the leaf's name.
+    #[test]
+    fn single_count_files_are_not_differential() {
+        let (p, warnings) = parse_warned(b"a;b 1\na;c 2 3\n", false);
+        let p = p.unwrap();
+        assert_eq!(p.view().meta("diff"), None);
+        assert_eq!(p.value_types.len(), 1);
+        assert_eq!(p.view().value_type_name(0), "samples");
+        assert_eq!(
+            tree(&p),
+            "a self=0 total=4\n  b self=1 total=1\n  c 2 self=3 total=3\n"
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        // No data line at all: one `samples` column, as before.
+        for text in [&b""[..], b"# only\n", b" 5\n"] {
+            let p = parse(text, false).unwrap();
+            assert_eq!(p.value_types.len(), 1);
+            assert_eq!(p.view().value_type_name(0), "samples");
+        }
+    }
+
+    /// A UTF-8 byte-order mark is leading whitespace, on the first line or any other: before a
+    /// stack, a comment or a count; error columns count its three bytes.
+    #[test]
+    fn a_byte_order_mark_reads_as_leading_whitespace() {
+        let text = b"\xef\xbb\xbfa;b 1\na;c 2\n";
+        let p = parse(text, false).unwrap();
+        assert_eq!(
+            tree(&p),
+            "a self=0 total=3\n  b self=1 total=1\n  c self=2 total=2\n"
+        );
+        assert_eq!(tree(&parse_streaming(text).unwrap()), tree(&p));
+        let (p, warnings) = parse_warned(b"\xef\xbb\xbf# austin: 3\n# mode: wall\na;b 1\n", false);
+        assert_eq!(tree(&p.unwrap()), "a self=0 total=1\n  b self=1 total=1\n");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        // Only a mark, marks and blanks, a mark on a later line, a mark before a differential
+        // first line.
+        assert_eq!(
+            parse(b"\xef\xbb\xbf", false).unwrap().samples.stack.len(),
+            0
+        );
+        let p = parse(
+            b" \xef\xbb\xbf \xef\xbb\xbf\ta 1\nb 2\n\xef\xbb\xbfb 3\n",
+            false,
+        )
+        .unwrap();
+        assert_eq!(tree(&p), "a self=1 total=1\nb self=5 total=5\n");
+        let p = parse(b"\xef\xbb\xbfa 1 2\n", false).unwrap();
+        assert_eq!(
+            diff_tree(&p),
+            "a self=1 total=1 self_after=2 total_after=2\n"
+        );
+        // A mark inside a name is part of it.
+        let p = parse(b"a;\xef\xbb\xbfb 1\n", false).unwrap();
+        assert_eq!(tree(&p), "a self=0 total=1\n  \u{feff}b self=1 total=1\n");
+        let e = parse(b"\xef\xbb\xbfa;b x\n", false).unwrap_err();
+        assert_eq!(
+            (e.line, e.column, e.byte_offset),
+            (Some(1), Some(8), Some(7))
+        );
     }
 
     #[test]
@@ -1261,6 +1641,13 @@ mod tests {
             "py-spy's stackless line"
         );
         assert_eq!(sniff(b"events: Ir\nfn=main\n"), 0);
+        // A byte-order mark before the content, or at the start of a later line.
+        assert!(sniff(b"\xef\xbb\xbfa;b;c 1\nd;e 2\n") >= 50);
+        assert!(sniff(b"\xef\xbb\xbf# austin: 3\na;b 1\n\xef\xbb\xbfa;c 2\n") >= 50);
+        assert_eq!(sniff(b"\xef\xbb\xbf"), 0);
+        assert_eq!(sniff(b"\xef\xbb\xbfevents: Ir\n"), 0);
+        // Differential files are folded stacks too.
+        assert!(sniff(b"a;b 1 2\nc;d 3 4\n") >= 50);
     }
 
     /// A streamed line longer than the bound is an error at the byte where it starts, on one
@@ -1405,7 +1792,25 @@ mod tests {
     #[test]
     fn threads_give_the_one_thread_profile_warnings_and_errors() {
         let text = b"# comment\nmain;a;b 3 4\nmain;c 1\r\n\n 7\nother;b 2.5\nmain;a;b 2\nmain;\xff;x 1\n 2\nmain;c;a;b 4\nother 7\nz;y;x 0.125";
+        // Differential (its first data line has two counts): an error at line 3, or lines
+        // skipped.
+        assert!(outcome(text, ParseOptions::default(), true).starts_with("error line 3"));
         same_with_threads(text, false);
+        same_with_threads(text, true);
+        // Single counts (a later line with two keeps its first in the name).
+        let single = b"# comment\nmain;c 1\r\nmain;a;b 3 4\n\n 7\nother;b 2.5\nmain;a;b 2\nmain;\xff;x 1\n 2\nmain;c;a;b 4\nother 7\nz;y;x 0.125";
+        same_with_threads(single, false);
+        // Differential throughout, with decimals in each column, counts without a stack, a
+        // comment, a mark and CRLF; after a first piece without a data line.
+        let diff = b"\xef\xbb\xbf# c\n\n 3\n\nmain;a;b 3 4\nmain;c 1 0.5\r\n\n 7 8\nother;b 2.5 1\nmain;a;b 2 2\n\xef\xbb\xbfmain;\xff;x 1 0\nmain;c;a;b 4 4.25\nother 7 0\nz;y;x 0.125 9";
+        let d = outcome(diff, ParseOptions::default(), true);
+        assert!(d.contains("before") && d.contains("after"), "{d}");
+        same_with_threads(diff, false);
+        let bad_diff = b"main;a 1 2\nmain;b 3 4\nmain;c 5\nmain;d 6 7\nmain;e x\nmain;f 8 9\n";
+        same_with_threads(bad_diff, false);
+        same_with_threads(bad_diff, true);
+        let late_single = b"# c\n\n\n\n\n\n\n\n\n\n\n\na 1\nb 2\nc 3 4\nd 5\n";
+        same_with_threads(late_single, false);
         let bad = b"main;a 1\nmain;b 2\nmain;c 3\nmain;d x\nmain;e 1\nmain;f y\n";
         let e = outcome(bad, ParseOptions::default(), true);
         assert!(e.starts_with("error line 4, column 8"), "{e}");
@@ -1444,6 +1849,10 @@ mod tests {
             b"a 1",
             b"a;b 1\r\n\r\n",
             b"# only a comment\n",
+            b"\xef\xbb\xbf",
+            b"\xef\xbb\xbf# only a comment\n",
+            b"a 1 2",
+            b" 1 2\n",
         ] {
             same_with_threads(edge, false);
         }

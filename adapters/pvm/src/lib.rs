@@ -9,6 +9,10 @@
 //!   too. Value columns: `ticks`, `calls`, `time_ns` (when the trace has time), `unfinished`,
 //!   `trapped` (when some call is); one IR thread per kernel run.
 //! * `pvm-summary` (emit): the debugger's per-run console summary.
+//!
+//! A UTF-8 byte-order mark at the start of the input is skipped, by the parser and the sniffer
+//! (its 3 bytes still count in byte offsets and line 1's columns); UTF-16 input is an error.
+//! Text quoted from the input in messages is escaped (`\0`, `\u{feff}`, `\xNN`).
 
 mod lines;
 mod model;
@@ -101,6 +105,16 @@ fn first_meaningful(head: &[u8], eof: bool) -> Result<Option<&[u8]>, ()> {
     }
 }
 
+/// Which UTF-16 `head` is, when it starts with a UTF-16 byte-order mark followed by an ASCII
+/// character (a NUL byte beside it): neither a pvmtrace nor the debugger's output can start so.
+fn utf16(head: &[u8]) -> Option<&'static str> {
+    match head {
+        [0xFF, 0xFE, c, 0, ..] if c.is_ascii() => Some("UTF-16 LE"),
+        [0xFE, 0xFF, 0, c, ..] if c.is_ascii() => Some("UTF-16 BE"),
+        _ => None,
+    }
+}
+
 fn starts_pvmtrace(line: &[u8]) -> bool {
     line.starts_with(b"PVMTRACE") && line.get(8).is_none_or(|c| c.is_ascii_whitespace())
 }
@@ -113,6 +127,16 @@ pub fn parse_pvm(
 ) -> Result<Profile, PluginError> {
     let size_hint = input.size_hint();
     let mut lines = Lines::new(input);
+    let (head, _) = lines.peek(4)?;
+    if let Some(encoding) = utf16(head) {
+        return Err(PluginError::invalid_input(format!(
+            "the input is {encoding} text (it starts with a UTF-16 byte-order mark): PVM traces and the debugger's profiles are UTF-8; convert it first (e.g. `iconv -f UTF-16 -t UTF-8`)"
+        ))
+        .at_offset(0)
+        .at_line(1, 1));
+    }
+    // A UTF-8 byte-order mark (as Windows editors write) is not part of the first line.
+    lines.skip_bom()?;
     let variant = match opts.variant {
         Some(v) => v,
         None => {
@@ -142,12 +166,15 @@ pub fn parse_pvm(
 
 /// Confidence that `head` is a pvmtrace or a debugger output file.
 ///
+/// A UTF-8 byte-order mark at the start is skipped, as the parser does.
+///
 /// * `PVMTRACE` as the first meaningful line: 95.
 /// * `<stack> <ticks>` lines (glued runs repaired) whose toplevel frames are the PVM's phases
 ///   (`%interpreter(...)`) and `kernel_run`, at least one phase: 85; all `kernel_run`: 75.
 ///   The folded sniffer gives folded stacks 70 (30 without `;`), so these PVM-shaped files go
 ///   to `pvm`, which knows their calls and runs, and any other folded file stays `folded`.
 pub fn sniff(head: &[u8]) -> u32 {
+    let head = head.strip_prefix(lines::BOM).unwrap_or(head);
     if head.is_empty() || memchr(0, head).is_some() {
         return 0;
     }
@@ -619,6 +646,251 @@ mod tests {
         assert_eq!(w.len(), 10 + 10 + 2, "{w:#?}");
         assert!(w.iter().any(|m| m.contains("15 more warnings")));
         assert!(w.iter().any(|m| m.contains("40 more warnings")));
+    }
+
+    const BOM: &str = "\u{feff}";
+
+    /// Parses `bytes` read `n` bytes at a time (the host's stdin: no whole input).
+    fn streamed_bytes(
+        bytes: &[u8],
+        n: usize,
+        opts: ParseOptions,
+    ) -> (Result<Profile, PluginError>, Vec<String>) {
+        struct Small<'a>(&'a [u8], usize);
+        impl std::io::Read for Small<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = buf.len().min(self.1).min(self.0.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let mut warnings = Vec::new();
+        let mut sink = |_: u32, m: &str| warnings.push(m.to_string());
+        let mut r = Small(bytes, n);
+        let p = parse_pvm(
+            &mut Input::from_reader(&mut r),
+            &opts,
+            &mut Context::with_sink(&mut sink),
+        );
+        (p, warnings)
+    }
+
+    /// A UTF-8 byte-order mark at the start is skipped: the same profile and messages as
+    /// without it, whole or streamed (1 and 7 bytes per read), detected or forced, for a
+    /// pvmtrace and for the debugger's outputs.
+    #[test]
+    fn a_byte_order_mark_at_the_start_is_skipped() {
+        let chart = "%interpreter(decode) 5\n%interpreter(link) 1\n%interpreter(init) 2\nkernel_run 3\nkernel_run;f 4\n";
+        let collapsed =
+            "kernel_run 3\nkernel_run;f 4\n%interpreter(decode) 5\n%interpreter(init) 2\n";
+        let with_warnings = "PVMTRACE 1\nC 100 f\nC 50 g\nE 60 h\n";
+        let comment_first = "# a comment\n\nPVMTRACE 1 time_unit=ns\nC 0 @0 f\nE 5 @10\n";
+        for text in [
+            SEED,
+            chart,
+            collapsed,
+            with_warnings,
+            comment_first,
+            "PVMTRACE 1\n",
+            "",
+        ] {
+            let bom = format!("{BOM}{text}");
+            for opts in [
+                ParseOptions::default(),
+                ParseOptions {
+                    aggregate: true,
+                    ..Default::default()
+                },
+            ] {
+                assert_eq!(both_paths(&bom, opts), both_paths(text, opts), "{text}");
+                for n in [1, 2, 3, 4] {
+                    let (p, w) = streamed_bytes(bom.as_bytes(), n, opts);
+                    let (q, v) = parse_opts(text, opts);
+                    assert_eq!(p.map(|p| tree_of(&p)), q.map(|q| tree_of(&q)), "{text}");
+                    assert_eq!(w, v, "{text}");
+                }
+            }
+        }
+        let detected = |text: &str| {
+            parse_opts(text, ParseOptions::default())
+                .0
+                .unwrap()
+                .view()
+                .meta("pvm_variant")
+                .map(str::to_owned)
+        };
+        assert_eq!(
+            detected(&format!("{BOM}{SEED}")).as_deref(),
+            Some("pvmtrace")
+        );
+        assert_eq!(
+            detected(&format!("{BOM}{chart}")).as_deref(),
+            Some("octez-flamechart")
+        );
+        // Forced variants skip it too.
+        for (text, variant) in [
+            (SEED, InputVariant::Pvmtrace),
+            (chart, InputVariant::Debugger(DebuggerVariant::Flamechart)),
+            (
+                collapsed,
+                InputVariant::Debugger(DebuggerVariant::Collapsed),
+            ),
+        ] {
+            let opts = ParseOptions {
+                variant: Some(variant),
+                ..Default::default()
+            };
+            assert_eq!(
+                both_paths(&format!("{BOM}{text}"), opts),
+                both_paths(text, opts)
+            );
+        }
+    }
+
+    /// After a skipped byte-order mark, byte offsets count its 3 bytes, and so do line 1's
+    /// columns (bytes from the start of the file); later lines' columns and all line numbers
+    /// are unchanged.
+    #[test]
+    fn positions_after_a_byte_order_mark_count_its_bytes() {
+        let at = |text: &str, opts: ParseOptions| {
+            let e = parse_opts(text, opts).0.unwrap_err();
+            let n = streamed_bytes(text.as_bytes(), 1, opts).0.unwrap_err();
+            assert_eq!(e, n, "{text}");
+            (e.line, e.column, e.byte_offset)
+        };
+        let forced = ParseOptions {
+            variant: Some(InputVariant::Pvmtrace),
+            ..Default::default()
+        };
+        for (text, opts) in [
+            ("PVMTRACE 2\n", ParseOptions::default()),
+            ("  PVMTRACE 1 time_unit=s\n", ParseOptions::default()),
+            ("PVMTRACE 1\nC x f\n", ParseOptions::default()),
+            ("PVMTRACE 1\n  C 1 direct:x\n", ParseOptions::default()),
+            ("kernel_run 1x\n", ParseOptions::default()),
+            ("kernel_run 1\nkernel_run;f x\n", ParseOptions::default()),
+            ("kernel_run 1\n", forced),
+        ] {
+            let (line, col, off) = at(text, opts);
+            let (b_line, b_col, b_off) = at(&format!("{BOM}{text}"), opts);
+            assert_eq!(b_line, line, "{text}");
+            assert_eq!(b_off, off.map(|o| o + 3), "{text}");
+            let want_col = if line == Some(1) {
+                col.map(|c| c + 3)
+            } else {
+                col
+            };
+            assert_eq!(b_col, want_col, "{text}");
+        }
+        // Strict mode: a warning made an error, at its line, offset and column.
+        let strict = ParseOptions {
+            strict: true,
+            ..Default::default()
+        };
+        let text = "PVMTRACE 1\nC 10 f\nC 5 g\n";
+        let (line, col, off) = at(text, strict);
+        assert_eq!(
+            at(&format!("{BOM}{text}"), strict),
+            (line, col, off.map(|o| o + 3))
+        );
+    }
+
+    /// Only the byte-order mark at the very start is skipped: elsewhere it is an error, shown
+    /// escaped.
+    #[test]
+    fn a_byte_order_mark_elsewhere_is_an_error_shown_escaped() {
+        for text in [
+            format!("PVMTRACE 1\n{BOM}C 0 f\n"),
+            format!("{BOM}{BOM}PVMTRACE 1\n"),
+        ] {
+            let e = parse_opts(
+                &text,
+                ParseOptions {
+                    variant: Some(InputVariant::Pvmtrace),
+                    ..Default::default()
+                },
+            )
+            .0
+            .unwrap_err();
+            assert!(e.message.contains("`\\u{feff}"), "{e}");
+            assert!(!e.to_string().contains(BOM), "{e}");
+        }
+        // Detected: a second mark makes the first line something else than the header, so
+        // the input is read as the debugger's output, and fails there.
+        let (r, _) = parse_opts(&format!("{BOM}{BOM}{SEED}"), ParseOptions::default());
+        assert!(r.is_err());
+    }
+
+    /// UTF-16 text (with or without its byte-order mark) is an error whose message holds no
+    /// raw NUL or control byte.
+    #[test]
+    fn utf16_input_is_an_error_without_raw_nuls() {
+        let utf16 = |text: &str, bom: bool| -> Vec<u8> {
+            let mut out = if bom { vec![0xFF, 0xFE] } else { Vec::new() };
+            out.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+            out
+        };
+        let forced = ParseOptions {
+            variant: Some(InputVariant::Pvmtrace),
+            ..Default::default()
+        };
+        let chart = "kernel_run 1\nkernel_run;f 2\n";
+        for input in [
+            utf16(SEED, true),
+            utf16(SEED, false),
+            utf16(chart, true),
+            utf16(chart, false),
+        ] {
+            for opts in [ParseOptions::default(), forced] {
+                for e in [
+                    parse_pvm(
+                        &mut Input::from_slice(&input),
+                        &opts,
+                        &mut Context::silent(),
+                    )
+                    .unwrap_err(),
+                    streamed_bytes(&input, 3, opts).0.unwrap_err(),
+                ] {
+                    let msg = e.to_string();
+                    assert!(!msg.chars().any(|c| c.is_control()), "{msg:?}");
+                    if input.starts_with(&[0xFF, 0xFE]) {
+                        assert!(msg.contains("UTF-16 LE"), "{msg}");
+                        assert_eq!(
+                            (e.line, e.column, e.byte_offset),
+                            (Some(1), Some(1), Some(0))
+                        );
+                    }
+                }
+            }
+        }
+        // Without the mark, forced: the header error quotes the line with its NULs escaped.
+        let e = parse_pvm(
+            &mut Input::from_slice(&utf16(SEED, false)),
+            &forced,
+            &mut Context::silent(),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("`P\\0V\\0M\\0"), "{e}");
+        assert_eq!(sniff(&utf16(SEED, true)), 0);
+        assert_eq!(sniff(&utf16(SEED, false)), 0);
+    }
+
+    #[test]
+    fn sniffing_skips_a_byte_order_mark() {
+        let bom = |text: &str| format!("{BOM}{text}");
+        assert_eq!(sniff(bom("PVMTRACE 1\n").as_bytes()), 95);
+        assert_eq!(sniff(bom("# c\nPVMTRACE 1\nC 0 f\n").as_bytes()), 95);
+        assert_eq!(
+            sniff(bom("%interpreter(decode) 1\n%interpreter(init) 2\nkernel_run;a 3\n").as_bytes()),
+            85
+        );
+        assert_eq!(sniff(bom("kernel_run 1\nkernel_run;f 2\n").as_bytes()), 75);
+        assert_eq!(sniff(bom("main;f 1\n").as_bytes()), 0);
+        assert_eq!(sniff(BOM.as_bytes()), 0);
+        // A head cut inside the mark, or a mark that is not at the start: not a trace.
+        assert_eq!(sniff(b"\xEF\xBBPVMTRACE 1\n"), 0);
+        assert_eq!(sniff(bom(&bom("PVMTRACE 1\n")).as_bytes()), 0);
     }
 
     #[test]

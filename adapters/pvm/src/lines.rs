@@ -14,6 +14,8 @@ const FIRST_BLOCK: usize = 1 << 14;
 /// lines hold one call stack). Past that the input is not a PVM trace, and growing the buffer
 /// further would take memory without bound.
 pub(crate) const MAX_LINE: usize = 1 << 28;
+/// The UTF-8 byte-order mark, which some Windows editors write at the start of a text file.
+pub(crate) const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// One line, without its `\n`.
 pub(crate) struct Line<'a> {
@@ -22,6 +24,9 @@ pub(crate) struct Line<'a> {
     pub no: u64,
     /// Input offset of the line's first byte.
     pub offset: u64,
+    /// Bytes of the line before `bytes`: the byte-order mark skipped on line 1 (else 0). Columns
+    /// count them, so that a column is `offset - line start + 1` on every line.
+    pub col0: u64,
 }
 
 /// A line splitter over a streamed or in-memory input.
@@ -41,6 +46,8 @@ pub(crate) struct Lines<'i, 'a> {
     line_no: u64,
     /// The longest line ([`MAX_LINE`]; smaller in tests).
     max_line: usize,
+    /// Bytes of the byte-order mark skipped at the start (0 or 3).
+    bom: u64,
 }
 
 impl<'i, 'a> Lines<'i, 'a> {
@@ -61,7 +68,28 @@ impl<'i, 'a> Lines<'i, 'a> {
             offset: 0,
             line_no: 0,
             max_line: MAX_LINE,
+            bom: 0,
         }
+    }
+
+    /// Skips a UTF-8 byte-order mark at the very start of the input (to be called before any
+    /// line is read; the check is done once per input). Its bytes still count in the byte
+    /// offsets and in line 1's columns ([`Line::col0`]).
+    pub(crate) fn skip_bom(&mut self) -> Result<(), PluginError> {
+        debug_assert!(self.offset == 0 && self.line_no == 0);
+        let (head, _) = self.peek(BOM.len())?;
+        if head.starts_with(BOM) {
+            self.consume(BOM.len(), 0);
+            self.bom = BOM.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// Bytes before the next line's first byte that its columns count (the skipped
+    /// byte-order mark, on line 1).
+    #[inline]
+    fn next_col0(&self) -> u64 {
+        if self.line_no == 0 { self.bom } else { 0 }
     }
 
     fn data(&self) -> &[u8] {
@@ -115,7 +143,10 @@ impl<'i, 'a> Lines<'i, 'a> {
             self.max_line,
             "a PVM trace or profile has one record per line (is this one?)",
         )
-        .map_err(|e| e.at_offset(self.offset).at_line(self.line_no + 1, 1))
+        .map_err(|e| {
+            e.at_offset(self.offset)
+                .at_line(self.line_no + 1, self.next_col0() + 1)
+        })
     }
 
     /// The unread input from the next line on, reading until it holds at least `min` bytes or
@@ -156,7 +187,7 @@ impl<'i, 'a> Lines<'i, 'a> {
         loop {
             if let Some(i) = memchr(b'\n', &self.data()[self.scan..self.end]) {
                 let nl = self.scan + i;
-                let (s, off) = (self.start, self.offset);
+                let (s, off, col0) = (self.start, self.offset, self.next_col0());
                 self.offset += (nl + 1 - s) as u64;
                 self.start = nl + 1;
                 self.scan = self.start;
@@ -165,12 +196,13 @@ impl<'i, 'a> Lines<'i, 'a> {
                     bytes: &self.data()[s..nl],
                     no: self.line_no,
                     offset: off,
+                    col0,
                 }));
             }
             self.scan = self.end;
             if !self.fill()? {
                 if self.start < self.end {
-                    let (s, e, off) = (self.start, self.end, self.offset);
+                    let (s, e, off, col0) = (self.start, self.end, self.offset, self.next_col0());
                     self.offset += (e - s) as u64;
                     self.start = e;
                     self.scan = e;
@@ -179,6 +211,7 @@ impl<'i, 'a> Lines<'i, 'a> {
                         bytes: &self.data()[s..e],
                         no: self.line_no,
                         offset: off,
+                        col0,
                     }));
                 }
                 return Ok(None);

@@ -119,6 +119,8 @@ pub(crate) fn latin1_or_utf8(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, bool) 
     }
 }
 
+pub(crate) use profconv_plugin::quote_input as quote;
+
 /// Warning kinds: each is shown for its first few occurrences, then counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Warn {

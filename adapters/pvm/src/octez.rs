@@ -352,10 +352,19 @@ pub(crate) fn parse_octez(
             }
             glued += cuts.len() as u64 - 1;
         }
+        // Offsets and columns from the line's start, a byte-order mark skipped before line 1's
+        // bytes included.
+        let (line_start, col0) = (line.offset - line.col0, line.col0 as usize);
         for k in 0..cuts.len() {
             let start = cuts[k];
             let end = cuts.get(k + 1).copied().unwrap_or(text.len());
-            r.entry(trim_end(&text[start..end]), line.no, line.offset, start, cx)?;
+            r.entry(
+                trim_end(&text[start..end]),
+                line.no,
+                line_start,
+                col0 + start,
+                cx,
+            )?;
         }
     }
     if glued > 0 {

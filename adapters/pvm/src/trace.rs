@@ -3,7 +3,7 @@
 
 use crate::ParseOptions;
 use crate::lines::{Line, Lines};
-use crate::model::{At, Cols, Diag, IndexCache, Kind, Mark, Model, Warn, latin1_or_utf8};
+use crate::model::{At, Cols, Diag, IndexCache, Kind, Mark, Model, Warn, latin1_or_utf8, quote};
 use nom::bytes::complete::{tag, take_till1, take_while};
 use nom::combinator::{all_consuming, opt};
 use nom::error::ErrorKind;
@@ -206,7 +206,7 @@ struct Loc {
     no: u64,
     /// Input offset of the trimmed line's first byte.
     offset: u64,
-    /// Bytes of leading blanks.
+    /// Bytes before the trimmed line: leading blanks (and, on line 1, a byte-order mark).
     lead: usize,
     /// Length of the trimmed line.
     len: usize,
@@ -246,14 +246,9 @@ enum Id<'t> {
     Name(Cow<'t, str>, Kind, bool),
 }
 
-/// Text for messages: at most 60 bytes, lossy.
+/// Input text for messages: at most 60 bytes, invisible and control characters escaped.
 fn shown(b: &[u8]) -> String {
-    let cut = &b[..b.len().min(60)];
-    let mut s = String::from_utf8_lossy(cut).into_owned();
-    if b.len() > 60 {
-        s.push('…');
-    }
-    s
+    quote(b, 60)
 }
 
 struct Reader {
@@ -344,7 +339,8 @@ impl Reader {
         let loc = Loc {
             no: line.no,
             offset: line.offset + lead as u64,
-            lead,
+            // Columns count a byte-order mark skipped before line 1's bytes.
+            lead: lead + line.col0 as usize,
             len: text.len(),
         };
         self.last = loc.at();
@@ -635,7 +631,11 @@ impl Reader {
         if let Some(old) = self.names.insert(idx, name.clone().into_owned()) {
             self.diag.warn(cx, Warn::DuplicateName, loc.at(), || {
                 (
-                    format!("index {idx} is named twice (`{old}`, then `{name}`)"),
+                    format!(
+                        "index {idx} is named twice (`{}`, then `{}`)",
+                        quote(old.as_bytes(), usize::MAX),
+                        quote(name.as_bytes(), usize::MAX)
+                    ),
                     "the later name is used".into(),
                 )
             })?;
@@ -870,8 +870,12 @@ impl Reader {
                         let open = self.frame_name(top).to_owned();
                         self.diag.warn(cx, Warn::EndMismatch, loc.at(), || {
                             (
-                                format!("end of `{name}` while `{open}` is open"),
-                                format!("`{open}` is closed"),
+                                format!(
+                                    "end of `{}` while `{}` is open",
+                                    quote(name.as_bytes(), usize::MAX),
+                                    quote(open.as_bytes(), usize::MAX)
+                                ),
+                                format!("`{}` is closed", quote(open.as_bytes(), usize::MAX)),
                             )
                         })?;
                     }
@@ -894,7 +898,7 @@ impl Reader {
                     })?;
                 } else {
                     let run = self.m.run();
-                    let what = String::from_utf8_lossy(rest);
+                    let what = quote(rest, usize::MAX);
                     self.m.runs[run].inconsistent.get_or_insert_with(|| {
                         if what.is_empty() {
                             format!("a trap at tick {tick} (line {})", loc.no)

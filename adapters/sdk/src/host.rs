@@ -173,6 +173,15 @@ pub struct LoadedPlugin {
 
 /// Opens a plugin library and runs the handshake. The library is never unloaded.
 pub fn load_library(path: &Path) -> Result<LoadedPlugin, LoadError> {
+    // The system loader searches its library path for a bare file name (`libx.so`), not the
+    // current directory: a plain name is the file here, as everywhere else on the command line.
+    let relative;
+    let path = if path.components().count() == 1 && path.is_relative() {
+        relative = Path::new(".").join(path);
+        relative.as_path()
+    } else {
+        path
+    };
     // SAFETY: loading runs the library's initialisers. Only files the host chose (matching the
     // plugin naming pattern in plugin directories, or named explicitly by the user) get here.
     let lib = unsafe { libloading::Library::new(path) }.map_err(|e| {
@@ -560,6 +569,11 @@ impl FormatHandle {
     /// True if the format can emit.
     pub fn can_emit(&self) -> bool {
         self.caps & caps::EMIT != 0 && self.desc.emit.is_some()
+    }
+    /// True if the format has a sniffer (recognises its files by content).
+    pub fn sniffs(&self) -> bool {
+        self.caps & caps::SNIFF != 0
+            && (self.desc.sniff_checked.is_some() || self.desc.sniff.is_some())
     }
     /// True if the parser streams its input.
     pub fn streams_input(&self) -> bool {

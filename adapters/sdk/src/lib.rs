@@ -26,10 +26,12 @@
 pub mod abi;
 #[cfg(feature = "host")]
 pub mod host;
+mod message;
 mod sdk;
 mod view;
 
 pub use abi::{OptionDesc, Status};
+pub use message::quote_input;
 pub use profconv_ir as ir;
 pub use sdk::{
     Context, Format, Input, MAX_OUTPUT_SIZE, MAX_OUTPUT_SIZE_TEXT, Options, Output, PluginError,

@@ -164,8 +164,15 @@ impl fmt::Display for PluginError {
 impl std::error::Error for PluginError {}
 
 impl From<io::Error> for PluginError {
+    /// An I/O error, except `InvalidData`, which std's text readers (`read_to_string`,
+    /// `read_line`) give for input that is not UTF-8: that is malformed input (its position is
+    /// the plugin's to add). A failure of the host's own reading is reported by the host as it is.
     fn from(e: io::Error) -> Self {
-        PluginError::new(Status::IO, e.to_string())
+        let status = match e.kind() {
+            io::ErrorKind::InvalidData => Status::INVALID_INPUT,
+            _ => Status::IO,
+        };
+        PluginError::new(status, e.to_string())
     }
 }
 
@@ -300,17 +307,20 @@ impl<'a> Context<'a> {
         self.threads = threads.max(1);
         self
     }
-    /// Worker threads this call may use (at least 1), as the host's `--threads` says. A
-    /// parser or emitter that can split its work uses up to this many; 1 means the calling
-    /// thread only.
+    /// Worker threads this call may use (at least 1), as the host's `--threads` says, but no
+    /// more than the machine's cores. A parser or emitter that can split its work uses up to
+    /// this many; 1 means the calling thread only.
     pub fn threads(&self) -> usize {
         self.threads
     }
     fn from_host(host: Option<&'a HostCallbacks>) -> Self {
+        // More threads than cores gains nothing, and a host passing any `u32` must not make a
+        // plugin start billions of threads or size its queues by them.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Context {
             host,
             sink: None,
-            threads: host.map_or(1, |h| (h.threads as usize).max(1)),
+            threads: host.map_or(1, |h| (h.threads as usize).clamp(1, cores)),
         }
     }
     /// A warning for the user (for example a skipped line).
@@ -761,6 +771,17 @@ pub fn human_bytes(n: u128) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Text that is not UTF-8, as std's `read_to_string` reports it, is malformed input; other
+    /// I/O errors stay I/O errors.
+    #[test]
+    fn invalid_data_is_malformed_input() {
+        let mut text = String::new();
+        let e = std::io::Read::read_to_string(&mut &b"a\xffb"[..], &mut text).unwrap_err();
+        assert_eq!(PluginError::from(e).status, Status::INVALID_INPUT);
+        let e = io::Error::new(io::ErrorKind::UnexpectedEof, "cut");
+        assert_eq!(PluginError::from(e).status, Status::IO);
+    }
 
     /// `-O value=NAME` picks a column by name; unset or empty, the first weight, else the first
     /// column, else none; an unknown name is a bad option listing the columns.

@@ -1,0 +1,84 @@
+//! Text for messages.
+
+use std::fmt::Write as _;
+
+/// Input text for a message: at most about `max` bytes of it (then `…`), characters that
+/// are invisible or control characters escaped as Rust's `escape_debug` writes them (`\0`,
+/// `\t`, `\u{feff}`), bytes that are not UTF-8 as `\xNN`, so that a message never carries
+/// raw control bytes (NULs of UTF-16 input, escape sequences) or hides what is in the line.
+/// Quotes and backslashes are left as they are.
+pub fn quote_input(bytes: &[u8], max: usize) -> String {
+    // The first `max` bytes, without a character cut in two.
+    let look = &bytes[..bytes.len().min(max.saturating_add(3))];
+    let mut end = 0;
+    for chunk in look.utf8_chunks() {
+        let (valid, invalid) = (chunk.valid(), chunk.invalid());
+        if end + valid.len() > max {
+            let mut k = max - end;
+            while !valid.is_char_boundary(k) {
+                k -= 1;
+            }
+            end += k;
+            break;
+        }
+        end += valid.len();
+        if end + invalid.len() > max {
+            end = max;
+            break;
+        }
+        end += invalid.len();
+    }
+    let mut s = String::with_capacity(end + 8);
+    for chunk in bytes[..end].utf8_chunks() {
+        let mut rest = chunk.valid();
+        while let Some(i) = rest.find(['\'', '"', '\\']) {
+            s.extend(rest[..i].escape_debug());
+            s.push_str(&rest[i..i + 1]);
+            rest = &rest[i + 1..];
+        }
+        s.extend(rest.escape_debug());
+        for b in chunk.invalid() {
+            let _ = write!(s, "\\x{b:02x}");
+        }
+    }
+    if end < bytes.len() {
+        s.push('…');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoted_input_escapes_invisible_and_control_characters() {
+        assert_eq!(quote_input(b"plain text", 40), "plain text");
+        assert_eq!(
+            quote_input("caf\u{e9} \u{3bb}".as_bytes(), 40),
+            "caf\u{e9} \u{3bb}"
+        );
+        assert_eq!(
+            quote_input("\u{feff}# callgrind format".as_bytes(), 40),
+            "\\u{feff}# callgrind format"
+        );
+        assert_eq!(
+            quote_input(b"#\0 \0c\0\t\x1b[31m\x7f", 40),
+            "#\\0 \\0c\\0\\t\\u{1b}[31m\\u{7f}"
+        );
+        assert_eq!(
+            quote_input("a\u{200b}b\u{202e}c\u{a0}".as_bytes(), 40),
+            "a\\u{200b}b\\u{202e}c\\u{a0}"
+        );
+        // Quotes and backslashes as they are; bytes that are not UTF-8 as \xNN.
+        assert_eq!(quote_input(br#"it's "C:\x""#, 40), r#"it's "C:\x""#);
+        assert_eq!(quote_input(b"caf\xe9\xff\xfe", 40), "caf\\xe9\\xff\\xfe");
+        // Cut at a character boundary.
+        assert_eq!(quote_input(b"abcdef", 3), "abc…");
+        assert_eq!(quote_input("ab\u{e9}d".as_bytes(), 3), "ab…");
+        assert_eq!(quote_input("a\u{1f600}".as_bytes(), 4), "a…");
+        assert_eq!(quote_input("a\u{1f600}".as_bytes(), 5), "a\u{1f600}");
+        assert_eq!(quote_input(b"a\x80\x80\x80\x80\x80", 3), "a\\x80\\x80…");
+        assert_eq!(quote_input(b"", 3), "");
+    }
+}
