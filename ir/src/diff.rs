@@ -84,16 +84,8 @@ mod tests {
 
     #[test]
     fn union_of_paths_with_both_columns() {
-        let mut x = ProfileBuilder::new();
-        x.add_value_type("samples", "count", ValueKind::Weight);
-        x.add_stack(&["main", "a"], &[3]).unwrap();
-        x.add_stack(&["main", "b"], &[1]).unwrap();
-        let x = x.finish();
-        let mut y = ProfileBuilder::new();
-        y.add_value_type("samples", "count", ValueKind::Weight);
-        y.add_stack(&["main", "b"], &[5]).unwrap();
-        y.add_stack(&["main", "c"], &[2]).unwrap();
-        let y = y.finish();
+        let x = crate::testing::stacks(&[(&["main", "a"], 3), (&["main", "b"], 1)]);
+        let y = crate::testing::stacks(&[(&["main", "b"], 5), (&["main", "c"], 2)]);
         let d = combine(&x.view(), 0, &y.view(), 0).unwrap();
         assert_eq!(d.view().meta("diff"), Some(DIFF_COLUMNS));
         let t = CallTree::build(&d.view()).unwrap();

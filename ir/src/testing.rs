@@ -1,8 +1,27 @@
-//! Small helpers for plugins' tests: a trace written as a script of events, and a seeded
-//! random number generator. They panic on a malformed script: they are for tests, not input.
+//! Small helpers for plugins' tests: a profile from stacks of names, a trace written as a
+//! script of events, and a seeded random number generator. They panic on a malformed script: they are for tests, not input.
 
 use crate::builder::{ProfileBuilder, TraceBuilder};
 use crate::profile::{Profile, ValueKind, flags};
+
+/// A sampled profile with one `samples` column: each stack of names (root first) with its
+/// count, as a folded file's lines would give.
+///
+/// ```
+/// let p = profconv_ir::testing::stacks(&[(&["main", "a"], 3), (&["main"], 1)]);
+/// assert_eq!(p.samples.values[0], [3, 1]);
+/// ```
+///
+/// # Panics
+/// When the builder refuses a row (a sum overflows).
+pub fn stacks(rows: &[(&[&str], i64)]) -> Profile {
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("samples", "count", ValueKind::Weight);
+    for (names, count) in rows {
+        b.add_stack(names, &[*count]).expect("a sample row");
+    }
+    b.finish()
+}
 
 /// A time-ordered profile with exact calls (the shape a PVM trace gives: `ticks` and `calls`
 /// columns) from events separated by single spaces: `C NAME TICK` enters `NAME` at `TICK`,

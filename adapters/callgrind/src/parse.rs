@@ -47,8 +47,8 @@ use profconv_plugin::ir::{NO_ADDRESS, NONE};
 use profconv_plugin::{Context, Input, PluginError};
 use std::collections::{HashMap, HashSet};
 
-/// The UTF-8 byte-order mark, which some Windows editors write at the start of a text file.
-const BOM: &[u8] = b"\xEF\xBB\xBF";
+// Skipped at the start of the input.
+use profconv_plugin::UTF8_BOM as BOM;
 
 /// Most distinct event columns a file may name (over all its parts): callgrind and cachegrind
 /// write a few dozen at most.

@@ -821,17 +821,9 @@ mod tests {
     /// profile; `value` picks one column.
     #[test]
     fn differential_profiles_are_written_with_both_counts() {
-        let mut x = ProfileBuilder::new();
-        x.add_value_type("samples", "count", ValueKind::Weight);
-        x.add_stack(&["main", "a"], &[3]).unwrap();
-        x.add_stack(&["main", "b"], &[1]).unwrap();
-        let x = x.finish();
-        let mut y = ProfileBuilder::new();
-        y.add_value_type("samples", "count", ValueKind::Weight);
-        y.add_stack(&["main", "b"], &[5]).unwrap();
-        y.add_stack(&["main", "c"], &[2]).unwrap();
-        y.add_stack(&["main"], &[1]).unwrap();
-        let y = y.finish();
+        use profconv_plugin::ir::testing::stacks;
+        let x = stacks(&[(&["main", "a"], 3), (&["main", "b"], 1)]);
+        let y = stacks(&[(&["main", "b"], 5), (&["main", "c"], 2), (&["main"], 1)]);
         let d = profconv_plugin::ir::diff::combine(&x.view(), 0, &y.view(), 0).unwrap();
         let text = emit(&d, EmitOptions::default());
         assert_eq!(text, "main 0 1\nmain;a 3 0\nmain;b 1 5\nmain;c 0 2\n");

@@ -46,8 +46,8 @@ type CountDigits<'a> = (&'a [u8], Option<&'a [u8]>);
 /// A data line's stack text and counts (`[count, 0]`, or `[before, after]`).
 type StackCounts<'a> = (&'a [u8], [i64; 2]);
 
-/// The UTF-8 byte-order mark, read like leading whitespace at the start of a line.
-const BOM: &[u8] = b"\xef\xbb\xbf";
+// The byte-order mark reads like leading whitespace at the start of a line.
+use profconv_plugin::UTF8_BOM as BOM;
 
 /// `123` or `123.45` (inferno accepts decimal counts).
 fn count(i: &[u8]) -> IResult<&[u8], CountDigits<'_>> {
@@ -217,8 +217,6 @@ struct Parser_ {
     /// The first data line's number (in a differential file, for the error of a line with one
     /// count).
     first_data_line: u64,
-    /// Value columns: 1, or 2 in a differential file.
-    n_cols: usize,
     report: Report,
 }
 
@@ -256,7 +254,6 @@ impl Parser_ {
             decided: false,
             differential: false,
             first_data_line: 0,
-            n_cols: 1,
             report: Report::default(),
         }
     }
@@ -271,11 +268,15 @@ impl Parser_ {
             self.b.add_value_type("before", "count", ValueKind::Weight);
             self.b.add_value_type("after", "count", ValueKind::Weight);
             self.b.add_meta("diff", DIFF_COLUMNS);
-            self.n_cols = 2;
         } else {
             self.b.add_value_type("samples", "count", ValueKind::Weight);
-            self.n_cols = 1;
         }
+    }
+
+    /// Value columns: 1, or 2 in a differential file.
+    #[inline]
+    fn n_cols(&self) -> usize {
+        1 + self.differential as usize
     }
 
     /// The profile (with a `samples` column if no line said otherwise).
@@ -350,7 +351,7 @@ impl Parser_ {
             self.batch_frames.clear();
             return self
                 .b
-                .add_to_stack(leaf, &values[..self.n_cols])
+                .add_to_stack(leaf, &values[..self.n_cols()])
                 .map_err(|e| self.error(0, format!("sum of counts: {e}")));
         }
         self.batch.push(Batched {
@@ -385,6 +386,7 @@ impl Parser_ {
         if n == 0 {
             return Ok(());
         }
+        let n_cols = self.n_cols();
         let frames = &self.batch_frames;
         let stacks = &mut self.batch_stacks;
         stacks.clear();
@@ -418,7 +420,7 @@ impl Parser_ {
                 };
                 stacks[at] = leaf;
             }
-            if let Err(e) = self.b.add_to_stack(leaf, &line.values[..self.n_cols]) {
+            if let Err(e) = self.b.add_to_stack(leaf, &line.values[..n_cols]) {
                 // As if reading had stopped at this line: what later lines noted is dropped.
                 let line = &self.batch[i];
                 let e = PluginError::invalid_input(format!("sum of counts: {e}"))
@@ -607,7 +609,7 @@ struct Batched {
     /// Number of leading frames it shares with the line before (taken from that line's stacks
     /// when that line was in the batch before).
     shared: usize,
-    /// Its counts (the first `n_cols`).
+    /// Its counts (the first [`Parser_::n_cols`]).
     values: [i64; 2],
     /// Where it is, for an error found when its count is added.
     line_no: u64,
@@ -686,7 +688,7 @@ fn split_count(line: &[u8]) -> Result<Option<LastCount<'_>>, (usize, String)> {
             col,
             format!(
                 "expected a count (digits, optionally with a decimal point) at the end of the line, found `{}`",
-                String::from_utf8_lossy(&token[..token.len().min(40)])
+                profconv_plugin::quote_input(token, 40)
             ),
         ));
     };

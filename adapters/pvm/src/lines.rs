@@ -14,8 +14,8 @@ const FIRST_BLOCK: usize = 1 << 14;
 /// lines hold one call stack). Past that the input is not a PVM trace, and growing the buffer
 /// further would take memory without bound.
 pub(crate) const MAX_LINE: usize = 1 << 28;
-/// The UTF-8 byte-order mark, which some Windows editors write at the start of a text file.
-pub(crate) const BOM: &[u8] = b"\xEF\xBB\xBF";
+// Skipped at the start of the input.
+pub(crate) use profconv_plugin::UTF8_BOM as BOM;
 
 /// One line, without its `\n`.
 pub(crate) struct Line<'a> {

@@ -26,17 +26,17 @@
 pub mod abi;
 #[cfg(feature = "host")]
 pub mod host;
-mod message;
 mod sdk;
+mod text;
 mod view;
 
 pub use abi::{OptionDesc, Status};
-pub use message::quote_input;
 pub use profconv_ir as ir;
 pub use sdk::{
     Context, Format, Input, MAX_OUTPUT_SIZE, MAX_OUTPUT_SIZE_TEXT, Options, Output, PluginError,
     format_desc, grow_line_buffer, human_bytes, unknown_value_type, value_column,
 };
+pub use text::{UTF8_BOM, quote_input};
 
 /// Version of this SDK, recorded in every plugin's header.
 pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,6 +1,10 @@
-//! Text for messages.
+//! Helpers for text formats: the byte-order mark, and input quoted in messages.
 
 use std::fmt::Write as _;
+
+/// The UTF-8 byte-order mark that Windows editors and tools write at the start of a text file
+/// (U+FEFF): text readers skip it.
+pub const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Input text for a message: at most about `max` bytes of it (then `…`), characters that
 /// are invisible or control characters escaped as Rust's `escape_debug` writes them (`\0`,
