@@ -85,6 +85,7 @@ fn main() {
             size_hint: Some(bytes),
             name: "bench",
             threads: 1,
+            release: None,
         };
         let p = folded.parse(req, &[], &mut |_, _| {}).unwrap();
         std::hint::black_box(p.view().n_stacks());
@@ -102,6 +103,7 @@ fn main() {
                 size_hint: Some(bytes),
                 name: "bench",
                 threads,
+                release: None,
             };
             let p = folded.parse(req, &[], &mut |_, _| {}).unwrap();
             std::hint::black_box(p.view().n_stacks());
@@ -114,6 +116,7 @@ fn main() {
         size_hint: Some(bytes),
         name: "bench",
         threads: 1,
+        release: None,
     };
     let profile = folded.parse(req, &[], &mut |_, _| {}).unwrap();
     let view = profile.view();

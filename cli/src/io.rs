@@ -1,6 +1,7 @@
 //! Input (file or stdin, gzip undone, head kept for sniffing) and atomic output.
 
 use flate2::bufread::MultiGzDecoder;
+use profconv_plugin::host::MappedFile;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Cursor, Read, Write};
 use std::path::{Path, PathBuf};
@@ -20,6 +21,8 @@ pub struct OpenInput {
     rest: Box<dyn Read>,
     /// Size when known (uncompressed files).
     pub size_hint: Option<u64>,
+    /// The file, when it is not compressed (it may then be mapped instead of read).
+    file: Option<File>,
 }
 
 /// Buffer of the file's reader (see `OpenInput::open`).
@@ -28,6 +31,7 @@ const RAW_BUFFER: usize = 64 << 10;
 impl OpenInput {
     /// Opens `path` (`-` is stdin); gzip input is decompressed transparently.
     pub fn open(path: &Path) -> io::Result<OpenInput> {
+        let mut file = None;
         let (name, raw, size): (String, Box<dyn Read>, Option<u64>) = if path == Path::new("-") {
             ("<stdin>".into(), Box::new(io::stdin()), None)
         } else {
@@ -39,6 +43,7 @@ impl OpenInput {
                 ));
             }
             let size = f.metadata().ok().map(|m| m.len());
+            file = f.try_clone().ok();
             (path.display().to_string(), Box::new(f), size)
         };
         // Small enough that a parser reading a block of 1 MiB (as the folded and PVM readers
@@ -50,6 +55,7 @@ impl OpenInput {
         (&mut raw).take(2).read_to_end(&mut magic)?;
         let chained = Cursor::new(magic.clone()).chain(raw);
         let (mut reader, size_hint): (Box<dyn Read>, _) = if magic == [0x1f, 0x8b] {
+            file = None;
             (
                 Box::new(BufReader::with_capacity(1 << 20, GzipReader::new(chained))),
                 None,
@@ -65,7 +71,18 @@ impl OpenInput {
             head,
             rest: reader,
             size_hint,
+            file,
         })
+    }
+
+    /// The whole file mapped into memory, when it is an uncompressed regular file large enough
+    /// to gain by it and no progress bar is to be drawn (the bar counts the bytes read, and a
+    /// parser reading a mapped file reads none).
+    pub fn mapped(&self) -> io::Result<Option<MappedFile>> {
+        match &self.file {
+            Some(f) if !shows_progress(self.size_hint) => MappedFile::new(f),
+            _ => Ok(None),
+        }
     }
 
     /// A reader over the whole content (head included), with a progress bar on stderr when
@@ -209,10 +226,16 @@ impl<R: BufRead> Read for GzipReader<R> {
 /// Inputs smaller than this convert too fast for a progress bar to help.
 const PROGRESS_MIN_BYTES: u64 = 64 << 20;
 
+/// Whether an input of `size` bytes (`None`: unknown) gets a progress bar: stderr is a terminal
+/// and the input is large or of unknown size.
+fn shows_progress(size: Option<u64>) -> bool {
+    use std::io::IsTerminal;
+    io::stderr().is_terminal() && size.is_none_or(|s| s >= PROGRESS_MIN_BYTES)
+}
+
 fn progress_bar(name: &str, size: Option<u64>) -> Option<indicatif::ProgressBar> {
     use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
-    use std::io::IsTerminal;
-    if !io::stderr().is_terminal() || size.is_some_and(|s| s < PROGRESS_MIN_BYTES) {
+    if !shows_progress(size) {
         return None;
     }
     let bar = match size {

@@ -409,24 +409,41 @@ fn parse(
         }
     };
     let streams = parser.streams_input();
+    // A large regular file is mapped and given whole to every parser (no copy, no buffer);
+    // otherwise a streaming parser reads the stream, and the others get it read into memory.
+    let mapped = input.mapped().map_err(|e| Failure::reading(&name, &e))?;
     let (head_is_all, head) = (input.head.len() < io::HEAD, input.head.clone());
     let mut reader = input.into_reader();
-    let mut whole = Vec::new();
-    if !streams {
+    let mut read = Vec::new();
+    if !streams && mapped.is_none() {
         if !head_is_all && parser.sniff(&head) == Ok(0) && parser.sniffs() {
             refuse_by_head(&head, parser, options, &name)?;
         }
         reader
-            .read_to_end(&mut whole)
+            .read_to_end(&mut read)
             .map_err(|e| Failure::reading(&name, &e))?;
     }
+    let whole = match &mapped {
+        Some(m) => Some(m.bytes()),
+        None => (!streams).then_some(read.as_slice()),
+    };
     let mut empty: &[u8] = &[];
+    let release = |upto: u64| {
+        if let Some(m) = &mapped {
+            m.release(upto);
+        }
+    };
     let req = ParseInput {
-        reader: if streams { &mut reader } else { &mut empty },
-        whole: (!streams).then_some(whole.as_slice()),
+        reader: if whole.is_none() {
+            &mut reader
+        } else {
+            &mut empty
+        },
+        whole,
         size_hint,
         name: &name,
         threads: run.threads,
+        release: mapped.is_some().then_some(&release as &dyn Fn(u64)),
     };
     let profile = parser.parse(req, options, &mut log).map_err(|e| {
         Failure::from_call(
@@ -456,6 +473,7 @@ fn refuse_by_head(
         size_hint: Some(head.len() as u64),
         name,
         threads: 1,
+        release: None,
     };
     // Warnings of this trial parse are not the input's: they are dropped.
     let mut log = |_: u32, _: &str| {};

@@ -67,6 +67,7 @@ fn parse(
         size_hint: Some(bytes.len() as u64),
         name: "test.folded",
         threads: 1,
+        release: None,
     };
     f.parse(input, &[], &mut |_, _| {})
 }
@@ -126,6 +127,7 @@ fn options_are_passed_and_bad_values_reported() {
         size_hint: None,
         name: "x",
         threads: 1,
+        release: None,
     };
     let p = f
         .parse(input, &[("skip-bad-lines".into(), None)], &mut |_, m| {
@@ -213,4 +215,69 @@ fn the_same_format_works_from_two_threads() {
         let b = s.spawn(|| first_seen_tree(&parse(&f, SEED_001.as_bytes(), false).unwrap().view()));
         assert_eq!(a.join().unwrap(), b.join().unwrap());
     });
+}
+
+/// A large regular file is mapped (ABI 1.3): the parser reads it in place and releases what it
+/// has read, so the host drops those pages behind it; the profile is the streamed one's.
+#[test]
+fn a_mapped_file_is_read_in_place_and_released_behind_the_parser() {
+    let f = folded();
+    let mut text = Vec::new();
+    let mut i = 0u32;
+    while text.len() < 9 << 20 {
+        text.extend_from_slice(format!("root;f{};g{} {}\n", i % 13, i % 7, 1 + i % 5).as_bytes());
+        i += 1;
+    }
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    std::io::Write::write_all(&mut file, &text).unwrap();
+    let streamed = parse(&f, &text, true).unwrap();
+    for threads in [1, 2] {
+        let mapped = host::MappedFile::new(file.as_file())
+            .unwrap()
+            .expect("mapped");
+        assert_eq!(mapped.bytes(), &text[..]);
+        let releases = std::cell::Cell::new(0u32);
+        let release = |upto: u64| {
+            releases.set(releases.get() + 1);
+            mapped.release(upto);
+        };
+        let mut empty: &[u8] = &[];
+        let input = ParseInput {
+            reader: &mut empty,
+            whole: Some(mapped.bytes()),
+            size_hint: Some(text.len() as u64),
+            name: "big.folded",
+            threads,
+            release: Some(&release),
+        };
+        let p = f.parse(input, &[], &mut |_, _| {}).unwrap();
+        assert_eq!(
+            first_seen_tree(&p.view()),
+            first_seen_tree(&streamed.view())
+        );
+        assert!(
+            releases.get() >= 2,
+            "{threads} threads: released {} times",
+            releases.get()
+        );
+        // Released in whole steps, up to the last step before the end.
+        let step = host::MappedFile::STEP;
+        assert_eq!(
+            mapped.released(),
+            text.len() / step * step,
+            "{threads} threads"
+        );
+        // Dropped pages read again give the same bytes.
+        assert_eq!(mapped.bytes(), &text[..]);
+    }
+}
+
+/// Small files, pipes and devices are not mapped: they are read as streams.
+#[test]
+fn only_large_regular_files_are_mapped() {
+    let small = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(small.path(), b"a 1\n").unwrap();
+    assert!(host::MappedFile::new(small.as_file()).unwrap().is_none());
+    let null = std::fs::File::open("/dev/null").unwrap();
+    assert!(host::MappedFile::new(&null).unwrap().is_none());
 }

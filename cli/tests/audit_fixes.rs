@@ -5,7 +5,7 @@
 mod run;
 mod support;
 
-use run::{profconv, run, text, tmp, write};
+use run::{profconv, run, spawn_piped, text, tmp, write};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -112,13 +112,7 @@ fn diff_refuses_stdin_for_both_inputs() {
         &["diff", "-", "-", "--from", "folded"][..],
         &["diff", "-", "-"][..],
     ] {
-        let mut child = profconv()
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_piped(args);
         // stdin may be closed unread: ignore a broken pipe.
         let _ = child.stdin.take().unwrap().write_all(SEED_001.as_bytes());
         let out = child.wait_with_output().unwrap();
@@ -402,13 +396,7 @@ fn an_output_in_a_missing_directory_names_the_output_not_the_temp_file() {
 /// (the test keeps stdin open) and a compressed bomb end at once with the parser's error.
 #[test]
 fn a_whole_input_parser_refuses_a_foreign_input_by_its_first_bytes() {
-    let mut child = profconv()
-        .args(["tree", "--from", "deep", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_piped(&["tree", "--from", "deep", "-"]);
     let mut stdin = child.stdin.take().unwrap();
     // More than the 16 KiB head; the pipe stays open until the process has ended.
     stdin.write_all(&b"a;b 1\n".repeat(8 << 10)).unwrap();

@@ -4,7 +4,7 @@
 mod run;
 mod support;
 
-use run::{profconv, run, text, tmp, write};
+use run::{profconv, run, spawn_piped, text, tmp, write};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -524,4 +524,45 @@ fn output_is_identical_whatever_the_thread_count() {
     let one = run(&[&["tree", input, "-j", "1"][..], &skip].concat());
     assert!(r.status.success() && one.status.success());
     assert_eq!(text(&r.stdout), text(&one.stdout));
+}
+
+/// A file of at least a mebibyte is mapped, not read (folded and PVM release it behind them,
+/// Deep.data and the rest read it in place); its profile is the one read from a pipe, for a
+/// streaming parser and for one that takes its input whole, and an error keeps its position.
+#[test]
+fn a_large_file_is_mapped_and_converts_as_from_a_pipe() {
+    let d = tmp();
+    let mut folded = Vec::new();
+    let mut pvm = String::from("PVMTRACE 1\n");
+    for i in 0..120_000u32 {
+        folded.extend_from_slice(format!("main;f{};g{} {}\n", i % 13, i % 7, 1 + i % 5).as_bytes());
+        pvm.push_str(&format!("C {} fn:f{}\nE {}\n", 10 * i, i % 9, 10 * i + 4));
+    }
+    let mut bad = folded.clone();
+    bad.extend_from_slice(b"main;no-count\n");
+    for (name, bytes, from) in [
+        ("big.folded", folded, "folded"),
+        ("big.pvmtrace", pvm.into_bytes(), "pvm"),
+        ("bad.folded", bad, "folded"),
+    ] {
+        assert!(bytes.len() >= 1 << 20, "{name} is mapped");
+        let file = write(d.path(), name, &bytes);
+        let mapped = run(&[
+            "convert",
+            file.to_str().unwrap(),
+            "--to",
+            "folded",
+            "-j",
+            "2",
+        ]);
+        let mut child = spawn_piped(&["convert", "-", "--from", from, "--to", "folded", "-j", "2"]);
+        let mut stdin = child.stdin.take().unwrap();
+        let writer = std::thread::spawn(move || stdin.write_all(&bytes));
+        let piped = child.wait_with_output().unwrap();
+        writer.join().unwrap().unwrap();
+        assert_eq!(mapped.status.code(), piped.status.code(), "{name}");
+        assert_eq!(text(&mapped.stdout), text(&piped.stdout), "{name}");
+        let named = text(&mapped.stderr).replace(file.to_str().unwrap(), "<stdin>");
+        assert_eq!(named, text(&piped.stderr), "{name}");
+    }
 }

@@ -14,6 +14,7 @@ fn parse(f: &host::FormatHandle, bytes: &[u8]) -> Result<host::ForeignProfile, h
         size_hint: None,
         name: "t",
         threads: 1,
+        release: None,
     };
     f.parse(input, &[], &mut |_, _| {})
 }

@@ -312,6 +312,7 @@ fn parse_now(f: &FormatHandle, bytes: &[u8], name: &str) -> Result<Parsed, CallE
         size_hint: Some(bytes.len() as u64),
         name,
         threads: 1,
+        release: None,
     };
     let foreign = f.parse(input, &[], &mut |_, _| {})?;
     let view = foreign.view();

@@ -290,15 +290,21 @@ impl Parser_ {
     /// Every line of `piece`, which ends in `\n` unless it ends the input; offsets and line
     /// numbers are relative to the piece.
     fn piece(&mut self, piece: &[u8]) -> Result<(), PluginError> {
-        let mut offset = 0u64;
-        let mut rest = piece;
+        self.lines_at(piece, 0)?;
+        self.flush()
+    }
+
+    /// The lines of `text` (whole lines; the last may lack its `\n`), whose first byte is at
+    /// input offset `offset`; some may wait in the batch until [`Self::flush`].
+    fn lines_at(&mut self, text: &[u8], mut offset: u64) -> Result<(), PluginError> {
+        let mut rest = text;
         while !rest.is_empty() {
             let end = memchr(b'\n', rest).unwrap_or(rest.len());
             self.line(&rest[..end], offset)?;
             offset += end as u64 + 1;
             rest = rest.get(end + 1..).unwrap_or_default();
         }
-        self.flush()
+        Ok(())
     }
 
     /// One line without its `\n`; `offset` is the input offset of its first byte.
@@ -783,16 +789,37 @@ pub fn parse_folded_with(
     if let Some(whole) = input.whole() {
         if opts.threads > 1 && whole.len() > opts.piece_size {
             let mut r: &[u8] = whole;
-            return parse_parallel(&mut r, Some(whole), p, opts, cx);
+            let release = |upto: u64| input.release(upto as usize);
+            return parse_parallel(&mut r, Some(whole), &release, p, opts, cx);
         }
     } else if opts.threads > 1 {
-        return parse_parallel(input, None, p, opts, cx);
+        return parse_parallel(input, None, &|_| {}, p, opts, cx);
     }
     let parsed = match input.whole() {
-        Some(whole) => p.piece(whole),
+        Some(whole) => parse_whole(whole, input, &mut p),
         None => parse_stream(input, &mut p),
     };
     finish_serial(parsed, p, cx)
+}
+
+/// Parses `whole` (the input, in memory) on this thread into `p`, a block of lines at a time,
+/// telling the host after each block that those bytes are done with (a mapped file's pages are
+/// then dropped: memory follows the profile, not the input).
+fn parse_whole(whole: &[u8], input: &Input<'_>, p: &mut Parser_) -> Result<(), PluginError> {
+    let mut start = 0usize;
+    while start < whole.len() {
+        let block_end = (start + BLOCK).min(whole.len());
+        // Up to the last line end in the block; a line longer than the block goes whole.
+        let end = match memchr::memrchr(b'\n', &whole[start..block_end]) {
+            Some(i) if block_end < whole.len() => start + i + 1,
+            _ if block_end == whole.len() => block_end,
+            _ => memchr(b'\n', &whole[block_end..]).map_or(whole.len(), |i| block_end + i + 1),
+        };
+        p.lines_at(&whole[start..end], start as u64)?;
+        input.release(end);
+        start = end;
+    }
+    p.flush()
 }
 
 /// The profile of a parse on this thread, or its error, with their warnings (the notes of the
@@ -942,6 +969,7 @@ type PieceResult = (Report, Result<(u64, Profile), PluginError>);
 fn parse_parallel(
     input: &mut dyn Read,
     whole: Option<&[u8]>,
+    release: &dyn Fn(u64),
     mut main: Parser_,
     opts: ParseOptions,
     cx: &mut Context<'_>,
@@ -1029,6 +1057,12 @@ fn parse_parallel(
                 work_tx.send((sent, piece)).map_err(|_| gone())?;
                 sent += 1;
                 next = pieces.next(pool.pop().unwrap_or_default())?;
+                // Read into the pieces: a whole input's bytes before are done with.
+                release(if next.is_some() {
+                    pieces.offset
+                } else {
+                    u64::MAX
+                });
             }
             if returned == sent {
                 break;

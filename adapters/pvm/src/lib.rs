@@ -648,6 +648,32 @@ mod tests {
         assert!(w.iter().any(|m| m.contains("40 more warnings")));
     }
 
+    /// An input in memory is read a block at a time (and released behind): lines cut at a
+    /// block's end take the general path; the profile is the streamed one's.
+    #[test]
+    fn a_whole_input_of_several_blocks_reads_as_streamed() {
+        let mut text = String::from("PVMTRACE 1\nN 0 f\nN 1 g\n");
+        let mut tick = 0u64;
+        while text.len() < 2 * lines::BLOCK + 1000 {
+            let f = (tick / 4) % 50;
+            text.push_str(&format!(
+                "C {tick} fn:f{f}\nC {} direct:1\nE {}\nE {}\n",
+                tick + 1,
+                tick + 3,
+                tick + 7
+            ));
+            tick += 10;
+        }
+        for aggregate in [false, true] {
+            let opts = ParseOptions {
+                aggregate,
+                ..Default::default()
+            };
+            let (described, _) = both_paths(&text, opts);
+            assert!(described.starts_with("f0 self="), "{}", &described[..200]);
+        }
+    }
+
     const BOM: &str = "\u{feff}";
 
     /// Parses `bytes` read `n` bytes at a time (the host's stdin: no whole input).

@@ -48,6 +48,9 @@ pub(crate) struct Lines<'i, 'a> {
     max_line: usize,
     /// Bytes of the byte-order mark skipped at the start (0 or 3).
     bom: u64,
+    /// When `start` reaches this, the whole input's bytes before it are released to the host
+    /// ([`Input::release`]); never for a stream.
+    release_at: usize,
 }
 
 impl<'i, 'a> Lines<'i, 'a> {
@@ -69,6 +72,16 @@ impl<'i, 'a> Lines<'i, 'a> {
             line_no: 0,
             max_line: MAX_LINE,
             bom: 0,
+            release_at: if whole.is_some() { BLOCK } else { usize::MAX },
+        }
+    }
+
+    /// Releases the whole input's bytes before the next line, a block at a time.
+    #[inline]
+    fn done_with_read(&mut self) {
+        if self.start >= self.release_at {
+            self.input.release(self.start);
+            self.release_at = self.start + BLOCK;
         }
     }
 
@@ -177,6 +190,7 @@ impl<'i, 'a> Lines<'i, 'a> {
         self.start += bytes;
         self.offset += bytes as u64;
         self.line_no += lines;
+        self.done_with_read();
     }
 
     /// The next line, or `None` at the end of the input. A final line without `\n` counts.
@@ -192,6 +206,11 @@ impl<'i, 'a> Lines<'i, 'a> {
                 self.start = nl + 1;
                 self.scan = self.start;
                 self.line_no += 1;
+                // The line returned is still read (a block behind is released, not this).
+                if s >= self.release_at {
+                    self.input.release(s);
+                    self.release_at = s + BLOCK;
+                }
                 return Ok(Some(Line {
                     bytes: &self.data()[s..nl],
                     no: self.line_no,

@@ -1194,6 +1194,9 @@ pub(crate) fn parse_trace(
     loop {
         if r.fast_ready() {
             let (buf, no, offset) = lines.buffered();
+            // A block at a time: a whole input in memory is released behind the reader (a line
+            // cut at the block's end takes the general path, as at a stream buffer's end).
+            let buf = &buf[..buf.len().min(crate::lines::BLOCK)];
             let (bytes, n) = r.fast_lines(buf, no, offset)?;
             lines.consume(bytes, n);
         }

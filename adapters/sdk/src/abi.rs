@@ -1,4 +1,4 @@
-//! The C ABI between the profconv host and its plugins (ABI 1.2).
+//! The C ABI between the profconv host and its plugins (ABI 1.3).
 //!
 //! Everything here is `#[repr(C)]`, integers, raw pointers and `extern "C"` function pointers:
 //! nothing of Rust's unstable layout crosses the boundary. The rules:
@@ -23,7 +23,9 @@ pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: fields appended (or reserved ones given a meaning) within the major.
 /// 1.1: [`HostCallbacks::threads`] (was a reserved zero in 1.0).
 /// 1.2: [`FormatDesc::sniff_checked`] (appended), a sniffer that reports its panics.
-pub const ABI_MINOR: u32 = 2;
+/// 1.3: [`HostCallbacks::release_input`] (appended): a parser says which bytes of a whole input
+/// it is done with, so a host that mapped the file can drop them from memory.
+pub const ABI_MINOR: u32 = 3;
 /// Name of the one symbol a plugin library exports.
 pub const ENTRY_SYMBOL: &str = "profconv_plugin_entry";
 
@@ -369,8 +371,9 @@ pub mod log_level {
 }
 
 /// Callbacks the host lends a plugin during a call. The host copies what it receives.
+/// Callbacks are called from the thread that made the call.
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct HostCallbacks {
     /// `size_of::<HostCallbacks>()` as the host knows it.
     pub struct_size: u32,
@@ -390,6 +393,10 @@ pub struct HostCallbacks {
     ),
     /// Logs a message.
     pub log: unsafe extern "C" fn(ctx: *mut c_void, level: u32, message: StrRef),
+    /// ABI 1.3, may be null: the parser will not read the bytes of [`InputStream::whole`]
+    /// before offset `upto` again soon. The host may drop them from memory (the pages of a
+    /// mapped file); reading them again stays valid and gives the same bytes, only slower.
+    pub release_input: Option<unsafe extern "C" fn(ctx: *mut c_void, upto: u64)>,
 }
 
 /// A profile as borrowed columns (see `profconv_ir::Profile` for the meaning of each).
@@ -504,6 +511,7 @@ const _: () = {
     assert!(size_of::<PluginDescriptor>() == min_size::PLUGIN_DESCRIPTOR);
     assert!(offset_of!(FormatDesc, sniff_checked) == min_size::FORMAT_DESC);
     assert!(size_of::<FormatDesc>() == min_size::FORMAT_DESC + 8);
-    assert!(size_of::<HostCallbacks>() == min_size::HOST_CALLBACKS);
+    assert!(offset_of!(HostCallbacks, release_input) == min_size::HOST_CALLBACKS);
+    assert!(size_of::<HostCallbacks>() == min_size::HOST_CALLBACKS + 8);
     assert!(size_of::<ProfileView>() == min_size::PROFILE_VIEW);
 };

@@ -372,6 +372,8 @@ pub struct Input<'a> {
     whole: Option<&'a [u8]>,
     size_hint: Option<u64>,
     name: String,
+    /// The host's callbacks (for [`Input::release`]).
+    host: Option<&'a HostCallbacks>,
 }
 
 enum InputSource<'a> {
@@ -388,6 +390,7 @@ impl<'a> Input<'a> {
             whole: Some(data),
             size_hint: Some(data.len() as u64),
             name: "<memory>".into(),
+            host: None,
         }
     }
     /// Input from any reader.
@@ -397,6 +400,7 @@ impl<'a> Input<'a> {
             whole: None,
             size_hint: None,
             name: "<reader>".into(),
+            host: None,
         }
     }
     /// The whole input, when the host has it in memory (parsers may use it instead of reading).
@@ -411,12 +415,33 @@ impl<'a> Input<'a> {
     pub fn name(&self) -> &str {
         &self.name
     }
+    /// Tells the host that the parser will not read the bytes of [`Self::whole`] before offset
+    /// `upto` again soon: a host that mapped the file drops those pages, so memory follows what
+    /// the parser keeps, not the input's size. Reading them again stays valid (and gives the
+    /// same bytes), only slower. Reading the input as a stream (`Read`) releases what it read.
+    /// Nothing happens without a whole input or with a host older than ABI 1.3.
+    pub fn release(&self, upto: usize) {
+        if self.whole.is_none() {
+            return;
+        }
+        if let Some(h) = self.host
+            && let Some(release) = h.release_input
+        {
+            // SAFETY: the host lent the callback and its context for this call, on this thread.
+            unsafe { release(h.ctx, upto as u64) };
+        }
+    }
 }
 
 impl Read for Input<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match &mut self.source {
-            InputSource::Slice(s) => s.read(buf),
+            InputSource::Slice(s) => {
+                let n = s.read(buf)?;
+                let read = self.whole.map_or(0, |w| w.len() - s.len());
+                self.release(read);
+                Ok(n)
+            }
             InputSource::Reader(r) => r.read(buf),
             InputSource::Host(h) => {
                 let mut n = 0usize;
@@ -516,15 +541,33 @@ fn report(host: Option<&HostCallbacks>, e: &PluginError) {
     }
 }
 
+/// The host's callbacks, copied: fields a host of an older minor does not have are null (its
+/// `struct_size` says how many bytes it lent), and nothing past them is read.
+///
 /// # Safety
 /// `host` is null or points at callbacks valid for this call, of at least ABI-1.0 size.
-unsafe fn host_ref<'a>(host: *const HostCallbacks) -> Option<&'a HostCallbacks> {
+unsafe fn host_callbacks(host: *const HostCallbacks) -> Option<HostCallbacks> {
     if host.is_null() {
         return None;
     }
-    // SAFETY: non-null and valid for the call (caller's contract).
-    let h = unsafe { &*host };
-    ((h.struct_size as usize) >= abi::min_size::HOST_CALLBACKS).then_some(h)
+    // SAFETY: non-null and valid for the call (caller's contract); the first field is in every
+    // version.
+    let lent = unsafe { (*host).struct_size } as usize;
+    if lent < abi::min_size::HOST_CALLBACKS {
+        return None;
+    }
+    let mut copy = std::mem::MaybeUninit::<HostCallbacks>::zeroed();
+    // SAFETY: the host lent `lent` readable bytes; at most the size of `HostCallbacks` is copied
+    // into the zeroed copy. Every field is valid zeroed except the two 1.0 callbacks, which the
+    // 1.0 prefix (copied whole) sets; a zeroed `Option` of a function pointer is `None`.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            host as *const u8,
+            copy.as_mut_ptr() as *mut u8,
+            lent.min(size_of::<HostCallbacks>()),
+        );
+        Some(copy.assume_init())
+    }
 }
 
 /// Runs `f`, turning an error or a panic into a status reported to the host.
@@ -592,7 +635,8 @@ unsafe extern "C" fn parse_trampoline<F: Format>(
     out: *mut ProfileExport,
 ) -> Status {
     // SAFETY: the host lends valid callbacks (or null) for this call.
-    let host = unsafe { host_ref(host) };
+    let host = unsafe { host_callbacks(host) };
+    let host = host.as_ref();
     if input.is_null() || out.is_null() {
         return Status::INTERNAL;
     }
@@ -612,6 +656,7 @@ unsafe extern "C" fn parse_trampoline<F: Format>(
             whole,
             size_hint: (stream.size_hint != u64::MAX).then_some(stream.size_hint),
             name,
+            host,
         };
         let mut cx = Context::from_host(host);
         let profile = F::parse(&mut input, &options, &mut cx)?;
@@ -629,7 +674,8 @@ unsafe extern "C" fn emit_trampoline<F: Format>(
     host: *const HostCallbacks,
 ) -> Status {
     // SAFETY: the host lends valid callbacks (or null) for this call.
-    let host = unsafe { host_ref(host) };
+    let host = unsafe { host_callbacks(host) };
+    let host = host.as_ref();
     if profile.is_null() || output.is_null() {
         return Status::INTERNAL;
     }
@@ -771,6 +817,42 @@ pub fn human_bytes(n: u128) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::c_void;
+
+    /// A host of ABI 1.2 or older lends 32 bytes of callbacks: the plugin reads no further, so
+    /// it sees no `release_input` (and `Input::release` does nothing); a 1.3 host's is seen.
+    #[test]
+    fn callbacks_past_the_host_s_struct_size_are_not_read() {
+        unsafe extern "C" fn report(_: *mut c_void, _: Status, _: StrRef, _: u64, _: u64, _: u64) {}
+        unsafe extern "C" fn log(_: *mut c_void, _: u32, _: StrRef) {}
+        unsafe extern "C" fn release(ctx: *mut c_void, upto: u64) {
+            // SAFETY: the test passes a `u64` as the context.
+            unsafe { *(ctx as *mut u64) = upto };
+        }
+        let mut released = 0u64;
+        let mut lent = HostCallbacks {
+            struct_size: abi::min_size::HOST_CALLBACKS as u32,
+            threads: 1,
+            ctx: &mut released as *mut u64 as *mut c_void,
+            report_error: report,
+            log,
+            release_input: Some(release),
+        };
+        // SAFETY: `lent` is valid for the call.
+        let old = unsafe { host_callbacks(&lent) }.unwrap();
+        assert!(old.release_input.is_none());
+        let data = [0u8; 8];
+        let mut input = Input::from_slice(&data);
+        input.host = Some(&old);
+        input.release(5);
+        assert_eq!(released, 0);
+        lent.struct_size = size_of::<HostCallbacks>() as u32;
+        // SAFETY: as above.
+        let new = unsafe { host_callbacks(&lent) }.unwrap();
+        input.host = Some(&new);
+        input.release(5);
+        assert_eq!(released, 5);
+    }
 
     /// Text that is not UTF-8, as std's `read_to_string` reports it, is malformed input; other
     /// I/O errors stay I/O errors.

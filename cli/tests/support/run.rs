@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 /// `profconv` with the plugins beside it, and neither `PROFCONV_PLUGIN_PATH` nor a user's own
 /// plugin directory in the way; stdin is empty unless the test sets it.
@@ -14,6 +14,17 @@ pub fn profconv() -> Command {
     c.env("XDG_DATA_HOME", "/nonexistent-profconv-test");
     c.stdin(Stdio::null());
     c
+}
+
+/// `profconv ARGS` started with stdin, stdout and stderr all pipes.
+pub fn spawn_piped(args: &[&str]) -> Child {
+    profconv()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start profconv")
 }
 
 pub fn run(args: &[&str]) -> Output {
