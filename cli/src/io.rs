@@ -77,11 +77,12 @@ impl OpenInput {
 
     /// The whole file mapped into memory, when it is an uncompressed regular file large enough
     /// to gain by it and no progress bar is to be drawn (the bar counts the bytes read, and a
-    /// parser reading a mapped file reads none).
-    pub fn mapped(&self) -> io::Result<Option<MappedFile>> {
+    /// parser reading a mapped file reads none). `None` when mapping fails too: the file is
+    /// then read.
+    pub fn mapped(&self) -> Option<MappedFile> {
         match &self.file {
             Some(f) if !shows_progress(self.size_hint) => MappedFile::new(f),
-            _ => Ok(None),
+            _ => None,
         }
     }
 

@@ -409,9 +409,13 @@ fn parse(
         }
     };
     let streams = parser.streams_input();
-    // A large regular file is mapped and given whole to every parser (no copy, no buffer);
-    // otherwise a streaming parser reads the stream, and the others get it read into memory.
-    let mapped = input.mapped().map_err(|e| Failure::reading(&name, &e))?;
+    // A large regular file is mapped and given whole (no copy, no buffer) to a parser that
+    // reads its input whole, or that releases a whole input behind it; otherwise a streaming
+    // parser reads the stream, and the others get it read into memory.
+    let mapped = parser
+        .takes_mapped_input()
+        .then(|| input.mapped())
+        .flatten();
     let (head_is_all, head) = (input.head.len() < io::HEAD, input.head.clone());
     let mut reader = input.into_reader();
     let mut read = Vec::new();

@@ -232,9 +232,7 @@ fn a_mapped_file_is_read_in_place_and_released_behind_the_parser() {
     std::io::Write::write_all(&mut file, &text).unwrap();
     let streamed = parse(&f, &text, true).unwrap();
     for threads in [1, 2] {
-        let mapped = host::MappedFile::new(file.as_file())
-            .unwrap()
-            .expect("mapped");
+        let mapped = host::MappedFile::new(file.as_file()).expect("mapped");
         assert_eq!(mapped.bytes(), &text[..]);
         let releases = std::cell::Cell::new(0u32);
         let release = |upto: u64| {
@@ -267,9 +265,35 @@ fn a_mapped_file_is_read_in_place_and_released_behind_the_parser() {
             text.len() / step * step,
             "{threads} threads"
         );
+        // And the pages are gone: of the 9 MiB file, what is left is its last 1 MiB.
+        if let Some(resident) = resident_bytes_of_mapping(mapped.bytes().as_ptr() as usize) {
+            assert!(
+                resident <= 3 << 20,
+                "{threads} threads: {resident} bytes resident"
+            );
+        }
         // Dropped pages read again give the same bytes.
         assert_eq!(mapped.bytes(), &text[..]);
     }
+}
+
+/// Resident bytes of this process's mapping that holds `addr` (`/proc/self/smaps`; `None`
+/// where there is no such file).
+fn resident_bytes_of_mapping(addr: usize) -> Option<usize> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let mut inside = false;
+    for line in smaps.lines() {
+        let range = line.split(' ').next().and_then(|r| r.split_once('-'));
+        if let Some((a, b)) = range
+            && let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
+        {
+            inside = a <= addr && addr < b;
+        } else if inside && let Some(kb) = line.strip_prefix("Rss:") {
+            let kb = kb.trim().trim_end_matches("kB").trim();
+            return kb.parse::<usize>().ok().map(|k| k << 10);
+        }
+    }
+    None
 }
 
 /// Small files, pipes and devices are not mapped: they are read as streams.
@@ -277,7 +301,16 @@ fn a_mapped_file_is_read_in_place_and_released_behind_the_parser() {
 fn only_large_regular_files_are_mapped() {
     let small = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(small.path(), b"a 1\n").unwrap();
-    assert!(host::MappedFile::new(small.as_file()).unwrap().is_none());
+    assert!(host::MappedFile::new(small.as_file()).is_none());
     let null = std::fs::File::open("/dev/null").unwrap();
-    assert!(host::MappedFile::new(&null).unwrap().is_none());
+    assert!(host::MappedFile::new(&null).is_none());
+    let (reader, _writer) = std::io::pipe().unwrap();
+    let pipe = std::fs::File::from(std::os::fd::OwnedFd::from(reader));
+    assert!(host::MappedFile::new(&pipe).is_none());
+    // From 1 MiB on.
+    let min = host::MappedFile::MIN_SIZE as usize;
+    std::fs::write(small.path(), vec![b'\n'; min - 1]).unwrap();
+    assert!(host::MappedFile::new(small.as_file()).is_none());
+    std::fs::write(small.path(), vec![b'\n'; min]).unwrap();
+    assert!(host::MappedFile::new(small.as_file()).is_some());
 }

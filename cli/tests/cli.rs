@@ -526,43 +526,60 @@ fn output_is_identical_whatever_the_thread_count() {
     assert_eq!(text(&r.stdout), text(&one.stdout));
 }
 
-/// A file of at least a mebibyte is mapped, not read (folded and PVM release it behind them,
-/// Deep.data and the rest read it in place); its profile is the one read from a pipe, for a
-/// streaming parser and for one that takes its input whole, and an error keeps its position.
+/// A file of at least a mebibyte is mapped, not read (folded and PVM release it behind them;
+/// callgrind, which does not, is still streamed); its output is the one read from a pipe, on
+/// one thread and on two (folded: in parallel pieces, and a differential file on one thread),
+/// and an error keeps its position.
 #[test]
 fn a_large_file_is_mapped_and_converts_as_from_a_pipe() {
     let d = tmp();
-    let mut folded = Vec::new();
+    let (mut folded, mut differential) = (Vec::new(), Vec::new());
     let mut pvm = String::from("PVMTRACE 1\n");
-    for i in 0..120_000u32 {
-        folded.extend_from_slice(format!("main;f{};g{} {}\n", i % 13, i % 7, 1 + i % 5).as_bytes());
-        pvm.push_str(&format!("C {} fn:f{}\nE {}\n", 10 * i, i % 9, 10 * i + 4));
+    let mut callgrind = String::from("events: Ir\n");
+    for i in 0..400_000u32 {
+        let stack = format!("main;f{};g{}", i % 13, i % 7);
+        folded.extend_from_slice(format!("{stack} {}\n", 1 + i % 5).as_bytes());
+        differential.extend_from_slice(format!("{stack} {} {}\n", i % 5, i % 3).as_bytes());
+        if i < 100_000 {
+            pvm.push_str(&format!("C {} fn:f{}\nE {}\n", 10 * i, i % 9, 10 * i + 4));
+            callgrind.push_str(&format!("fn=f{}\n{} {}\n", i % 11, 1 + i % 40, 1 + i % 3));
+        }
     }
     let mut bad = folded.clone();
     bad.extend_from_slice(b"main;no-count\n");
     for (name, bytes, from) in [
         ("big.folded", folded, "folded"),
+        ("differential.folded", differential, "folded"),
         ("big.pvmtrace", pvm.into_bytes(), "pvm"),
+        ("big.callgrind", callgrind.into_bytes(), "callgrind"),
         ("bad.folded", bad, "folded"),
     ] {
         assert!(bytes.len() >= 1 << 20, "{name} is mapped");
         let file = write(d.path(), name, &bytes);
-        let mapped = run(&[
-            "convert",
-            file.to_str().unwrap(),
-            "--to",
-            "folded",
-            "-j",
-            "2",
-        ]);
-        let mut child = spawn_piped(&["convert", "-", "--from", from, "--to", "folded", "-j", "2"]);
-        let mut stdin = child.stdin.take().unwrap();
-        let writer = std::thread::spawn(move || stdin.write_all(&bytes));
-        let piped = child.wait_with_output().unwrap();
-        writer.join().unwrap().unwrap();
-        assert_eq!(mapped.status.code(), piped.status.code(), "{name}");
-        assert_eq!(text(&mapped.stdout), text(&piped.stdout), "{name}");
-        let named = text(&mapped.stderr).replace(file.to_str().unwrap(), "<stdin>");
-        assert_eq!(named, text(&piped.stderr), "{name}");
+        let bytes = std::sync::Arc::new(bytes);
+        for threads in ["1", "2"] {
+            let path = file.to_str().unwrap();
+            let mapped = run(&["convert", path, "--to", "folded", "-j", threads]);
+            let args = [
+                "convert", "-", "--from", from, "--to", "folded", "-j", threads,
+            ];
+            let mut child = spawn_piped(&args);
+            let mut stdin = child.stdin.take().unwrap();
+            let bytes = bytes.clone();
+            let writer = std::thread::spawn(move || stdin.write_all(&bytes));
+            let piped = child.wait_with_output().unwrap();
+            writer.join().unwrap().unwrap();
+            let what = format!("{name} -j {threads}");
+            assert_eq!(mapped.status.code(), piped.status.code(), "{what}");
+            assert_eq!(text(&mapped.stdout), text(&piped.stdout), "{what}");
+            let named = text(&mapped.stderr).replace(path, "<stdin>");
+            assert_eq!(named, text(&piped.stderr), "{what}");
+            let ok = mapped.status.success();
+            assert!(
+                ok != (name == "bad.folded"),
+                "{what}: {}",
+                text(&mapped.stderr)
+            );
+        }
     }
 }

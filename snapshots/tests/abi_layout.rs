@@ -106,7 +106,8 @@ fn abi_layout_is_deliberate() {
             threads,
             ctx,
             report_error,
-            log
+            log,
+            release_input
         }
     );
     layout!(

@@ -303,27 +303,66 @@ fn timed<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T>
     rx.recv_timeout(CALL_TIMEOUT).ok()
 }
 
-/// Parses `bytes` as `profconv` does (whole input in memory unless the format streams).
+/// Parses `bytes` as `profconv` does (whole input in memory unless the format streams). A
+/// streaming format that takes a mapped file whole (`RELEASES_WHOLE_INPUT`) is parsed both ways
+/// and must give one tree, releasing offsets in order within the input.
 fn parse_now(f: &FormatHandle, bytes: &[u8], name: &str) -> Result<Parsed, CallError> {
-    let mut reader = bytes;
-    let input = ParseInput {
-        reader: &mut reader,
-        whole: (!f.streams_input()).then_some(bytes),
-        size_hint: Some(bytes.len() as u64),
-        name,
-        threads: 1,
-        release: None,
-    };
-    let foreign = f.parse(input, &[], &mut |_, _| {})?;
-    let view = foreign.view();
-    let tree = stable_tree(&view).map_err(|e| CallError {
+    let parsed = parse_once(f, bytes, name, !f.streams_input())?;
+    if f.streams_input() && f.takes_mapped_input() {
+        let whole = parse_once(f, bytes, name, true)?;
+        if whole.tree != parsed.tree {
+            return Err(internal(
+                "the parser gives another profile when given the input whole (it declares RELEASES_WHOLE_INPUT)".into(),
+            ));
+        }
+    }
+    Ok(parsed)
+}
+
+fn internal(message: String) -> CallError {
+    CallError {
         status: Status::INTERNAL,
-        message: format!("the profile has no call tree: {e}"),
+        message,
         byte_offset: None,
         line: None,
         column: None,
         io: None,
-    })?;
+    }
+}
+
+/// One parse of `bytes`, streamed or `whole` (then with a release callback that checks the
+/// offsets it is given).
+fn parse_once(
+    f: &FormatHandle,
+    bytes: &[u8],
+    name: &str,
+    whole: bool,
+) -> Result<Parsed, CallError> {
+    let mut reader = bytes;
+    let released = std::cell::Cell::new(Some(0u64));
+    let release = |upto: u64| {
+        let ok = released
+            .get()
+            .filter(|&r| upto >= r && upto <= bytes.len() as u64);
+        released.set(ok.map(|_| upto));
+    };
+    let input = ParseInput {
+        reader: &mut reader,
+        whole: whole.then_some(bytes),
+        size_hint: Some(bytes.len() as u64),
+        name,
+        threads: 1,
+        release: whole.then_some(&release as &dyn Fn(u64)),
+    };
+    let foreign = f.parse(input, &[], &mut |_, _| {})?;
+    if released.get().is_none() {
+        return Err(internal(
+            "the parser released input offsets out of order or past the end".into(),
+        ));
+    }
+    let view = foreign.view();
+    let tree =
+        stable_tree(&view).map_err(|e| internal(format!("the profile has no call tree: {e}")))?;
     Ok(Parsed {
         profile: view.to_owned_profile(),
         tree,

@@ -65,6 +65,8 @@ impl Format for Folded {
     const CAN_PARSE: bool = true;
     const CAN_EMIT: bool = true;
     const CAN_SNIFF: bool = true;
+    // Given a mapped file whole, the reader goes through it in order and releases it behind.
+    const RELEASES_WHOLE_INPUT: bool = true;
 
     fn sniff(head: &[u8]) -> u32 {
         parse::sniff(head)

@@ -796,7 +796,7 @@ pub fn parse_folded_with(
         return parse_parallel(input, None, &|_| {}, p, opts, cx);
     }
     let parsed = match input.whole() {
-        Some(whole) => parse_whole(whole, input, &mut p),
+        Some(whole) => parse_whole(whole, &|upto| input.release(upto as usize), &mut p),
         None => parse_stream(input, &mut p),
     };
     finish_serial(parsed, p, cx)
@@ -805,18 +805,25 @@ pub fn parse_folded_with(
 /// Parses `whole` (the input, in memory) on this thread into `p`, a block of lines at a time,
 /// telling the host after each block that those bytes are done with (a mapped file's pages are
 /// then dropped: memory follows the profile, not the input).
-fn parse_whole(whole: &[u8], input: &Input<'_>, p: &mut Parser_) -> Result<(), PluginError> {
+fn parse_whole(whole: &[u8], release: &dyn Fn(u64), p: &mut Parser_) -> Result<(), PluginError> {
     let mut start = 0usize;
     while start < whole.len() {
         let block_end = (start + BLOCK).min(whole.len());
-        // Up to the last line end in the block; a line longer than the block goes whole.
+        // Up to the last line end in the block; a line longer than the block goes whole, within
+        // the bound a stream has (the same error at the line's start).
         let end = match memchr::memrchr(b'\n', &whole[start..block_end]) {
             Some(i) if block_end < whole.len() => start + i + 1,
             _ if block_end == whole.len() => block_end,
-            _ => memchr(b'\n', &whole[block_end..]).map_or(whole.len(), |i| block_end + i + 1),
+            _ => {
+                let end = memchr(b'\n', &whole[block_end..]).map_or(whole.len(), |i| block_end + i);
+                if end - start >= p.max_line {
+                    return Err(line_too_long(start as u64, p.max_line));
+                }
+                (end + 1).min(whole.len())
+            }
         };
         p.lines_at(&whole[start..end], start as u64)?;
-        input.release(end);
+        release(end as u64);
         start = end;
     }
     p.flush()
@@ -878,12 +885,19 @@ fn parse_stream(input: &mut dyn Read, p: &mut Parser_) -> Result<(), PluginError
 /// Doubles `buf`, which holds the start of a line (at input offset `line_start`) and no newline,
 /// up to `max_line` bytes; an error past that, or when the memory cannot be had.
 fn grow_for_line(buf: &mut Vec<u8>, line_start: u64, max_line: usize) -> Result<(), PluginError> {
-    grow_line_buffer(
-        buf,
-        max_line,
-        "folded stacks have one stack per line, each ending in a newline (is this a folded-stacks file?)",
-    )
-    .map_err(|e| e.at_offset(line_start))
+    grow_line_buffer(buf, max_line, ONE_STACK_PER_LINE).map_err(|e| e.at_offset(line_start))
+}
+
+/// What a line longer than the bound is not.
+const ONE_STACK_PER_LINE: &str = "folded stacks have one stack per line, each ending in a newline (is this a folded-stacks file?)";
+
+/// The error of a line of `max_line` bytes or more in an input in memory: the one a stream
+/// gives when its buffer cannot grow ([`grow_for_line`]).
+fn line_too_long(line_start: u64, max_line: usize) -> PluginError {
+    PluginError::invalid_input(format!(
+        "no newline in {max_line} bytes: {ONE_STACK_PER_LINE}"
+    ))
+    .at_offset(line_start)
 }
 
 /// `read`, retrying when interrupted.
@@ -1000,7 +1014,7 @@ fn parse_parallel(
             // first piece and the start of a line it cut before the rest of the input, as one
             // thread does.
             let parsed = match whole {
-                Some(whole) => main.piece(whole),
+                Some(whole) => parse_whole(whole, release, &mut main),
                 None => {
                     let mut rest = (&first.buf[..first.len])
                         .chain(&pieces.carry[..])

@@ -246,6 +246,8 @@ impl Format for Pvm {
     const CAN_PARSE: bool = true;
     const CAN_SNIFF: bool = true;
     const STREAMING_INPUT: bool = true;
+    // Given a mapped file whole, the reader goes through it in order and releases it behind.
+    const RELEASES_WHOLE_INPUT: bool = true;
 
     fn sniff(head: &[u8]) -> u32 {
         sniff(head)
@@ -671,6 +673,21 @@ mod tests {
             };
             let (described, _) = both_paths(&text, opts);
             assert!(described.starts_with("f0 self="), "{}", &described[..200]);
+            // Released behind the reader, a block at a time, up to the last block read.
+            let released = std::cell::RefCell::new(Vec::new());
+            let hook = |upto: usize| released.borrow_mut().push(upto);
+            let mut input = Input::from_slice(text.as_bytes()).with_release(&hook);
+            parse_pvm(&mut input, &opts, &mut Context::silent()).unwrap();
+            let released = released.into_inner();
+            assert!(released.len() >= 2, "{released:?}");
+            assert!(
+                released.windows(2).all(|w| w[1] >= w[0] + lines::BLOCK),
+                "{released:?}"
+            );
+            assert!(
+                *released.last().unwrap() + lines::BLOCK >= text.len(),
+                "{released:?}"
+            );
         }
     }
 

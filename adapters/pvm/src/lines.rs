@@ -16,6 +16,8 @@ const FIRST_BLOCK: usize = 1 << 14;
 pub(crate) const MAX_LINE: usize = 1 << 28;
 // Skipped at the start of the input.
 pub(crate) use profconv_plugin::UTF8_BOM as BOM;
+/// What a line longer than [`MAX_LINE`] is not.
+const ONE_RECORD_PER_LINE: &str = "a PVM trace or profile has one record per line (is this one?)";
 
 /// One line, without its `\n`.
 pub(crate) struct Line<'a> {
@@ -151,15 +153,24 @@ impl<'i, 'a> Lines<'i, 'a> {
 
     /// Grows the buffer (an error past `max_line` bytes, when it holds the start of one line only).
     fn grow(&mut self) -> Result<(), PluginError> {
-        grow_line_buffer(
-            &mut self.buf,
-            self.max_line,
-            "a PVM trace or profile has one record per line (is this one?)",
-        )
-        .map_err(|e| {
+        grow_line_buffer(&mut self.buf, self.max_line, ONE_RECORD_PER_LINE).map_err(|e| {
             e.at_offset(self.offset)
                 .at_line(self.line_no + 1, self.next_col0() + 1)
         })
+    }
+
+    /// In a whole input, the error a stream gives for the next line when its buffer cannot
+    /// grow: the line (from `start`, ending at `end`) has `max_line` bytes or more.
+    fn check_length(&self, end: usize) -> Result<(), PluginError> {
+        if self.whole.is_none() || end - self.start < self.max_line {
+            return Ok(());
+        }
+        Err(PluginError::invalid_input(format!(
+            "no newline in {} bytes: {ONE_RECORD_PER_LINE}",
+            self.max_line
+        ))
+        .at_offset(self.offset)
+        .at_line(self.line_no + 1, self.next_col0() + 1))
     }
 
     /// The unread input from the next line on, reading until it holds at least `min` bytes or
@@ -201,6 +212,7 @@ impl<'i, 'a> Lines<'i, 'a> {
         loop {
             if let Some(i) = memchr(b'\n', &self.data()[self.scan..self.end]) {
                 let nl = self.scan + i;
+                self.check_length(nl)?;
                 let (s, off, col0) = (self.start, self.offset, self.next_col0());
                 self.offset += (nl + 1 - s) as u64;
                 self.start = nl + 1;
@@ -221,6 +233,7 @@ impl<'i, 'a> Lines<'i, 'a> {
             self.scan = self.end;
             if !self.fill()? {
                 if self.start < self.end {
+                    self.check_length(self.end)?;
                     let (s, e, off, col0) = (self.start, self.end, self.offset, self.next_col0());
                     self.offset += (e - s) as u64;
                     self.start = e;
@@ -269,14 +282,20 @@ mod tests {
     fn a_line_longer_than_the_bound_is_an_error() {
         let mut text = b"PVMTRACE 1\n".to_vec();
         text.extend(std::iter::repeat_n(b'x', 5 * FIRST_BLOCK));
-        let mut r: &[u8] = &text;
-        let mut input = Input::from_reader(&mut r);
-        let mut lines = Lines::new(&mut input);
-        lines.max_line = 2 * FIRST_BLOCK;
-        assert_eq!(lines.next_line().unwrap().unwrap().bytes, b"PVMTRACE 1");
-        let e = lines.next_line().err().unwrap();
-        assert_eq!((e.line, e.byte_offset), (Some(2), Some(11)));
-        assert!(e.message.starts_with("no newline in 32768 bytes"), "{e}");
+        // Streamed (the buffer cannot grow) and whole (a mapped file: the same bound, the same
+        // error), with and without a newline after the long line.
+        for newline in [false, true] {
+            let text = [&text[..], if newline { b"\n" } else { b"" }].concat();
+            let mut r: &[u8] = &text;
+            for mut input in [Input::from_reader(&mut r), Input::from_slice(&text)] {
+                let mut lines = Lines::new(&mut input);
+                lines.max_line = 2 * FIRST_BLOCK;
+                assert_eq!(lines.next_line().unwrap().unwrap().bytes, b"PVMTRACE 1");
+                let e = lines.next_line().err().unwrap();
+                assert_eq!((e.line, e.byte_offset), (Some(2), Some(11)));
+                assert!(e.message.starts_with("no newline in 32768 bytes"), "{e}");
+            }
+        }
     }
 
     #[test]

@@ -24,7 +24,8 @@ pub const ABI_MAJOR: u32 = 1;
 /// 1.1: [`HostCallbacks::threads`] (was a reserved zero in 1.0).
 /// 1.2: [`FormatDesc::sniff_checked`] (appended), a sniffer that reports its panics.
 /// 1.3: [`HostCallbacks::release_input`] (appended): a parser says which bytes of a whole input
-/// it is done with, so a host that mapped the file can drop them from memory.
+/// it is done with, so a host that mapped the file can drop them from memory; the capability
+/// [`caps::RELEASES_WHOLE_INPUT`] says a streaming parser does so.
 pub const ABI_MINOR: u32 = 3;
 /// Name of the one symbol a plugin library exports.
 pub const ENTRY_SYMBOL: &str = "profconv_plugin_entry";
@@ -199,6 +200,11 @@ pub mod caps {
     pub const SNIFF: u32 = 4;
     /// The parser reads its input as a stream; without it the host supplies the whole input.
     pub const STREAMING_INPUT: u32 = 8;
+    /// ABI 1.3: a streaming parser that also reads a whole input in place, in order, and
+    /// releases it behind it ([`HostCallbacks::release_input`]): the host may map a file and
+    /// pass it as [`InputStream::whole`] instead of streaming it. Without this bit a streaming
+    /// parser is always streamed to.
+    pub const RELEASES_WHOLE_INPUT: u32 = 16;
 }
 
 /// Type of an option's value.

@@ -558,27 +558,31 @@ impl MappedFile {
     pub const STEP: usize = 2 << 20;
 
     /// Maps `file` when it is a regular file of at least [`Self::MIN_SIZE`] bytes; `None` for
-    /// anything else (pipes, devices, `/proc` files whose size says nothing), which is read as a
-    /// stream.
-    pub fn new(file: &std::fs::File) -> io::Result<Option<MappedFile>> {
-        let meta = file.metadata()?;
+    /// anything else (pipes, devices, `/proc` files whose size says nothing) and when mapping
+    /// fails (an address-space limit, a file system that cannot map): such an input is read as
+    /// a stream instead.
+    ///
+    /// The bytes are read-only and the host only reads them, but another process could still
+    /// change the file (the bytes under the returned slice would change) or truncate it (a read
+    /// of a page past the new end raises SIGBUS, as does a read error of the device). Use it
+    /// only for inputs that nobody rewrites during the run, as ripgrep and git do with theirs
+    /// (docs/reliability.md says so to users).
+    pub fn new(file: &std::fs::File) -> Option<MappedFile> {
+        let meta = file.metadata().ok()?;
         if !meta.is_file() || meta.len() < Self::MIN_SIZE || meta.len() > usize::MAX as u64 {
-            return Ok(None);
+            return None;
         }
-        // SAFETY: the mapping is read-only and private to this process, and profconv only reads
-        // the file. Rust's rules would be broken if another process changed the file while it
-        // is mapped (the bytes under a `&[u8]` would change) or truncated it (reading a page
-        // past the new end raises SIGBUS). profconv takes that risk for its inputs, as ripgrep
-        // and git do for theirs: a profile being converted is not being rewritten, and a file
-        // that is still growing is appended to, which leaves the mapped part as it was.
-        let map = unsafe { memmap2::MmapOptions::new().map(file)? };
+        // SAFETY: a read-only shared mapping of a regular file that the host only reads. Rust's
+        // rules would be broken only if another process changed or truncated the file during
+        // the run, which profconv assumes does not happen to its inputs (see above).
+        let map = unsafe { memmap2::MmapOptions::new().map(file) }.ok()?;
         let mapped = MappedFile {
             map,
             released: 0.into(),
             populated: 0.into(),
         };
         mapped.release(0);
-        Ok(Some(mapped))
+        Some(mapped)
     }
 
     /// The file's bytes.
@@ -593,9 +597,11 @@ impl MappedFile {
         let end = (upto.min(len as u64) as usize) / Self::STEP * Self::STEP;
         let from = self.released.get();
         if end > from {
-            // SAFETY: the mapping is private, read-only and never written, so dropping its pages
-            // loses nothing: the next read of one maps the file's page again, with the same
-            // bytes (under the same assumption as mapping: the file is not changed meanwhile).
+            // SAFETY: on a read-only shared mapping of a file, MADV_DONTNEED only removes the
+            // page-table entries: the address range stays mapped, and the next read of a page
+            // faults the same page-cache bytes back in (nothing was written, so nothing is
+            // lost). A slice the parser still borrows therefore keeps reading the same bytes,
+            // under the assumption of `new` (the file is not changed during the run).
             let _ = unsafe {
                 self.map.unchecked_advise_range(
                     memmap2::UncheckedAdvice::DontNeed,
@@ -682,6 +688,12 @@ impl FormatHandle {
     /// True if the parser streams its input.
     pub fn streams_input(&self) -> bool {
         self.caps & caps::STREAMING_INPUT != 0
+    }
+    /// True if the parser may be given a mapped file whole: it reads its input whole anyway,
+    /// or it streams and releases a whole input behind it (ABI 1.3,
+    /// [`caps::RELEASES_WHOLE_INPUT`]).
+    pub fn takes_mapped_input(&self) -> bool {
+        !self.streams_input() || self.caps & caps::RELEASES_WHOLE_INPUT != 0
     }
 
     /// Confidence 0..=100 that `head` is this format; 0 when the format has no sniffer. `Err`

@@ -57,6 +57,11 @@ pub trait Format: 'static {
     const CAN_SNIFF: bool = false;
     /// Reads input as a stream (otherwise the host hands over the whole input in memory).
     const STREAMING_INPUT: bool = true;
+    /// A streaming parser that, given [`Input::whole`], reads it in place from start to end
+    /// and calls [`Input::release`] behind it (reading `Input` as `Read` does): the host may
+    /// then map a large file instead of streaming it. Leave `false` for a parser that keeps
+    /// slices of its input, or reads `whole` without releasing it.
+    const RELEASES_WHOLE_INPUT: bool = false;
 
     /// Confidence 0..=100 that `head` (the input's first bytes) is this format.
     fn sniff(head: &[u8]) -> u32 {
@@ -374,7 +379,14 @@ pub struct Input<'a> {
     name: String,
     /// The host's callbacks (for [`Input::release`]).
     host: Option<&'a HostCallbacks>,
+    /// What [`Input::release`] calls without a host (see [`Input::with_release`]).
+    release_hook: Option<&'a dyn Fn(usize)>,
+    /// Bytes of a whole input read as `Read` and released.
+    released: usize,
 }
+
+/// Reading an [`Input`] as `Read` over a whole input releases it in steps of this many bytes.
+const RELEASE_BLOCK: usize = 1 << 20;
 
 enum InputSource<'a> {
     Slice(&'a [u8]),
@@ -391,6 +403,8 @@ impl<'a> Input<'a> {
             size_hint: Some(data.len() as u64),
             name: "<memory>".into(),
             host: None,
+            release_hook: None,
+            released: 0,
         }
     }
     /// Input from any reader.
@@ -401,6 +415,8 @@ impl<'a> Input<'a> {
             size_hint: None,
             name: "<reader>".into(),
             host: None,
+            release_hook: None,
+            released: 0,
         }
     }
     /// The whole input, when the host has it in memory (parsers may use it instead of reading).
@@ -415,6 +431,11 @@ impl<'a> Input<'a> {
     pub fn name(&self) -> &str {
         &self.name
     }
+    /// Calls `hook` with what [`Self::release`] releases (for tests of a parser's releases).
+    pub fn with_release(mut self, hook: &'a dyn Fn(usize)) -> Self {
+        self.release_hook = Some(hook);
+        self
+    }
     /// Tells the host that the parser will not read the bytes of [`Self::whole`] before offset
     /// `upto` again soon: a host that mapped the file drops those pages, so memory follows what
     /// the parser keeps, not the input's size. Reading them again stays valid (and gives the
@@ -423,6 +444,9 @@ impl<'a> Input<'a> {
     pub fn release(&self, upto: usize) {
         if self.whole.is_none() {
             return;
+        }
+        if let Some(hook) = self.release_hook {
+            hook(upto);
         }
         if let Some(h) = self.host
             && let Some(release) = h.release_input
@@ -439,7 +463,11 @@ impl Read for Input<'_> {
             InputSource::Slice(s) => {
                 let n = s.read(buf)?;
                 let read = self.whole.map_or(0, |w| w.len() - s.len());
-                self.release(read);
+                // A block at a time, not a host call per small read.
+                if read >= self.released + RELEASE_BLOCK || (n == 0 && read > self.released) {
+                    self.released = read;
+                    self.release(read);
+                }
                 Ok(n)
             }
             InputSource::Reader(r) => r.read(buf),
@@ -657,6 +685,8 @@ unsafe extern "C" fn parse_trampoline<F: Format>(
             size_hint: (stream.size_hint != u64::MAX).then_some(stream.size_hint),
             name,
             host,
+            release_hook: None,
+            released: 0,
         };
         let mut cx = Context::from_host(host);
         let profile = F::parse(&mut input, &options, &mut cx)?;
@@ -711,6 +741,9 @@ pub const fn format_desc<F: Format>() -> FormatDesc {
     }
     if F::STREAMING_INPUT {
         c |= caps::STREAMING_INPUT;
+    }
+    if F::RELEASES_WHOLE_INPUT {
+        c |= caps::RELEASES_WHOLE_INPUT;
     }
     FormatDesc {
         struct_size: size_of::<FormatDesc>() as u32,
