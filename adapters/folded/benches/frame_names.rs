@@ -5,6 +5,8 @@
 //! (an absolute path: cargo runs a bench in its crate's folder), or `bench/folded.sh`.
 //!
 //! * `lines`: each line found and its count split off;
+//! * `line hash`: and the line's stack text hashed for `RepeatedStacks` (instead of the stages
+//!   below: a repeated line costs this and a probe);
 //! * `+ scan`: and each frame name's end found and hashed (`names::scan`);
 //! * `+ frame table`: and each name probed in the frame table and compared with its stored copy
 //!   (`FrameNames::frame`; a new name's frame is a counter here, not an IR frame).
@@ -16,6 +18,9 @@
 #[path = "../src/names.rs"]
 #[allow(dead_code, unused_imports)]
 mod names;
+#[path = "../src/repeats.rs"]
+#[allow(dead_code)]
+mod repeats;
 #[path = "../../../bench/support.rs"]
 mod support;
 
@@ -27,6 +32,7 @@ use support::{median, runs, thread_cpu_seconds};
 #[derive(Clone, Copy, PartialEq)]
 enum Stage {
     Lines,
+    LineHash,
     Scan,
     Table,
 }
@@ -35,6 +41,7 @@ enum Stage {
 fn run(data: &[u8], stage: Stage) -> (u64, u64) {
     let mut table = FrameNames::new();
     let seed = table.seed;
+    let lines = repeats::RepeatedStacks::new(seed);
     let (mut frames, mut sum, mut made) = (0u64, 0u64, 0u32);
     let mut rest = data;
     while !rest.is_empty() {
@@ -45,6 +52,10 @@ fn run(data: &[u8], stage: Stage) -> (u64, u64) {
             continue;
         };
         let text = &line[..sp];
+        if stage == Stage::LineHash {
+            sum = sum.wrapping_add((black_box(lines.key(text)) == Default::default()) as u64);
+            continue;
+        }
         if stage == Stage::Lines {
             sum = sum.wrapping_add(text.len() as u64);
             continue;
@@ -79,6 +90,7 @@ fn main() {
     let frames = run(&data, Stage::Scan).0;
     for (name, stage) in [
         ("lines", Stage::Lines),
+        ("line hash", Stage::LineHash),
         ("+ scan", Stage::Scan),
         ("+ frame table", Stage::Table),
     ] {

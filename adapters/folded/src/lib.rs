@@ -16,6 +16,7 @@
 mod emit;
 mod names;
 mod parse;
+mod repeats;
 
 use profconv_plugin::ir::{Profile, ProfileRef};
 use profconv_plugin::{Context, Format, Input, OptionDesc, Options, Output, PluginError};

@@ -19,6 +19,7 @@ use std::ops::Range;
 use std::sync::{Mutex, mpsc};
 
 use crate::names::{self, FrameNames};
+use crate::repeats::{RepeatedStacks, TextKey};
 
 /// Most fractional digits kept exactly; more are truncated (with a warning).
 const MAX_DECIMALS: u32 = 9;
@@ -186,6 +187,10 @@ fn shifted(mut e: PluginError, lines: u64, offset: u64) -> PluginError {
 struct Parser_ {
     b: ProfileBuilder,
     names: FrameNames,
+    /// The leaf stack of every stack text put in the profile.
+    repeats: RepeatedStacks,
+    /// The stack texts first seen in the batch being put in the profile, and their leaves.
+    new_texts: Vec<(TextKey, u32)>,
     skip_bad_lines: bool,
     /// The longest line read from a stream.
     max_line: usize,
@@ -235,9 +240,15 @@ impl Parser_ {
         // strings keep their ids of a profile that had `samples` from the start.
         b.intern("samples");
         b.intern("count");
+        let names = FrameNames::new();
         Parser_ {
             b,
-            names: FrameNames::new(),
+            repeats: match opts.repeated_stacks {
+                true => RepeatedStacks::new(names.seed),
+                false => RepeatedStacks::off(),
+            },
+            new_texts: Vec::new(),
+            names,
             skip_bad_lines: opts.skip_bad_lines,
             max_line: opts.max_line,
             prev_frames: Vec::new(),
@@ -284,7 +295,9 @@ impl Parser_ {
         if !self.decided {
             self.set_mode(false);
         }
-        self.b.finish()
+        // Off the peak: the builder's finishing allocates.
+        let Parser_ { b, .. } = self;
+        b.finish()
     }
 
     /// Every line of `piece`, which ends in `\n` unless it ends the input; offsets and line
@@ -341,8 +354,30 @@ impl Parser_ {
                 return Err(e);
             }
         };
-        let shared = self.frames_of(stack_text);
-        if self.batch.is_empty() && self.b.profile().stacks.prefix.len() < self.batch_from_stacks {
+        let (key, known) = match self.repeats.on() {
+            true => {
+                let key = self.repeats.key(stack_text);
+                (key, self.repeats.get(key))
+            }
+            false => (TextKey::default(), NONE),
+        };
+        let small = self.b.profile().stacks.prefix.len() < self.batch_from_stacks;
+        if known != NONE {
+            // A stack seen before: its frames are not looked at, and the next line shares none.
+            self.prev_frames.clear();
+            if self.batch.is_empty() && small {
+                self.last_stacks.clear();
+                return self
+                    .b
+                    .add_to_stack(known, &values[..self.n_cols()])
+                    .map_err(|e| self.error(0, format!("sum of counts: {e}")));
+            }
+        }
+        let shared = match known {
+            NONE => self.frames_of(stack_text),
+            _ => 0,
+        };
+        if known == NONE && self.batch.is_empty() && small {
             // A small profile's stack index stays in the caches: there are no misses to
             // overlap, and the line goes in at once.
             let mut leaf = match shared {
@@ -355,6 +390,7 @@ impl Parser_ {
                 self.last_stacks.push(leaf);
             }
             self.batch_frames.clear();
+            self.repeats.insert(key, leaf);
             return self
                 .b
                 .add_to_stack(leaf, &values[..self.n_cols()])
@@ -363,6 +399,8 @@ impl Parser_ {
         self.batch.push(Batched {
             end: self.batch_frames.len(),
             shared,
+            known,
+            key,
             values,
             line_no: self.line_no,
             line_offset: self.line_offset,
@@ -417,14 +455,17 @@ impl Parser_ {
         for i in 0..n {
             let line = &self.batch[i];
             last_start = start;
-            // What was not found is new: made here, line after line.
-            let mut leaf = NONE;
-            for at in start..line.end {
-                leaf = match stacks[at] {
-                    NONE => self.b.stack(leaf, frames[at]),
-                    found => found,
-                };
-                stacks[at] = leaf;
+            let mut leaf = line.known;
+            if leaf == NONE {
+                // What was not found is new: made here, line after line.
+                for at in start..line.end {
+                    leaf = match stacks[at] {
+                        NONE => self.b.stack(leaf, frames[at]),
+                        found => found,
+                    };
+                    stacks[at] = leaf;
+                }
+                self.new_texts.push((line.key, leaf));
             }
             if let Err(e) = self.b.add_to_stack(leaf, &line.values[..n_cols]) {
                 // As if reading had stopped at this line: what later lines noted is dropped.
@@ -439,6 +480,11 @@ impl Parser_ {
             }
             start = line.end;
         }
+        // Their probes are independent: in one loop their cache misses overlap.
+        for &(key, leaf) in &self.new_texts {
+            self.repeats.insert(key, leaf);
+        }
+        self.new_texts.clear();
         self.last_stacks.clear();
         self.last_stacks.extend_from_slice(&stacks[last_start..]);
         self.batch.clear();
@@ -615,6 +661,11 @@ struct Batched {
     /// Number of leading frames it shares with the line before (taken from that line's stacks
     /// when that line was in the batch before).
     shared: usize,
+    /// Its leaf stack if its stack text was seen before (it then has no frames in the batch),
+    /// else `NONE`.
+    known: u32,
+    /// Its stack text's key in [`RepeatedStacks`].
+    key: TextKey,
     /// Its counts (the first [`Parser_::n_cols`]).
     values: [i64; 2],
     /// Where it is, for an error found when its count is added.
@@ -743,6 +794,10 @@ pub struct ParseOptions {
     pub batch_from_stacks: usize,
     /// The longest line read from a stream ([`MAX_LINE`]; smaller in tests).
     pub max_line: usize,
+    /// Remember the leaf stack of each stack text, so that a line repeating an earlier line's
+    /// stack skips its frames (it stops by itself where few lines repeat). The profile is the
+    /// same either way; off is for tests and measurements.
+    pub repeated_stacks: bool,
 }
 
 impl Default for ParseOptions {
@@ -754,6 +809,7 @@ impl Default for ParseOptions {
             batch_lines: BATCH_LINES,
             batch_from_stacks: BATCH_FROM_STACKS,
             max_line: MAX_LINE,
+            repeated_stacks: true,
         }
     }
 }
@@ -1791,6 +1847,15 @@ mod tests {
             ..opts
         };
         let expected = outcome(text, one_at_a_time, true);
+        let unremembered = ParseOptions {
+            repeated_stacks: false,
+            ..one_at_a_time
+        };
+        assert_eq!(
+            outcome(text, unremembered, true),
+            expected,
+            "repeated stacks found by their text or by their frames"
+        );
         for batch_lines in [2, 3, 5, BATCH_LINES, MAX_BATCH_LINES, MAX_BATCH_LINES + 1] {
             for (streaming, batch_from_stacks) in [(true, 0), (false, 0), (true, 4), (false, 9)] {
                 let opts = ParseOptions {
@@ -1837,6 +1902,37 @@ mod tests {
             e.starts_with("error line 2, column 1: sum of counts"),
             "{e}"
         );
+    }
+
+    /// Past a window of lines, on input that repeats its stacks (the table stays on) and on
+    /// input that does not until late (it turns off first): the profile of reading every
+    /// line's frames.
+    #[test]
+    fn repeated_stacks_give_the_profile_of_their_frames() {
+        let mut repeating = Vec::new();
+        let mut late = Vec::new();
+        for i in 0..70_000u32 {
+            let s = format!("main;f{};g{};h{} {}\n", i % 7, i % 13, i % 101, i % 5 + 1);
+            repeating.extend_from_slice(s.as_bytes());
+            let s = format!("main;u{};v{} 1\n", i / 300, i % 300);
+            late.extend_from_slice(s.as_bytes());
+        }
+        late.extend_from_slice(&repeating);
+        for text in [&repeating, &late] {
+            for batch_from_stacks in [0, BATCH_FROM_STACKS] {
+                let on = ParseOptions {
+                    batch_from_stacks,
+                    ..ParseOptions::default()
+                };
+                let off = ParseOptions {
+                    repeated_stacks: false,
+                    ..on
+                };
+                let expected = outcome(text, off, false);
+                assert!(expected.starts_with("Profile"), "{expected}");
+                assert_eq!(outcome(text, on, false), expected);
+            }
+        }
     }
 
     #[test]
