@@ -4,7 +4,6 @@
 
 mod support;
 
-use profconv_ir::{CallTree, TreeOrder, TreeTextOptions, render_tree};
 use profconv_plugin::host::{self, ParseInput};
 use profconv_plugin::ir::{Profile, ProfileRef};
 use profconv_plugin::{Context, Format, Input, Options, Output, PluginError, Status};
@@ -73,12 +72,7 @@ fn parse(
 }
 
 fn first_seen_tree(p: &ProfileRef<'_>) -> String {
-    let t = CallTree::build(p).unwrap();
-    let opts = TreeTextOptions {
-        order: TreeOrder::FirstSeen,
-        ..Default::default()
-    };
-    render_tree(p, &t, &opts).unwrap()
+    profconv_ir::testing::first_seen_tree(p, false)
 }
 
 #[test]

@@ -1,8 +1,31 @@
 //! Small helpers for plugins' tests: a profile from stacks of names, a trace written as a
-//! script of events, and a seeded random number generator. They panic on a malformed script: they are for tests, not input.
+//! script of events, a call tree as text, and a seeded random number generator. They panic on a malformed script: they are for tests, not input.
 
 use crate::builder::{ProfileBuilder, TraceBuilder};
-use crate::profile::{Profile, ValueKind, flags};
+use crate::calltree::CallTree;
+use crate::profile::{Profile, ProfileRef, ValueKind, flags};
+use crate::text::{TreeOrder, TreeTextOptions, render_tree};
+
+/// The call tree of `p` as text, siblings in first-seen order, with the first value column
+/// (`self=` and `total=`) or, with `all_values`, every column: what readers' tests compare.
+///
+/// ```
+/// let p = profconv_ir::testing::stacks(&[(&["main", "a"], 3), (&["main"], 1)]);
+/// let tree = profconv_ir::testing::first_seen_tree(&p.view(), false);
+/// assert_eq!(tree, "main self=1 total=4\n  a self=3 total=3\n");
+/// ```
+///
+/// # Panics
+/// When the call tree cannot be built (a sum overflows).
+pub fn first_seen_tree(p: &ProfileRef<'_>, all_values: bool) -> String {
+    let t = CallTree::build(p).expect("a call tree");
+    let opts = TreeTextOptions {
+        order: TreeOrder::FirstSeen,
+        all_values,
+        ..Default::default()
+    };
+    render_tree(p, &t, &opts).expect("the tree text")
+}
 
 /// A sampled profile with one `samples` column: each stack of names (root first) with its
 /// count, as a folded file's lines would give.

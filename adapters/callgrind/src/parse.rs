@@ -1420,7 +1420,6 @@ mod tests {
         n: usize,
         cx: &mut Context<'_>,
     ) -> Result<(String, String), PluginError> {
-        use profconv_plugin::ir::{CallTree, TreeOrder, TreeTextOptions, render_tree};
         let mut small = Small(bytes, n);
         let mut input = if n == 0 {
             Input::from_slice(bytes)
@@ -1433,17 +1432,7 @@ mod tests {
             max_nodes: crate::DEFAULT_MAX_NODES,
         };
         let p = crate::build_profile(&g, &options, cx)?;
-        let t = CallTree::build(&p.view()).unwrap();
-        let tree = render_tree(
-            &p.view(),
-            &t,
-            &TreeTextOptions {
-                order: TreeOrder::FirstSeen,
-                all_values: true,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let tree = profconv_plugin::ir::testing::first_seen_tree(&p.view(), true);
         Ok((format!("{g:?}"), tree))
     }
 

@@ -471,7 +471,8 @@ mod tests {
     use super::*;
     use crate::parse::parse_graph;
     use profconv_plugin::Input;
-    use profconv_plugin::ir::{CallTree, TreeOrder, TreeTextOptions, render_tree};
+    use profconv_plugin::ir::CallTree;
+    use profconv_plugin::ir::testing::first_seen_tree;
 
     fn tree(text: &str, opts: BuildOptions) -> String {
         let g = parse_graph(
@@ -480,16 +481,7 @@ mod tests {
         )
         .unwrap();
         let p = build_profile(&g, &opts, &mut Context::silent()).unwrap();
-        let t = CallTree::build(&p.view()).unwrap();
-        render_tree(
-            &p.view(),
-            &t,
-            &TreeTextOptions {
-                order: TreeOrder::FirstSeen,
-                ..Default::default()
-            },
-        )
-        .unwrap()
+        first_seen_tree(&p.view(), false)
     }
 
     #[test]

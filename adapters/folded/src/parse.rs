@@ -1317,7 +1317,7 @@ pub fn sniff(head: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use profconv_plugin::ir::{CallTree, TreeOrder, TreeTextOptions, render_tree};
+    use profconv_plugin::ir::testing::first_seen_tree;
 
     fn parse(text: &[u8], skip: bool) -> Result<Profile, PluginError> {
         parse_folded(&mut Input::from_slice(text), skip, &mut Context::silent())
@@ -1333,31 +1333,12 @@ mod tests {
     }
 
     fn tree(p: &Profile) -> String {
-        let t = CallTree::build(&p.view()).unwrap();
-        render_tree(
-            &p.view(),
-            &t,
-            &TreeTextOptions {
-                order: TreeOrder::FirstSeen,
-                ..Default::default()
-            },
-        )
-        .unwrap()
+        first_seen_tree(&p.view(), false)
     }
 
     /// Both columns of every node (`self_before=` is `self=`).
     fn diff_tree(p: &Profile) -> String {
-        let t = CallTree::build(&p.view()).unwrap();
-        render_tree(
-            &p.view(),
-            &t,
-            &TreeTextOptions {
-                order: TreeOrder::FirstSeen,
-                all_values: true,
-                ..Default::default()
-            },
-        )
-        .unwrap()
+        first_seen_tree(&p.view(), true)
     }
 
     /// The parse's profile, or its error, and its warnings.

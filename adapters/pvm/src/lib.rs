@@ -283,7 +283,7 @@ impl Format for PvmSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use profconv_plugin::ir::{CallTree, TreeOrder, TreeTextOptions, render_tree};
+    use profconv_plugin::ir::testing::first_seen_tree;
 
     fn parse_opts(text: &str, opts: ParseOptions) -> (Result<Profile, PluginError>, Vec<String>) {
         let mut warnings = Vec::new();
@@ -298,17 +298,7 @@ mod tests {
 
     fn tree_of(p: &Profile) -> String {
         p.view().validate().unwrap();
-        let t = CallTree::build(&p.view()).unwrap();
-        render_tree(
-            &p.view(),
-            &t,
-            &TreeTextOptions {
-                order: TreeOrder::FirstSeen,
-                all_values: true,
-                ..Default::default()
-            },
-        )
-        .unwrap()
+        first_seen_tree(&p.view(), true)
     }
 
     fn tree(text: &str) -> String {
