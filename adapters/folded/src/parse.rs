@@ -295,7 +295,7 @@ impl Parser_ {
         if !self.decided {
             self.set_mode(false);
         }
-        // Off the peak: the builder's finishing allocates.
+        // The reader's own tables are freed before the builder's finishing allocates.
         let Parser_ { b, .. } = self;
         b.finish()
     }
@@ -476,6 +476,7 @@ impl Parser_ {
                 self.report.rewind(line.mark);
                 self.batch.clear();
                 self.batch_frames.clear();
+                self.new_texts.clear();
                 return Err(e);
             }
             start = line.end;
