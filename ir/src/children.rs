@@ -36,6 +36,16 @@ const CHILDLESS: Entry = Entry {
     child: [NONE; INLINE],
 };
 
+/// What a parent's entry tells of a child ([`ChildIndex::get_inline`]).
+pub(crate) enum Lookup {
+    Done(Option<u32>),
+    /// In the parent's table, at `at` with `2^log` slots.
+    InTable {
+        at: usize,
+        log: u32,
+    },
+}
+
 /// Where a child is, or where a new one goes.
 enum Place {
     Found(u32),
@@ -72,6 +82,13 @@ impl Default for ChildIndex {
     }
 }
 
+/// The place and log2 of the slots of a spilled entry's table.
+#[inline]
+fn table_of(node: Entry) -> (usize, u32) {
+    let at = node.key[0] as usize | ((node.key[1] as usize) << 16 << 16);
+    (at, node.child[1])
+}
+
 #[inline]
 fn slot(key: u32, log: u32) -> usize {
     ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - log)) as usize
@@ -83,6 +100,21 @@ impl ChildIndex {
         self.nodes.reserve(additional);
     }
 
+    /// Starts loading the entry of `node` into the caches (a hint: nothing is read).
+    #[inline]
+    pub(crate) fn prefetch(&self, node: u32) {
+        prefetch_index::prefetch_index(&self.nodes, node as usize);
+    }
+
+    #[inline]
+    fn entry(&self, parent: u32) -> Entry {
+        if parent == NONE {
+            self.roots
+        } else {
+            self.nodes[parent as usize]
+        }
+    }
+
     #[inline]
     fn entry_mut(&mut self, parent: u32) -> &mut Entry {
         if parent == NONE {
@@ -92,14 +124,55 @@ impl ChildIndex {
         }
     }
 
+    /// The child of `parent` with `key` as far as the parent's entry tells: found or missing
+    /// when the children are inline, or the parent's table (to [`Self::prefetch_slot`] and
+    /// then [`Self::get_in_table`]), so that a caller walking several paths in turns can load
+    /// the table's slot while it steps the others.
+    #[inline]
+    pub(crate) fn get_inline(&self, parent: u32, key: u32) -> Lookup {
+        let node = self.entry(parent);
+        if node.child[0] != SPILLED {
+            for k in 0..INLINE {
+                if node.child[k] == NONE {
+                    return Lookup::Done(None);
+                }
+                if node.key[k] == key {
+                    return Lookup::Done(Some(node.child[k]));
+                }
+            }
+            return Lookup::Done(None);
+        }
+        let (at, log) = table_of(node);
+        Lookup::InTable { at, log }
+    }
+
+    /// Starts loading the slot where the table at `at` keeps `key` (a hint: nothing is read).
+    #[inline]
+    pub(crate) fn prefetch_slot(&self, at: usize, log: u32, key: u32) {
+        prefetch_index::prefetch_index(&self.tables, at + 1 + slot(key, log));
+    }
+
+    /// The child with `key` in the table at `at` (from [`Self::get_inline`]).
+    #[inline]
+    pub(crate) fn get_in_table(&self, at: usize, log: u32, key: u32) -> Option<u32> {
+        let mask = (1usize << log) - 1;
+        let mut i = slot(key, log);
+        loop {
+            let e = self.tables[at + 1 + i];
+            if e == EMPTY {
+                return None;
+            }
+            if (e >> 32) as u32 == key {
+                return Some(e as u32);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
     /// Where the child of `parent` with `key` is, or where it would go.
     #[inline]
     fn find(&self, parent: u32, key: u32) -> Place {
-        let node = if parent == NONE {
-            self.roots
-        } else {
-            self.nodes[parent as usize]
-        };
+        let node = self.entry(parent);
         if node.child[0] != SPILLED {
             for k in 0..INLINE {
                 if node.child[k] == NONE {
@@ -111,19 +184,10 @@ impl ChildIndex {
             }
             return Place::InlineFull(node);
         }
-        let at = node.key[0] as usize | ((node.key[1] as usize) << 16 << 16);
-        let log = node.child[1];
-        let mask = (1usize << log) - 1;
-        let mut i = slot(key, log);
-        loop {
-            let e = self.tables[at + 1 + i];
-            if e == EMPTY {
-                return Place::Table { at, log };
-            }
-            if (e >> 32) as u32 == key {
-                return Place::Found(e as u32);
-            }
-            i = (i + 1) & mask;
+        let (at, log) = table_of(node);
+        match self.get_in_table(at, log, key) {
+            Some(child) => Place::Found(child),
+            None => Place::Table { at, log },
         }
     }
 

@@ -234,9 +234,12 @@ pub fn merged_from_stacks(
         }
     }
     let mut negatives = 0;
-    for v in w.iter_mut().filter(|v| **v < 0) {
-        negatives += 1;
-        *v = 0;
+    // Sums of values that are none negative are not: the pass over every stack is skipped.
+    if col.is_some_and(|c| p.sample_values[c].iter().any(|&v| v < 0)) {
+        for v in w.iter_mut().filter(|v| **v < 0) {
+            negatives += 1;
+            *v = 0;
+        }
     }
     let mut total = 0i64;
     for s in (0..n).rev() {
@@ -533,13 +536,18 @@ mod tests {
     }
 
     /// Both ways to the merged graph: the call tree, and the stack table when it qualifies.
-    fn both(p: &Profile, min_value: f64, order: SortOrder) -> (Layout, Option<Layout>) {
+    /// With the number of negative self values each found.
+    fn both(
+        p: &Profile,
+        min_value: f64,
+        order: SortOrder,
+    ) -> ((Layout, usize), Option<(Layout, usize)>) {
         let v = p.view();
         let tree = CallTree::build(&v).unwrap();
-        let (w, _) = node_widths(&v, &tree, Some(0));
+        let (w, negatives) = node_widths(&v, &tree, Some(0));
         let slow = merged(&v, &tree, &w, min_value, order);
-        let fast = merged_from_stacks(&v, Some(0), |_| min_value, order).map(|(l, _)| l);
-        (slow, fast)
+        let fast = merged_from_stacks(&v, Some(0), |_| min_value, order);
+        ((slow, negatives), fast)
     }
 
     /// Frames without the node ids (call nodes and stacks are numbered differently).
@@ -561,6 +569,7 @@ mod tests {
             seed % n
         };
         let names = ["a", "a-b", "b", "B", "c;d", "main", "x", "é", "a b"];
+        let mut negatives = 0;
         for round in 0..200 {
             let mut b = ProfileBuilder::new();
             b.add_value_type("samples", "count", ValueKind::Weight);
@@ -573,13 +582,16 @@ mod tests {
             let p = b.finish();
             for min in [0.0, 3.0, 50.0] {
                 for order in [SortOrder::Name, SortOrder::Weight] {
-                    let (slow, fast) = both(&p, min, order);
-                    let fast = fast.expect("folded stacks always qualify");
+                    let ((slow, slow_neg), fast) = both(&p, min, order);
+                    let (fast, fast_neg) = fast.expect("folded stacks always qualify");
                     assert_eq!(key(&slow), key(&fast), "round {round} min {min} {order:?}");
                     assert_eq!((slow.total, slow.max_depth), (fast.total, fast.max_depth));
+                    assert_eq!(slow_neg, fast_neg, "round {round}");
+                    negatives += fast_neg;
                 }
             }
         }
+        assert!(negatives > 0, "some rounds have negative self values");
     }
 
     #[test]
@@ -598,7 +610,7 @@ mod tests {
             b.add_to_stack(s1, &[n]).unwrap();
         }
         let p = b.finish();
-        let (slow, fast) = both(&p, 0.0, SortOrder::Name);
+        let ((slow, _), fast) = both(&p, 0.0, SortOrder::Name);
         assert!(fast.is_none());
         assert_eq!(key(&slow), [(main, 0, 0, 5), (work, 1, 0, 5)]);
         // Two functions of one name (different files) are two frames either way, in
@@ -613,8 +625,8 @@ mod tests {
             b.add_to_stack(s, &[n]).unwrap();
         }
         let p = b.finish();
-        let (slow, fast) = both(&p, 0.0, SortOrder::Name);
-        assert_eq!(key(&slow), key(&fast.unwrap()));
+        let ((slow, _), fast) = both(&p, 0.0, SortOrder::Name);
+        assert_eq!(key(&slow), key(&fast.unwrap().0));
         assert_eq!(key(&slow), [(f2, 0, 0, 1), (f1, 0, 1, 4)]);
     }
 

@@ -13,6 +13,7 @@
 //! taken for one only if they agreed in all of them, which for a million distinct stacks has odds
 //! around 10⁻¹⁷, far below those of a memory error.
 
+use prefetch_index::prefetch_index;
 use profconv_plugin::ir::NONE;
 use xxhash_rust::xxh3::xxh3_128_with_secret;
 
@@ -124,6 +125,16 @@ impl RepeatedStacks {
         TextKey {
             hi: (h >> 64) as u64,
             lo: h as u32,
+        }
+    }
+
+    /// Starts loading the bitmap's word and the first slot that [`Self::insert`] writes for
+    /// `key` (a hint: nothing is read, nothing changes).
+    #[inline]
+    pub(crate) fn prefetch(&self, key: TextKey) {
+        if self.on() {
+            prefetch_index(&self.slots, key.hi as usize & (self.slots.len() - 1));
+            prefetch_index(&self.seen, self.seen_bit(key).0);
         }
     }
 

@@ -303,6 +303,13 @@ impl ProfileBuilder {
         self.trie.get(prefix, frame)
     }
 
+    /// Starts loading what [`Self::find_stack`] reads first for the children of `stack` (a
+    /// hint: nothing is read, nothing changes).
+    #[inline]
+    pub fn prefetch_children(&self, stack: u32) {
+        self.trie.prefetch(stack);
+    }
+
     /// The stack of `names`, root first (each a name-only func). Empty `names` gives [`NONE`].
     pub fn stack_of_names<S: AsRef<str>>(&mut self, names: &[S]) -> u32 {
         let mut stack = NONE;
@@ -331,6 +338,13 @@ impl ProfileBuilder {
         for (col, &v) in s.values.iter_mut().zip(values) {
             col.push(v);
         }
+    }
+
+    /// Starts loading where [`Self::add_to_stack`] finds the sample row of `stack` (a hint:
+    /// nothing is read, nothing changes).
+    #[inline]
+    pub fn prefetch_sample_of(&self, stack: u32) {
+        prefetch_index::prefetch_index(&self.sample_of_stack, stack as usize);
     }
 
     /// Adds `values` to the aggregated sample of `stack` (one row per distinct stack, in

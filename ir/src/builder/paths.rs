@@ -8,6 +8,7 @@
 //! then makes what is missing in its own order, so stack ids do not depend on the turns.
 
 use super::ProfileBuilder;
+use crate::children::Lookup;
 use crate::profile::NONE;
 use std::ops::Range;
 
@@ -39,9 +40,11 @@ impl ProfileBuilder {
         out: &mut [u32],
     ) {
         for group in paths.chunks(TURNS) {
-            // The next position and the last stack found of each path still walking.
+            // The next position and the last stack found of each path still walking, and the
+            // child table it waits on (its slot was asked for in the previous turn).
             let mut at = [0usize; TURNS];
             let mut leaf = [NONE; TURNS];
+            let mut table: [Option<(usize, u32)>; TURNS] = [None; TURNS];
             let mut walking = [0u8; TURNS];
             let mut active = 0;
             for (k, (_, range)) in group.iter().enumerate() {
@@ -57,19 +60,39 @@ impl ProfileBuilder {
                     let k = walking[w] as usize;
                     let (start, range) = &group[k];
                     let i = at[k];
-                    let parent = if i > range.start {
-                        Some(leaf[k])
-                    } else {
-                        match *start {
-                            PathStart::Stack(s) => Some(s),
-                            PathStart::At(p) => Some(out[p]).filter(|&s| s != NONE),
+                    let key = frame(i);
+                    let found = match table[k].take() {
+                        Some((t, log)) => self.trie.get_in_table(t, log, key),
+                        None => {
+                            let parent = if i > range.start {
+                                Some(leaf[k])
+                            } else {
+                                match *start {
+                                    PathStart::Stack(s) => Some(s),
+                                    PathStart::At(p) => Some(out[p]).filter(|&s| s != NONE),
+                                }
+                            };
+                            match parent.map(|p| self.trie.get_inline(p, key)) {
+                                Some(Lookup::Done(found)) => found,
+                                Some(Lookup::InTable { at: t, log }) => {
+                                    // The parent's children are in a table: its slot is loaded
+                                    // while the other paths take their turns.
+                                    self.trie.prefetch_slot(t, log, key);
+                                    table[k] = Some((t, log));
+                                    w += 1;
+                                    continue;
+                                }
+                                None => None,
+                            }
                         }
                     };
-                    if let Some(s) = parent.and_then(|p| self.find_stack(p, frame(i))) {
+                    if let Some(s) = found {
                         out[i] = s;
                         leaf[k] = s;
                         at[k] = i + 1;
                         if at[k] < range.end {
+                            // Its entry is loaded while the other paths take their turns.
+                            self.trie.prefetch(s);
                             w += 1;
                             continue;
                         }
@@ -124,5 +147,54 @@ mod tests {
         let mut out = vec![NONE; 3];
         b.find_paths(&many, |i| fr[frames[i]], &mut out);
         assert_eq!(out, vec![a, ab, abc]);
+    }
+
+    /// Paths through nodes with many children (kept in tables, whose slots are loaded a turn
+    /// ahead) find what a walk with `find_stack` finds, one path at a time.
+    #[test]
+    fn finds_through_child_tables_what_one_walk_at_a_time_finds() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        let fr: Vec<u32> = (0..12)
+            .map(|i| {
+                let f = b.func(&format!("f{i}"));
+                b.frame(f)
+            })
+            .collect();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _ in 0..400 {
+            let mut s = NONE;
+            for _ in 0..1 + next(5) {
+                s = b.stack(s, fr[next(12) as usize]);
+            }
+        }
+        let frames: Vec<u32> = (0..3000).map(|_| fr[next(12) as usize]).collect();
+        let mut paths = Vec::new();
+        let mut i = 0;
+        while i < frames.len() {
+            let len = (1 + next(6) as usize).min(frames.len() - i);
+            paths.push((PathStart::Stack(NONE), i..i + len));
+            i += len;
+        }
+        let mut out = vec![NONE; frames.len()];
+        b.find_paths(&paths, |i| frames[i], &mut out);
+        let mut expected = vec![NONE; frames.len()];
+        for (_, range) in &paths {
+            let mut s = NONE;
+            for i in range.clone() {
+                match b.find_stack(s, frames[i]) {
+                    Some(found) => (s, expected[i]) = (found, found),
+                    None => break,
+                }
+            }
+        }
+        assert_eq!(out, expected);
+        assert!(out.iter().filter(|&&s| s != NONE).count() > 1000);
     }
 }
