@@ -208,8 +208,8 @@ pub fn merged(
 /// one frame each and whose stacks are deduplicated, always qualify.
 ///
 /// Cost: one pass over the samples and two over the stacks, plus a sort of the children of
-/// the drawn frames; memory: one `i64` per stack and one bit, where the call tree needs about
-/// 60 bytes per node. `min_value` gives the pruning threshold for a total. Also returns how
+/// the drawn frames; memory: one `u32` per stack (an `i64` when totals need more) and one bit,
+/// where the call tree needs about 60 bytes per node. `min_value` gives the pruning threshold for a total. Also returns how
 /// many stacks have a negative self value (drawn as zero).
 pub fn merged_from_stacks(
     p: &ProfileRef<'_>,
@@ -217,41 +217,101 @@ pub fn merged_from_stacks(
     min_value: impl Fn(i64) -> f64,
     order: SortOrder,
 ) -> Option<(Layout, usize)> {
+    // Totals of stacks fit in 32 bits when the values are not negative and their sum fits:
+    // half the memory (and the page faults) of the 8.6 M stacks of a 1 GB folded file.
+    let fits_u32 = match col {
+        Some(c) => p.sample_values[c]
+            .iter()
+            .try_fold(0u32, |sum, &v| sum.checked_add(u32::try_from(v).ok()?))
+            .is_some(),
+        None => u32::try_from(p.sample_stack.len()).is_ok(),
+    };
+    match fits_u32 {
+        true => merged_from_totals(p, stack_totals::<u32>(p, col)?, min_value, order),
+        false => merged_from_totals(p, stack_totals::<i64>(p, col)?, min_value, order),
+    }
+}
+
+/// A stack's total as [`merged_from_stacks`] keeps it.
+trait Total: Copy + Default + Into<i64> {
+    /// `self + v`, `None` on overflow (or a value the type cannot hold).
+    fn plus(self, v: i64) -> Option<Self>;
+    fn is_negative(self) -> bool;
+}
+
+impl Total for u32 {
+    #[inline]
+    fn plus(self, v: i64) -> Option<u32> {
+        self.checked_add(u32::try_from(v).ok()?)
+    }
+    #[inline]
+    fn is_negative(self) -> bool {
+        false
+    }
+}
+
+impl Total for i64 {
+    #[inline]
+    fn plus(self, v: i64) -> Option<i64> {
+        self.checked_add(v)
+    }
+    #[inline]
+    fn is_negative(self) -> bool {
+        self < 0
+    }
+}
+
+/// Per stack, its self value (negative ones as zero), plus its subtree's: one pass over the
+/// samples, one backward over the stacks (`prefix[s] < s`). Also the sum of the roots' totals
+/// and how many stacks had a negative self value. `None` on overflow.
+fn stack_totals<T: Total>(p: &ProfileRef<'_>, col: Option<usize>) -> Option<(Vec<T>, i64, usize)> {
     let n = p.n_stacks();
-    // Self values per stack, then subtree totals by one backward pass (prefix[s] < s).
-    let mut w = vec![0i64; n];
+    let mut w = vec![T::default(); n];
     match col {
         Some(c) => {
             for (&s, &v) in p.sample_stack.iter().zip(p.sample_values[c]) {
                 let cell = &mut w[s as usize];
-                *cell = cell.checked_add(v)?;
+                *cell = cell.plus(v)?;
             }
         }
         None => {
             for &s in p.sample_stack {
-                w[s as usize] += 1;
+                let cell = &mut w[s as usize];
+                *cell = cell.plus(1)?;
             }
         }
     }
     let mut negatives = 0;
     // Sums of values that are none negative are not: the pass over every stack is skipped.
     if col.is_some_and(|c| p.sample_values[c].iter().any(|&v| v < 0)) {
-        for v in w.iter_mut().filter(|v| **v < 0) {
+        for v in w.iter_mut().filter(|v| v.is_negative()) {
             negatives += 1;
-            *v = 0;
+            *v = T::default();
         }
     }
     let mut total = 0i64;
     for s in (0..n).rev() {
         let v = w[s];
         match p.stack_prefix[s] {
-            NONE => total = total.checked_add(v)?,
+            NONE => total = total.checked_add(v.into())?,
             pre => {
                 let cell = &mut w[pre as usize];
-                *cell = cell.checked_add(v)?;
+                *cell = cell.plus(v.into())?;
             }
         }
     }
+    Some((w, total, negatives))
+}
+
+/// [`merged_from_stacks`] once the stacks' totals are known.
+fn merged_from_totals<T: Total>(
+    p: &ProfileRef<'_>,
+    (w, total, negatives): (Vec<T>, i64, usize),
+    min_value: impl Fn(i64) -> f64,
+    order: SortOrder,
+) -> Option<(Layout, usize)> {
+    let n = p.n_stacks();
+    let w = |s: u32| -> i64 { w[s as usize].into() };
     let min_value = min_value(total);
     // Which stacks are drawn (parents first), and the children of drawn stacks: the only
     // stacks whose order and widths place the drawn ones.
@@ -260,9 +320,9 @@ pub fn merged_from_stacks(
     let mut placed: Vec<u32> = Vec::new();
     for s in 0..n as u32 {
         let pre = p.stack_prefix[s as usize];
-        if (pre == NONE || is_kept(&kept, pre)) && w[s as usize] > 0 {
+        if (pre == NONE || is_kept(&kept, pre)) && w(s) > 0 {
             placed.push(s);
-            if keep(w[s as usize], min_value) {
+            if keep(w(s), min_value) {
                 kept[s as usize / 64] |= 1 << (s % 64);
             }
         }
@@ -313,19 +373,19 @@ pub fn merged_from_stacks(
             }
         }
         if order == SortOrder::Weight {
-            group.sort_by(|&a, &b| w[b as usize].cmp(&w[a as usize]));
+            group.sort_by_key(|&c| std::cmp::Reverse(w(c)));
         }
         let (mut x, depth) = match key {
             0 => (0, 0),
             _ => {
                 let parent = (key - 1) as u32;
                 let (px, pd) = at[&parent];
-                let children = group.iter().fold(0i64, |a, &c| a + w[c as usize]);
-                (px + (w[parent as usize] - children), pd + 1)
+                let children = group.iter().fold(0i64, |a, &c| a + w(c));
+                (px + (w(parent) - children), pd + 1)
             }
         };
         for &c in group.iter() {
-            let cw = w[c as usize];
+            let cw = w(c);
             if is_kept(&kept, c) {
                 at.insert(c, (x, depth));
                 layout.max_depth = layout.max_depth.max(depth);
@@ -576,7 +636,9 @@ mod tests {
             for _ in 0..(1 + next(40)) {
                 let depth = 1 + next(6) as usize;
                 let stack: Vec<&str> = (0..depth).map(|_| names[next(9) as usize]).collect();
+                // Some rounds with negative values, some whose totals need more than 32 bits.
                 let v = next(100) as i64 - if round % 5 == 0 { 20 } else { 0 };
+                let v = if round % 7 == 0 { v << 28 } else { v };
                 b.add_stack(&stack, &[v]).unwrap();
             }
             let p = b.finish();
