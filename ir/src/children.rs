@@ -2,38 +2,39 @@
 //! frame, the call node with a given parent and func), found without hashing in the common
 //! case, and made when it is new. Nodes are numbered 0, 1, 2 … in the order they are made.
 //!
-//! Each node has a 16-byte entry holding its first two children inline, so finding a child of a
-//! stack with one or two children (most of them) costs no memory access beyond the parent's
-//! node, which the walk from the root has just loaded, and a new suffix of a stack needs no
-//! lookup at all. A node with more children gets its own small open-addressing table in a
-//! shared pool, so finding one of them is one more access to a table that holds only that
-//! node's children, not a probe into one hash of every child in the profile (which misses the
-//! caches once that hash outgrows them: measured on a PVM trace with 2.5 M such children, the
-//! per-node tables took 40 % off the parse). Roots are the children of an entry of their own.
+//! Each node has an 8-byte entry holding its first child inline, so finding the child of a
+//! stack with one child (87 % of the stacks of a large folded profile) costs no memory access
+//! beyond the parent's entry, which the walk from the root has just loaded, and a new suffix of
+//! a stack needs no lookup at all. A node with more children gets its own small open-addressing
+//! table in a shared pool, so finding one of them is one more access to a table that holds
+//! only that node's children, not a probe into one hash of every child in the profile (which
+//! misses the caches once that hash outgrows them: measured on a PVM trace with 2.5 M such
+//! children, the per-node tables took 40 % off the parse). Entries of 16 bytes holding two
+//! children inline were measured slower on the 1 GB folded benchmark: their memory (and on
+//! this VM its page faults) cost more than the table lookups of the 5 % of stacks with two
+//! children. Roots are the children of an entry of their own.
 
 use crate::profile::NONE;
 
-/// Children kept inline in a node.
-const INLINE: usize = 2;
-/// `child[0]` of an entry whose children are in a table; `key` then holds the table's place
-/// and `child[1]` the log2 of its slots (so a lookup goes straight to the slot: the table's
-/// header, one more dependent cache miss, is read only to add a child).
-const SPILLED: u32 = u32::MAX - 1;
+/// `child` of an entry whose children are in a table is `SPILLED + log2 of its slots`, and
+/// `key` the table's place, so a lookup goes straight to the slot (the table's header, one more
+/// dependent cache miss, is read only to add a child). Node ids stay below it.
+const SPILLED: u32 = u32::MAX - 64;
 /// An empty table slot (no child has key and id both `u32::MAX`).
 const EMPTY: u64 = u64::MAX;
-/// log2 of a new table's slots.
-const FIRST_LOG: u32 = 3;
+/// log2 of a new table's slots (two children, then up to three before it grows).
+const FIRST_LOG: u32 = 2;
 
-/// A node's first children (keys and ids; `NONE` in unused slots), or its child table's place.
+/// A node's first child (key and id; `NONE` if it has none), or its child table's place.
 #[derive(Clone, Copy)]
 struct Entry {
-    key: [u32; INLINE],
-    child: [u32; INLINE],
+    key: u32,
+    child: u32,
 }
 
 const CHILDLESS: Entry = Entry {
-    key: [NONE; INLINE],
-    child: [NONE; INLINE],
+    key: NONE,
+    child: NONE,
 };
 
 /// What a parent's entry tells of a child ([`ChildIndex::get_inline`]).
@@ -49,9 +50,9 @@ pub(crate) enum Lookup {
 /// Where a child is, or where a new one goes.
 enum Place {
     Found(u32),
-    /// The parent's inline slot `k` is free.
-    Inline(usize),
-    /// The parent's inline slots are taken (the parent's entry, as read).
+    /// The parent has no child yet: the new one goes inline.
+    Inline,
+    /// The parent's inline child has another key (the parent's entry, as read).
     InlineFull(Entry),
     /// Not in the parent's table: its place and the log2 of its slots.
     Table {
@@ -82,11 +83,10 @@ impl Default for ChildIndex {
     }
 }
 
-/// The place and log2 of the slots of a spilled entry's table.
+/// The place and log2 of the slots of a spilled entry's table, if it is one.
 #[inline]
-fn table_of(node: Entry) -> (usize, u32) {
-    let at = node.key[0] as usize | ((node.key[1] as usize) << 16 << 16);
-    (at, node.child[1])
+fn table_of(node: Entry) -> Option<(usize, u32)> {
+    (node.child >= SPILLED && node.child != NONE).then(|| (node.key as usize, node.child - SPILLED))
 }
 
 #[inline]
@@ -131,19 +131,10 @@ impl ChildIndex {
     #[inline]
     pub(crate) fn get_inline(&self, parent: u32, key: u32) -> Lookup {
         let node = self.entry(parent);
-        if node.child[0] != SPILLED {
-            for k in 0..INLINE {
-                if node.child[k] == NONE {
-                    return Lookup::Done(None);
-                }
-                if node.key[k] == key {
-                    return Lookup::Done(Some(node.child[k]));
-                }
-            }
-            return Lookup::Done(None);
+        match table_of(node) {
+            Some((at, log)) => Lookup::InTable { at, log },
+            None => Lookup::Done((node.key == key && node.child != NONE).then_some(node.child)),
         }
-        let (at, log) = table_of(node);
-        Lookup::InTable { at, log }
     }
 
     /// Starts loading the slot where the table at `at` keeps `key` (a hint: nothing is read).
@@ -173,21 +164,14 @@ impl ChildIndex {
     #[inline]
     fn find(&self, parent: u32, key: u32) -> Place {
         let node = self.entry(parent);
-        if node.child[0] != SPILLED {
-            for k in 0..INLINE {
-                if node.child[k] == NONE {
-                    return Place::Inline(k);
-                }
-                if node.key[k] == key {
-                    return Place::Found(node.child[k]);
-                }
-            }
-            return Place::InlineFull(node);
-        }
-        let (at, log) = table_of(node);
-        match self.get_in_table(at, log, key) {
-            Some(child) => Place::Found(child),
-            None => Place::Table { at, log },
+        match table_of(node) {
+            Some((at, log)) => match self.get_in_table(at, log, key) {
+                Some(child) => Place::Found(child),
+                None => Place::Table { at, log },
+            },
+            None if node.child == NONE => Place::Inline,
+            None if node.key == key => Place::Found(node.child),
+            None => Place::InlineFull(node),
         }
     }
 
@@ -206,22 +190,18 @@ impl ChildIndex {
     pub(crate) fn get_or_make(&mut self, parent: u32, key: u32, make: impl FnOnce() -> u32) -> u32 {
         match self.find(parent, key) {
             Place::Found(child) => child,
-            Place::Inline(k) => {
+            Place::Inline => {
                 let s = self.push(make);
-                let n = self.entry_mut(parent);
-                n.key[k] = key;
-                n.child[k] = s;
+                *self.entry_mut(parent) = Entry { key, child: s };
                 s
             }
             Place::InlineFull(node) => {
-                // One child too many to keep inline: all of them go to a table of their own.
+                // A second child: both go to a table of their own.
                 let s = self.push(make);
                 let at = self.new_table(FIRST_LOG);
-                for k in 0..INLINE {
-                    self.put(at, FIRST_LOG, node.key[k], node.child[k]);
-                }
+                self.put(at, FIRST_LOG, node.key, node.child);
                 self.put(at, FIRST_LOG, key, s);
-                self.tables[at] = ((INLINE as u64 + 1) << 8) | FIRST_LOG as u64;
+                self.tables[at] = (2 << 8) | FIRST_LOG as u64;
                 self.point_to(parent, at, FIRST_LOG);
                 s
             }
@@ -251,6 +231,7 @@ impl ChildIndex {
     fn push(&mut self, make: impl FnOnce() -> u32) -> u32 {
         let id = make();
         debug_assert_eq!(id as usize, self.nodes.len(), "nodes are numbered in order");
+        debug_assert!(id < SPILLED, "node ids stay below the spilled marks");
         self.nodes.push(CHILDLESS);
         id
     }
@@ -272,10 +253,11 @@ impl ChildIndex {
     }
 
     fn point_to(&mut self, parent: u32, at: usize, log: u32) {
-        let at = at as u64;
+        // 32 GiB of child tables: more than a profile of 2^32 nodes can need in practice.
+        let at = u32::try_from(at).expect("child tables beyond 2^32 words");
         *self.entry_mut(parent) = Entry {
-            key: [at as u32, (at >> 32) as u32],
-            child: [SPILLED, log],
+            key: at,
+            child: SPILLED + log,
         };
     }
 }

@@ -17,8 +17,9 @@ use std::ops::Range;
 pub enum PathStart {
     /// Under this stack ([`NONE`]: the path's first stack is a root).
     Stack(u32),
-    /// Under the stack found at this position (of an earlier path), if it was found by the
-    /// time this path takes its first step; otherwise nothing of this path is looked up.
+    /// Under the stack found at this position (of an earlier path). When that path is among
+    /// the ones taking turns with this one, this one waits until it has passed the position;
+    /// if the stack there is not found, nothing of this path is looked up.
     At(usize),
 }
 
@@ -54,6 +55,19 @@ impl ProfileBuilder {
                     active += 1;
                 }
             }
+            // For a path that starts under an earlier position of another path of the group,
+            // that path (a path waits only for one that starts before it: no cycle); and
+            // whether each path has stopped.
+            let mut owner = [u8::MAX; TURNS];
+            let mut stopped = [false; TURNS];
+            for (k, (start, range)) in group.iter().enumerate() {
+                if let PathStart::At(p) = *start
+                    && p < range.start
+                    && let Some(o) = group.iter().position(|(_, r)| r.contains(&p))
+                {
+                    owner[k] = o as u8;
+                }
+            }
             while active > 0 {
                 let mut w = 0;
                 while w < active {
@@ -69,7 +83,16 @@ impl ProfileBuilder {
                             } else {
                                 match *start {
                                     PathStart::Stack(s) => Some(s),
-                                    PathStart::At(p) => Some(out[p]).filter(|&s| s != NONE),
+                                    PathStart::At(p) if out[p] != NONE => Some(out[p]),
+                                    PathStart::At(p) => {
+                                        let o = owner[k] as usize;
+                                        if o < TURNS && !stopped[o] && at[o] <= p {
+                                            // Its parent's path has not got there yet.
+                                            w += 1;
+                                            continue;
+                                        }
+                                        None
+                                    }
                                 }
                             };
                             match parent.map(|p| self.trie.get_inline(p, key)) {
@@ -98,6 +121,7 @@ impl ProfileBuilder {
                         }
                     }
                     // Not found, or at its end: this path stops.
+                    stopped[k] = true;
                     active -= 1;
                     walking[w] = walking[active];
                 }
@@ -127,26 +151,37 @@ mod tests {
         let abc = b.stack(ab, fr[2]);
         let d = b.stack(NONE, fr[3]);
         // Positions: 0..3 a;b;c; 3..5 a;d (d missing under a); 5..6 d; 6..8 b;c under
-        // position 0 (found by then: a); 8..9 a under position 4 (never found, so not the
-        // root a); an empty path.
-        let frames = [0, 1, 2, 0, 3, 3, 1, 2, 0];
+        // position 0 (a); 8..9 a under position 4 (never found, so not the root a); 9..10 c
+        // under position 1 (ab, found in a later turn than this path's first: it waits); an
+        // empty path.
+        let frames = [0, 1, 2, 0, 3, 3, 1, 2, 0, 2];
         let paths = [
             (PathStart::Stack(NONE), 0..3),
             (PathStart::Stack(NONE), 3..5),
             (PathStart::Stack(NONE), 5..6),
             (PathStart::At(0), 6..8),
             (PathStart::At(4), 8..9),
-            (PathStart::Stack(abc), 9..9),
+            (PathStart::At(1), 9..10),
+            (PathStart::Stack(abc), 10..10),
         ];
-        let mut out = vec![NONE; 9];
+        let mut out = vec![NONE; 10];
         b.find_paths(&paths, |i| fr[frames[i]], &mut out);
-        assert_eq!(out, vec![a, ab, abc, a, NONE, d, ab, abc, NONE]);
+        assert_eq!(out, vec![a, ab, abc, a, NONE, d, ab, abc, NONE, abc]);
         // More paths than take turns together: the same stacks.
         let many: Vec<(PathStart, Range<usize>)> =
             (0..200).map(|_| (PathStart::Stack(NONE), 0..3)).collect();
         let mut out = vec![NONE; 3];
         b.find_paths(&many, |i| fr[frames[i]], &mut out);
         assert_eq!(out, vec![a, ab, abc]);
+        // A path under its own position, or under a later path's: nothing to wait for.
+        let odd = [
+            (PathStart::At(0), 0..1),
+            (PathStart::At(2), 1..2),
+            (PathStart::Stack(NONE), 2..3),
+        ];
+        let mut out = vec![NONE; 3];
+        b.find_paths(&odd, |_| fr[0], &mut out);
+        assert_eq!(out, vec![NONE, NONE, a]);
     }
 
     /// Paths through nodes with many children (kept in tables, whose slots are loaded a turn
