@@ -258,6 +258,12 @@ fn progress_bar(name: &str, size: Option<u64>) -> Option<indicatif::ProgressBar>
     )
 }
 
+/// Buffer of stdout and of devices and pipes: half the SDK's emit buffer (64 KiB), so the
+/// blocks an emitter hands over (nearly that full) go straight to the system call, and only
+/// small writes are gathered (copying every block once more was 15 % of a PVM trace's
+/// conversion to folded stacks on stdout: 2.9 GB copied).
+const DIRECT_BUFFER: usize = 1 << 15;
+
 /// Where output goes: stdout, a device or pipe written directly, or a temp file renamed over
 /// the target when complete.
 pub enum Sink {
@@ -298,7 +304,7 @@ impl Sink {
     pub fn create(target: &Path) -> io::Result<Sink> {
         if target == Path::new("-") {
             return Ok(Sink::Stdout(io::BufWriter::with_capacity(
-                1 << 16,
+                DIRECT_BUFFER,
                 io::stdout(),
             )));
         }
@@ -311,7 +317,7 @@ impl Sink {
                     ));
                 }
                 let f = std::fs::OpenOptions::new().write(true).open(target)?;
-                return Ok(Sink::Direct(io::BufWriter::with_capacity(1 << 16, f)));
+                return Ok(Sink::Direct(io::BufWriter::with_capacity(DIRECT_BUFFER, f)));
             }
             Ok(_) => std::fs::canonicalize(target)?,
             Err(_) => link_target(target)?,
