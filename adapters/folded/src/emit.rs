@@ -239,8 +239,17 @@ impl StackTree {
                 let cell = &mut selfv[s as usize];
                 *cell = cell.checked_add(v).ok_or_else(|| overflow(*cell, v))?;
             }
-            if p.value_types[col].kind == ValueKind::Weight {
-                // The call tree checks that every node's total fits; so does this.
+            // The call tree checks that every node's total fits; so does this. No total is
+            // larger than the sum of the values when none is negative: if that sum fits, so
+            // does every total, and the pass over every stack is not needed.
+            let values = p.sample_values[col];
+            let sum_fits = values
+                .iter()
+                .try_fold(0i64, |sum, &v| {
+                    (v >= 0).then(|| sum.checked_add(v)).flatten()
+                })
+                .is_some();
+            if p.value_types[col].kind == ValueKind::Weight && !sum_fits {
                 let mut total = selfv.clone();
                 for s in (0..ns).rev() {
                     let prefix = p.stack_prefix[s];
@@ -671,6 +680,32 @@ mod tests {
             String::from_utf8(out).unwrap()
         };
         (way(true), way(false))
+    }
+
+    /// Self values that fit and a total that does not: an error either way, as the call tree
+    /// gives (the stack table's check of the totals is skipped only when the values' sum fits).
+    #[test]
+    fn a_total_beyond_64_bits_is_an_error_from_the_stack_table_too() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&["a"], &[1 << 62]).unwrap();
+        b.add_stack(&["a", "b"], &[1 << 62]).unwrap();
+        let p = b.finish();
+        let v = p.view();
+        assert!(StackTree::new(&v, &[0], &name_ranks(&v)).is_err());
+        for try_stacks in [true, false] {
+            let mut w = LineWriter::new(&v, vec![0]);
+            let e = merged(&mut w, &v, &mut Vec::new(), try_stacks).unwrap_err();
+            assert!(e.to_string().contains("does not fit in 64 bits"), "{e}");
+        }
+        // Their sum fits: no error, and the same lines both ways.
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&["a"], &[1 << 61]).unwrap();
+        b.add_stack(&["a", "b"], &[1 << 61]).unwrap();
+        let (stacks, tree) = both_ways(&b.finish());
+        assert_eq!(stacks, tree);
+        assert_eq!(stacks, format!("a {}\na;b {}\n", 1u64 << 61, 1u64 << 61));
     }
 
     #[test]
