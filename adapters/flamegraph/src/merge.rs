@@ -507,7 +507,7 @@ pub fn flamechart(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use profconv_plugin::ir::testing::trace;
+    use profconv_plugin::ir::testing::{XorShift, trace};
     use profconv_plugin::ir::{Profile, ProfileBuilder, flags};
 
     fn folded(lines: &[(&str, i64)]) -> Profile {
@@ -620,14 +620,9 @@ mod tests {
 
     #[test]
     fn the_stack_table_path_draws_what_the_call_tree_draws() {
-        // A deterministic pseudo-random generator (no dependency, same numbers everywhere).
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        // Deterministic pseudo-random cases, the same everywhere.
+        let mut rng = XorShift::new(0x2545_f491_4f6c_dd1d);
+        let mut next = |n: u64| rng.below(n);
         let names = ["a", "a-b", "b", "B", "c;d", "main", "x", "é", "a b"];
         let mut negatives = 0;
         for round in 0..200 {

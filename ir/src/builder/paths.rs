@@ -134,6 +134,7 @@ impl ProfileBuilder {
 mod tests {
     use super::*;
     use crate::profile::ValueKind;
+    use crate::testing::XorShift;
 
     #[test]
     fn finds_what_exists_along_each_path_and_stops_at_the_first_missing() {
@@ -196,13 +197,8 @@ mod tests {
                 b.frame(f)
             })
             .collect();
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = XorShift::new(0x9e37_79b9_7f4a_7c15);
+        let mut next = |n: u64| rng.below(n);
         for _ in 0..400 {
             let mut s = NONE;
             for _ in 0..1 + next(5) {
