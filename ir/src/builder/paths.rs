@@ -60,10 +60,18 @@ impl ProfileBuilder {
             // whether each path has stopped.
             let mut owner = [u8::MAX; TURNS];
             let mut stopped = [false; TURNS];
+            // Paths in position order (as callers make them) are searched by halving.
+            let sorted = group.is_sorted_by_key(|(_, r)| r.start);
+            let owner_of = |p: usize| match sorted {
+                true => Some(group.partition_point(|(_, r)| r.start <= p))
+                    .filter(|&o| o > 0 && group[o - 1].1.contains(&p))
+                    .map(|o| o - 1),
+                false => group.iter().position(|(_, r)| r.contains(&p)),
+            };
             for (k, (start, range)) in group.iter().enumerate() {
                 if let PathStart::At(p) = *start
                     && p < range.start
-                    && let Some(o) = group.iter().position(|(_, r)| r.contains(&p))
+                    && let Some(o) = owner_of(p)
                 {
                     owner[k] = o as u8;
                 }
@@ -183,6 +191,15 @@ mod tests {
         let mut out = vec![NONE; 3];
         b.find_paths(&odd, |_| fr[0], &mut out);
         assert_eq!(out, vec![NONE, NONE, a]);
+        // Paths out of position order: the one under position 1 still waits for its path.
+        let unordered = [
+            (PathStart::Stack(NONE), 3..4),
+            (PathStart::Stack(NONE), 0..2),
+            (PathStart::At(1), 2..3),
+        ];
+        let mut out = vec![NONE; 4];
+        b.find_paths(&unordered, |i| fr[[0, 1, 2, 3][i]], &mut out);
+        assert_eq!(out, vec![a, ab, abc, d]);
     }
 
     /// Paths through nodes with many children (kept in tables, whose slots are loaded a turn
