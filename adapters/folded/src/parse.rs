@@ -21,6 +21,8 @@ use std::sync::{Mutex, mpsc};
 use crate::names::{self, FrameNames};
 use crate::repeats::{RepeatedStacks, TextKey};
 
+/// Bytes ahead of the line being read that [`Parser_::lines_at`] asks to load.
+const INPUT_AHEAD: usize = 4096;
 /// Most fractional digits kept exactly; more are truncated (with a warning).
 const MAX_DECIMALS: u32 = 9;
 /// Most lines whose stack lookups are interleaved ([`ParseOptions::batch_lines`]).
@@ -319,6 +321,9 @@ impl Parser_ {
         self.ahead = self.look_ahead(&rest[..end]);
         while !rest.is_empty() {
             let next = rest.get(end + 1..).unwrap_or_default();
+            // The input a few lines on starts loading (the hardware's own prefetch stops at
+            // page ends).
+            prefetch_index::prefetch_index(next, INPUT_AHEAD.min(next.len().saturating_sub(1)));
             let next_end = memchr(b'\n', next).unwrap_or(next.len());
             let ahead = self.look_ahead(&next[..next_end]);
             self.line(&rest[..end], offset)?;
