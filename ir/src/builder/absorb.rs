@@ -88,7 +88,8 @@ impl ProfileBuilder {
         let st = &part.stacks;
         let n = st.prefix.len();
         // Each chain starts where a stack is not the child of the one before; its prefix is
-        // an earlier stack of `part` (found, with luck, by an earlier chain) or a root's none.
+        // an earlier stack of `part` (found by an earlier chain, which a chain of the same
+        // turns waits for) or a root's none.
         let mut chains = Vec::new();
         let mut head = 0;
         for i in 1..=n {
