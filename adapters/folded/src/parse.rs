@@ -1022,14 +1022,25 @@ fn read_some(input: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
 }
 
 /// A piece of input: whole lines (the last one of the input may lack its `\n`).
-struct Piece {
+struct Piece<'w> {
     buf: Vec<u8>,
     len: usize,
+    /// The piece's bytes when the input is in memory (then `buf` is not used: nothing is
+    /// copied).
+    mapped: Option<&'w [u8]>,
+}
+
+impl Piece<'_> {
+    fn bytes(&self) -> &[u8] {
+        self.mapped.unwrap_or(&self.buf[..self.len])
+    }
 }
 
 /// Cuts the input into pieces of about `size` bytes at line ends.
-struct Pieces<'r> {
+struct Pieces<'r, 'w> {
     input: &'r mut dyn Read,
+    /// The input, when it is in memory: pieces are cut from it, not read.
+    whole: Option<&'w [u8]>,
     size: usize,
     /// The start of a line the previous piece cut.
     carry: Vec<u8>,
@@ -1039,11 +1050,35 @@ struct Pieces<'r> {
     eof: bool,
 }
 
-impl Pieces<'_> {
+impl<'w> Pieces<'_, 'w> {
     /// The next piece, in `buf` (a recycled buffer), or `None` at the end of the input.
-    fn next(&mut self, mut buf: Vec<u8>) -> Result<Option<Piece>, PluginError> {
+    fn next(&mut self, mut buf: Vec<u8>) -> Result<Option<Piece<'w>>, PluginError> {
         if self.eof && self.carry.is_empty() {
             return Ok(None);
+        }
+        if let Some(whole) = self.whole {
+            // Up to the last line end within `size` bytes; a longer line goes whole, within
+            // the bound a stream has (the same error at the line's start).
+            let start = self.offset as usize;
+            let limit = (start + self.size).min(whole.len());
+            let end = match memchr::memrchr(b'\n', &whole[start..limit]) {
+                _ if limit == whole.len() => limit,
+                Some(i) => start + i + 1,
+                None => {
+                    let nl = memchr(b'\n', &whole[limit..]).map_or(whole.len(), |i| limit + i);
+                    if nl - start >= self.max_line {
+                        return Err(line_too_long(start as u64, self.max_line));
+                    }
+                    (nl + 1).min(whole.len())
+                }
+            };
+            self.eof = end == whole.len();
+            self.offset = end as u64;
+            return Ok((end > start).then_some(Piece {
+                buf,
+                len: 0,
+                mapped: Some(&whole[start..end]),
+            }));
         }
         let mut len = self.carry.len();
         // Room for the carried line start and as much again (no more than a line may take).
@@ -1060,13 +1095,21 @@ impl Pieces<'_> {
                 len += n;
             }
             if self.eof {
-                return Ok((len > 0).then_some(Piece { buf, len }));
+                return Ok((len > 0).then_some(Piece {
+                    buf,
+                    len,
+                    mapped: None,
+                }));
             }
             match memchr::memrchr(b'\n', &buf[..len]) {
                 Some(i) => {
                     self.carry.extend_from_slice(&buf[i + 1..len]);
                     self.offset += i as u64 + 1;
-                    return Ok(Some(Piece { buf, len: i + 1 }));
+                    return Ok(Some(Piece {
+                        buf,
+                        len: i + 1,
+                        mapped: None,
+                    }));
                 }
                 // A line longer than a piece: grow (bounded by the line, not the input).
                 None => grow_for_line(&mut buf, self.offset, self.max_line)?,
@@ -1101,6 +1144,7 @@ fn parse_parallel(
 ) -> Result<Profile, PluginError> {
     let mut pieces = Pieces {
         input,
+        whole,
         size: opts.piece_size.clamp(1, MAX_PIECE_SIZE),
         carry: Vec::new(),
         offset: 0,
@@ -1114,10 +1158,10 @@ fn parse_parallel(
     };
     if pieces.eof && pieces.carry.is_empty() {
         // One piece is the whole input: nothing to share out.
-        let parsed = main.piece(&first.buf[..first.len]);
+        let parsed = main.piece(first.bytes());
         return finish_serial(parsed, main, cx);
     }
-    match first_data_line_is_differential(&first.buf[..first.len]) {
+    match first_data_line_is_differential(first.bytes()) {
         Some(false) => main.set_mode(false),
         _ => {
             // A differential file (a worker's piece would not know the mode its first line
@@ -1127,7 +1171,8 @@ fn parse_parallel(
             let parsed = match whole {
                 Some(whole) => parse_whole(whole, release, &mut main),
                 None => {
-                    let mut rest = (&first.buf[..first.len])
+                    let mut rest = first
+                        .bytes()
                         .chain(&pieces.carry[..])
                         .chain(&mut *pieces.input);
                     parse_stream(&mut rest, &mut main)
@@ -1156,7 +1201,7 @@ fn parse_parallel(
                     let Ok((index, piece)) = job else { return };
                     let mut p = Parser_::new(&opts);
                     p.set_mode(false);
-                    let parsed = p.piece(&piece.buf[..piece.len]);
+                    let parsed = p.piece(piece.bytes());
                     let report = std::mem::take(&mut p.report);
                     let result = (report, parsed.map(|()| (p.line_no, p.finish())));
                     if done_tx.send((index, piece, result)).is_err() {
@@ -1176,18 +1221,17 @@ fn parse_parallel(
         let mut next = Some(first);
         let mut pool: Vec<Vec<u8>> = Vec::new();
         let (mut sent, mut returned) = (0usize, 0usize);
+        // Where each piece in flight ends: an input in memory is done with up to there once
+        // the piece is back (its bytes are read in place, not copied).
+        let (mut ends, mut end) = (std::collections::VecDeque::new(), 0u64);
         loop {
             while sent - returned < threads + 1 {
                 let Some(piece) = next.take() else { break };
+                end += piece.bytes().len() as u64;
+                ends.push_back(end);
                 work_tx.send((sent, piece)).map_err(|_| gone())?;
                 sent += 1;
                 next = pieces.next(pool.pop().unwrap_or_default())?;
-                // Read into the pieces: a whole input's bytes before are done with.
-                release(if next.is_some() {
-                    pieces.offset
-                } else {
-                    u64::MAX
-                });
             }
             if returned == sent {
                 break;
@@ -1202,6 +1246,9 @@ fn parse_parallel(
                     reporter.take(report, lines, offset, cx);
                     pool.push(buf);
                     returned += 1;
+                    if let Some(end) = ends.pop_front() {
+                        release(end);
+                    }
                 }
                 Absorbed::Failed {
                     report,
@@ -1260,6 +1307,7 @@ fn absorb_in_order(
         finished.insert(index, (piece, result));
         while let Some((piece, result)) = finished.remove(&merged) {
             merged += 1;
+            let piece_len = piece.bytes().len() as u64;
             let (report, parsed) = result;
             let absorbable = match &parsed {
                 Ok((n_lines, part)) => {
@@ -1281,7 +1329,7 @@ fn absorb_in_order(
                 // before the piece. Rare: bad input.
                 main.line_no = 0;
                 main.prev_frames.clear();
-                let again = main.piece(&piece.buf[..piece.len]);
+                let again = main.piece(piece.bytes());
                 bound = main.b.profile().samples.values[0]
                     .iter()
                     .map(|&v| i128::from(v))
@@ -1310,7 +1358,7 @@ fn absorb_in_order(
             };
             let stop = matches!(message, Absorbed::Failed { .. });
             lines += n_lines;
-            offset += piece.len as u64;
+            offset += piece_len;
             if out.send(message).is_err() || stop {
                 return main;
             }
