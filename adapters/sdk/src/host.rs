@@ -611,7 +611,11 @@ impl MappedFile {
             };
             self.released.set(end);
         }
-        let (ahead, populated) = ((end + Self::AHEAD).min(len), self.populated.get());
+        // Never below what was just dropped: a release that jumps past the pages mapped ahead
+        // (a parser releasing more than `AHEAD` at once) would otherwise map dropped pages
+        // again, and they would stay (measured: 16 MiB pieces on two threads kept 530 MB of a
+        // 1 GB file mapped).
+        let (ahead, populated) = ((end + Self::AHEAD).min(len), self.populated.get().max(end));
         // Ahead in steps too, not a few pages per call.
         #[cfg(target_os = "linux")]
         if ahead > populated && (ahead - populated >= Self::STEP || ahead == len) {
@@ -950,6 +954,41 @@ mod tests {
 
     extern "C" fn entry_1_1(_: *const HostInfo) -> *const PluginHeader {
         &DESCRIPTOR.header
+    }
+
+    /// Resident KiB of the mapping that starts at `start`, from `/proc/self/smaps`.
+    #[cfg(target_os = "linux")]
+    fn resident_kib(start: usize) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let head = format!("{start:x}-");
+        let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&head));
+        lines
+            .find_map(|l| l.strip_prefix("Rss:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("the mapping and its Rss line")
+    }
+
+    /// A release further than the pages mapped ahead drops the pages before it and maps only
+    /// pages after it: mapping ahead from where it had got to would map dropped pages again,
+    /// never to be dropped (16 MiB pieces on two threads kept half of a 1 GB file mapped).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_release_past_the_pages_mapped_ahead_keeps_the_dropped_pages_out() {
+        let path = std::env::temp_dir().join(format!("profconv-mapped-{}", std::process::id()));
+        std::fs::write(&path, vec![b'x'; 3 * MappedFile::AHEAD]).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let mapped = MappedFile::new(&file).unwrap();
+        let start = mapped.bytes().as_ptr() as usize;
+        // Mapped ahead from the start.
+        assert!(resident_kib(start) * 1024 >= MappedFile::AHEAD as u64 / 2);
+        mapped.release(2 * MappedFile::AHEAD as u64);
+        let kib = resident_kib(start);
+        std::fs::remove_file(&path).unwrap();
+        assert!(
+            kib * 1024 <= MappedFile::AHEAD as u64,
+            "{kib} KiB mapped after dropping two thirds of {} KiB",
+            3 * MappedFile::AHEAD / 1024
+        );
     }
 
     /// A plugin built for ABI 1.1 (96-byte format descriptors) loads in this host: the formats
