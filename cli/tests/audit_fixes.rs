@@ -463,9 +463,9 @@ fn a_plugin_named_by_a_bare_file_name_is_the_file_in_the_current_directory() {
 #[test]
 fn a_huge_thread_count_is_the_machine_s_cores() {
     let d = tmp();
-    // Over the parallel reader's 4 MiB piece, so that it runs.
+    // Over the parallel reader's 8 MiB piece, so that it runs.
     let mut text_in = String::new();
-    for i in 0..300_000 {
+    for i in 0..600_000 {
         text_in.push_str(&format!(
             "main;work{};leaf{} {}\n",
             i % 97,

@@ -41,7 +41,7 @@ impl Format for Folded {
         ),
         OptionDesc::integer(
             "piece-size",
-            "4194304",
+            "8388608",
             "parse: bytes of input per piece when parsing on several threads (--threads)",
         ),
         OptionDesc::string(

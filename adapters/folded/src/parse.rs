@@ -871,10 +871,11 @@ impl Default for ParseOptions {
 
 /// Default bytes of input per parallel piece. Larger pieces share more stacks within themselves,
 /// so less is left to absorb, but hold more memory in flight: measured on the 1 GB benchmark
-/// with 2 threads (third session, batched lines and interleaved absorbing), 2 MiB pieces took
-/// 2.0 s wall and 278 MB, 4 MiB 1.9 s and 292 MB, 8 MiB 1.8 s and 320 MB, 16 MiB 1.7 s and
-/// 360 MB (one thread: 2.4 s, 257 MB). 4 MiB keeps the peak under a fifth of inferno's.
-pub const PIECE_SIZE: usize = 4 << 20;
+/// with 2 threads (thirteenth session, pieces read in place), 4 MiB pieces took 1.64 s wall,
+/// 2.61 s CPU and 234 MB, 8 MiB 1.53 s, 2.52 s and 249 MB, 16 MiB 1.45 s, 2.48 s and 278 MB
+/// (one thread: 1.7 s, 232 MB); the 1 000-stack file 23, 35 and 55 MB. 8 MiB keeps the peak
+/// well under a fifth of inferno's.
+pub const PIECE_SIZE: usize = 8 << 20;
 
 /// Parses folded stacks from `input` on the calling thread.
 pub fn parse_folded(
