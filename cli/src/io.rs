@@ -258,11 +258,11 @@ fn progress_bar(name: &str, size: Option<u64>) -> Option<indicatif::ProgressBar>
     )
 }
 
-/// Buffer of stdout and of devices and pipes: half the SDK's emit buffer (64 KiB), so the
-/// blocks an emitter hands over (nearly that full) go straight to the system call, and only
-/// small writes are gathered (copying every block once more was 15 % of a PVM trace's
-/// conversion to folded stacks on stdout: 2.9 GB copied).
-const DIRECT_BUFFER: usize = 1 << 15;
+/// Buffer of stdout and of devices and pipes: half the SDK's emit buffer, so the blocks an
+/// emitter hands over (nearly that full) go straight to the system call, and only small writes
+/// are gathered (copying every block once more was 15 % of a PVM trace's conversion to folded
+/// stacks on stdout: 2.9 GB copied).
+const DIRECT_BUFFER: usize = profconv_plugin::EMIT_BUFFER / 2;
 
 /// Where output goes: stdout, a device or pipe written directly, or a temp file renamed over
 /// the target when complete.

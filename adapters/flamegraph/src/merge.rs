@@ -234,30 +234,25 @@ pub fn merged_from_stacks(
 
 /// A stack's total as [`merged_from_stacks`] keeps it.
 trait Total: Copy + Default + Into<i64> {
+    /// Whether it holds negative values (`u32` is only used when no value is negative).
+    const SIGNED: bool;
     /// `self + v`, `None` on overflow (or a value the type cannot hold).
     fn plus(self, v: i64) -> Option<Self>;
-    fn is_negative(self) -> bool;
 }
 
 impl Total for u32 {
+    const SIGNED: bool = false;
     #[inline]
     fn plus(self, v: i64) -> Option<u32> {
         self.checked_add(u32::try_from(v).ok()?)
     }
-    #[inline]
-    fn is_negative(self) -> bool {
-        false
-    }
 }
 
 impl Total for i64 {
+    const SIGNED: bool = true;
     #[inline]
     fn plus(self, v: i64) -> Option<i64> {
         self.checked_add(v)
-    }
-    #[inline]
-    fn is_negative(self) -> bool {
-        self < 0
     }
 }
 
@@ -283,8 +278,8 @@ fn stack_totals<T: Total>(p: &ProfileRef<'_>, col: Option<usize>) -> Option<(Vec
     }
     let mut negatives = 0;
     // Sums of values that are none negative are not: the pass over every stack is skipped.
-    if col.is_some_and(|c| p.sample_values[c].iter().any(|&v| v < 0)) {
-        for v in w.iter_mut().filter(|v| v.is_negative()) {
+    if T::SIGNED && col.is_some_and(|c| p.sample_values[c].iter().any(|&v| v < 0)) {
+        for v in w.iter_mut().filter(|v| Into::<i64>::into(**v) < 0) {
             negatives += 1;
             *v = T::default();
         }

@@ -242,14 +242,15 @@ impl StackTree {
             // The call tree checks that every node's total fits; so does this. No total is
             // larger than the sum of the values when none is negative: if that sum fits, so
             // does every total, and the pass over every stack is not needed.
-            let values = p.sample_values[col];
-            let sum_fits = values
-                .iter()
-                .try_fold(0i64, |sum, &v| {
-                    (v >= 0).then(|| sum.checked_add(v)).flatten()
-                })
-                .is_some();
-            if p.value_types[col].kind == ValueKind::Weight && !sum_fits {
+            let sum_fits = || {
+                p.sample_values[col]
+                    .iter()
+                    .try_fold(0i64, |sum, &v| {
+                        (v >= 0).then(|| sum.checked_add(v)).flatten()
+                    })
+                    .is_some()
+            };
+            if p.value_types[col].kind == ValueKind::Weight && !sum_fits() {
                 let mut total = selfv.clone();
                 for s in (0..ns).rev() {
                     let prefix = p.stack_prefix[s];

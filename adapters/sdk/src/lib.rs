@@ -33,8 +33,8 @@ mod view;
 pub use abi::{OptionDesc, Status};
 pub use profconv_ir as ir;
 pub use sdk::{
-    Context, Format, Input, MAX_OUTPUT_SIZE, MAX_OUTPUT_SIZE_TEXT, Options, Output, PluginError,
-    format_desc, grow_line_buffer, human_bytes, unknown_value_type, value_column,
+    Context, EMIT_BUFFER, Format, Input, MAX_OUTPUT_SIZE, MAX_OUTPUT_SIZE_TEXT, Options, Output,
+    PluginError, format_desc, grow_line_buffer, human_bytes, unknown_value_type, value_column,
 };
 pub use text::{UTF8_BOM, quote_input};
 

@@ -485,7 +485,10 @@ impl Read for Input<'_> {
     }
 }
 
-/// The emitter's output: a buffered `Write` (64 KiB per host call).
+/// Bytes an emitter's [`Output`] gathers before each host call.
+pub const EMIT_BUFFER: usize = 1 << 16;
+
+/// The emitter's output: a buffered `Write` ([`EMIT_BUFFER`] bytes per host call).
 pub struct Output<'a> {
     inner: BufWriter<OutputSink<'a>>,
 }
@@ -521,7 +524,7 @@ impl<'a> Output<'a> {
     /// Output into any writer (tests).
     pub fn from_writer(writer: &'a mut dyn Write) -> Self {
         Output {
-            inner: BufWriter::with_capacity(1 << 16, OutputSink::Writer(writer)),
+            inner: BufWriter::with_capacity(EMIT_BUFFER, OutputSink::Writer(writer)),
         }
     }
 }
@@ -718,7 +721,7 @@ unsafe extern "C" fn emit_trampoline<F: Format>(
         let p = unsafe { crate::view::profile_ref_from_view(view, crate::view::Check::Full) }
             .map_err(|e| PluginError::internal(format!("host passed a bad profile: {e}")))?;
         let mut out = Output {
-            inner: BufWriter::with_capacity(1 << 16, OutputSink::Host(stream)),
+            inner: BufWriter::with_capacity(EMIT_BUFFER, OutputSink::Host(stream)),
         };
         let mut cx = Context::from_host(host);
         F::emit(&p, &mut out, &options, &mut cx)?;
