@@ -4,7 +4,7 @@
 //! byte comparison instead of a hash lookup. Lines are put in the profile in batches whose
 //! walks down the stack index are interleaved (see `Parser_::flush`).
 
-use memchr::{memchr, memrchr, memrchr2};
+use memchr::{memchr, memrchr2};
 use nom::bytes::complete::tag;
 use nom::character::complete::{digit0, digit1};
 use nom::combinator::{all_consuming, opt};
@@ -12,6 +12,7 @@ use nom::sequence::preceded;
 use nom::{IResult, Parser};
 use profconv_plugin::ir::diff::DIFF_COLUMNS;
 use profconv_plugin::ir::{NONE, PathStart, Profile, ProfileBuilder, ValueKind};
+use profconv_plugin::lines::Lines;
 use profconv_plugin::{Context, Input, PluginError, grow_line_buffer};
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -34,8 +35,8 @@ pub const BATCH_LINES: usize = 32;
 /// stack index of a profile this small (1 MiB) stays in the caches. Measured on 1 GB of 1 000
 /// distinct stacks: batching there cost 10 % of CPU.
 pub const BATCH_FROM_STACKS: usize = 1 << 16;
-/// Bytes asked of the input per read.
-const BLOCK: usize = 1 << 20;
+/// Bytes of whole lines read at a time on one thread.
+const BLOCK: usize = profconv_plugin::lines::BLOCK;
 /// The longest line read from a stream (256 MiB): a line is one stack, and a million frames with
 /// 256-byte names fit. Past that the input is not folded stacks (binary data, a file with no
 /// newlines), and growing the buffer further would take memory without bound.
@@ -907,36 +908,20 @@ pub fn parse_folded_with(
     } else if opts.threads > 1 {
         return parse_parallel(input, None, &|_| {}, p, opts, cx);
     }
-    let parsed = match input.whole() {
-        Some(whole) => parse_whole(whole, &|upto| input.release(upto as usize), &mut p),
-        None => parse_stream(input, &mut p),
-    };
+    let parsed = parse_serial(input, &mut p);
     finish_serial(parsed, p, cx)
 }
 
-/// Parses `whole` (the input, in memory) on this thread into `p`, a block of lines at a time,
-/// telling the host after each block that those bytes are done with (a mapped file's pages are
-/// then dropped: memory follows the profile, not the input).
-fn parse_whole(whole: &[u8], release: &dyn Fn(u64), p: &mut Parser_) -> Result<(), PluginError> {
-    let mut start = 0usize;
-    while start < whole.len() {
-        let block_end = (start + BLOCK).min(whole.len());
-        // Up to the last line end in the block; a line longer than the block goes whole, within
-        // the bound a stream has (the same error at the line's start).
-        let end = match memchr::memrchr(b'\n', &whole[start..block_end]) {
-            Some(i) if block_end < whole.len() => start + i + 1,
-            _ if block_end == whole.len() => block_end,
-            _ => {
-                let end = memchr(b'\n', &whole[block_end..]).map_or(whole.len(), |i| block_end + i);
-                if end - start >= p.max_line {
-                    return Err(line_too_long(start as u64, p.max_line));
-                }
-                (end + 1).min(whole.len())
-            }
-        };
-        p.lines_at(&whole[start..end], start as u64)?;
-        release(end as u64);
-        start = end;
+/// Parses `input` on this thread into `p`, a block of whole lines at a time ([`Lines`]: a whole
+/// input in memory is read in place and released behind the reader, so a mapped file's pages
+/// are dropped and memory follows the profile, not the input; a stream is read through a buffer
+/// that grows only for a long line, up to `p.max_line`).
+fn parse_serial(input: &mut Input<'_>, p: &mut Parser_) -> Result<(), PluginError> {
+    let mut lines = Lines::new(input, p.max_line, ONE_STACK_PER_LINE);
+    while let Some(block) = lines.whole_lines(BLOCK)? {
+        let (len, before) = (block.bytes.len(), p.line_no);
+        p.lines_at(block.bytes, block.offset)?;
+        lines.consume(len, p.line_no - before);
     }
     p.flush()
 }
@@ -953,45 +938,6 @@ fn finish_serial(
     parsed?;
     reporter.finish(cx);
     Ok(p.finish())
-}
-
-/// Parses the stream `input` on this thread into `p`, through a buffer that grows only for a
-/// long line.
-fn parse_stream(input: &mut dyn Read, p: &mut Parser_) -> Result<(), PluginError> {
-    let mut buf = vec![0u8; BLOCK.min(p.max_line)];
-    let (mut start, mut end) = (0usize, 0usize);
-    let mut offset = 0u64; // input offset of buf[start]
-    loop {
-        if end == buf.len() {
-            if start > 0 {
-                buf.copy_within(start..end, 0);
-                end -= start;
-                start = 0;
-            } else {
-                // A line longer than the buffer: grow (bounded by the line, not the input).
-                grow_for_line(&mut buf, offset, p.max_line)?;
-            }
-        }
-        let n = read_some(input, &mut buf[end..])?;
-        if n == 0 {
-            if start < end {
-                p.line(&buf[start..end], offset)?;
-            }
-            p.flush()?;
-            break;
-        }
-        let scan_from = end;
-        end += n;
-        // The whole lines read so far, at once (each is hashed ahead while the one before is
-        // read: `Parser_::lines_at`).
-        if let Some(i) = memrchr(b'\n', &buf[scan_from..end]) {
-            let nl = scan_from + i;
-            p.lines_at(&buf[start..nl + 1], offset)?;
-            offset += (nl + 1 - start) as u64;
-            start = nl + 1;
-        }
-    }
-    Ok(())
 }
 
 /// Doubles `buf`, which holds the start of a line (at input offset `line_start`) and no newline,
@@ -1153,7 +1099,9 @@ fn parse_parallel(
         eof: false,
     };
     let mut reporter = Reporter::default();
-    let Some(first) = pieces.next(Vec::new())? else {
+    // A line too long to read is an error on its line: the first, or the one after the lines
+    // of the pieces before it.
+    let Some(first) = pieces.next(Vec::new()).map_err(|e| e.at_line(1, 1))? else {
         reporter.finish(cx);
         return Ok(main.finish());
     };
@@ -1170,13 +1118,19 @@ fn parse_parallel(
             // first piece and the start of a line it cut before the rest of the input, as one
             // thread does.
             let parsed = match whole {
-                Some(whole) => parse_whole(whole, release, &mut main),
+                Some(whole) => {
+                    let release = |upto: usize| release(upto as u64);
+                    parse_serial(
+                        &mut Input::from_slice(whole).with_release(&release),
+                        &mut main,
+                    )
+                }
                 None => {
                     let mut rest = first
                         .bytes()
                         .chain(&pieces.carry[..])
                         .chain(&mut *pieces.input);
-                    parse_stream(&mut rest, &mut main)
+                    parse_serial(&mut Input::from_reader(&mut rest), &mut main)
                 }
             };
             return finish_serial(parsed, main, cx);
@@ -1222,29 +1176,40 @@ fn parse_parallel(
         let mut next = Some(first);
         let mut pool: Vec<Vec<u8>> = Vec::new();
         let (mut sent, mut returned) = (0usize, 0usize);
+        // A piece that could not be read (a line too long) is reported once the pieces before
+        // it are in, whose own errors come first, as on one thread; `lines_in` is their lines.
+        let (mut unread, mut lines_in) = (None, 0u64);
         // Where each piece in flight ends: an input in memory is done with up to there once
         // the piece is back (its bytes are read in place, not copied).
         let (mut ends, mut end) = (std::collections::VecDeque::new(), 0u64);
         loop {
-            while sent - returned < threads + 1 {
+            while unread.is_none() && sent - returned < threads + 1 {
                 let Some(piece) = next.take() else { break };
                 end += piece.bytes().len() as u64;
                 ends.push_back(end);
                 work_tx.send((sent, piece)).map_err(|_| gone())?;
                 sent += 1;
-                next = pieces.next(pool.pop().unwrap_or_default())?;
+                match pieces.next(pool.pop().unwrap_or_default()) {
+                    Ok(piece) => next = piece,
+                    Err(e) => unread = Some(e),
+                }
             }
             if returned == sent {
+                if let Some(e) = unread {
+                    return Err(e.at_line(lines_in + 1, 1));
+                }
                 break;
             }
             match absorbed_rx.recv().map_err(|_| gone())? {
                 Absorbed::Piece {
                     report,
                     lines,
+                    piece_lines,
                     offset,
                     buf,
                 } => {
                     reporter.take(report, lines, offset, cx);
+                    lines_in = lines + piece_lines;
                     pool.push(buf);
                     returned += 1;
                     if let Some(end) = ends.pop_front() {
@@ -1272,11 +1237,12 @@ fn parse_parallel(
 
 /// What the absorber tells the reading thread about a piece, in input order.
 enum Absorbed {
-    /// The piece is in the profile: what it reported, the lines and bytes before it, and its
-    /// buffer to read into again.
+    /// The piece is in the profile: what it reported, the lines and bytes before it, its
+    /// lines, and its buffer to read into again.
     Piece {
         report: Report,
         lines: u64,
+        piece_lines: u64,
         offset: u64,
         buf: Vec<u8>,
     },
@@ -1353,6 +1319,7 @@ fn absorb_in_order(
                 None => Absorbed::Piece {
                     report,
                     lines,
+                    piece_lines: n_lines,
                     offset,
                     buf: piece.buf,
                 },
@@ -1847,33 +1814,34 @@ mod tests {
         let long_at = text.len();
         text.extend(std::iter::repeat_n(b'x', 5000));
         text.extend_from_slice(b" 3\nd 4\n");
+        // Streamed or in memory (a mapped file: the same bound, the same error), on one thread
+        // or cut into pieces.
         for threads in [1, 2] {
-            let opts = |max_line| ParseOptions {
-                threads,
-                piece_size: 100,
-                max_line,
-                ..ParseOptions::default()
-            };
-            let err = outcome(&text, opts(4096), true);
-            assert!(
-                err.starts_with(&format!(
-                    "error byte {long_at}: no newline in 4096 bytes: folded stacks have one stack per line, each ending in a newline (is this a folded-stacks file?) at offset Some({long_at})"
-                )),
-                "{threads} threads: {err}"
-            );
-            let ok = outcome(&text, opts(8192), true);
-            assert!(!ok.starts_with("error"), "{threads} threads: {ok}");
+            for streaming in [true, false] {
+                let opts = |max_line| ParseOptions {
+                    threads,
+                    piece_size: 100,
+                    max_line,
+                    ..ParseOptions::default()
+                };
+                let err = outcome(&text, opts(4096), streaming);
+                assert!(
+                    err.starts_with(&format!(
+                        "error line 3, column 1: no newline in 4096 bytes: folded stacks have one stack per line, each ending in a newline (is this a folded-stacks file?) at offset Some({long_at})"
+                    )),
+                    "{threads} threads, streaming {streaming}: {err}"
+                );
+                let ok = outcome(&text, opts(8192), streaming);
+                assert!(!ok.starts_with("error"), "{threads} threads: {ok}");
+                // A bad line before it is the error, as the lines before an error come first.
+                let bad = [&b"ok 1\nbad\n"[..], &text].concat();
+                let err = outcome(&bad, opts(4096), streaming);
+                assert!(
+                    err.starts_with("error line 2, column 4: expected `STACK COUNT`"),
+                    "{threads} threads, streaming {streaming}: {err}"
+                );
+            }
         }
-        // Input in memory is not copied into a line buffer: no bound applies.
-        let whole = outcome(
-            &text,
-            ParseOptions {
-                max_line: 4096,
-                ..ParseOptions::default()
-            },
-            false,
-        );
-        assert!(!whole.starts_with("error"), "{whole}");
     }
 
     /// Everything a parse yields: the tables, the warnings, or the error with its position.

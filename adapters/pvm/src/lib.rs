@@ -20,7 +20,6 @@ mod octez;
 mod summary;
 mod trace;
 
-use lines::Lines;
 use memchr::memchr;
 use profconv_plugin::ir::{Profile, ProfileRef};
 use profconv_plugin::{Context, Format, Input, OptionDesc, Options, Output, PluginError};
@@ -126,7 +125,7 @@ pub fn parse_pvm(
     cx: &mut Context<'_>,
 ) -> Result<Profile, PluginError> {
     let size_hint = input.size_hint();
-    let mut lines = Lines::new(input);
+    let mut lines = lines::lines(input);
     let (head, _) = lines.peek(4)?;
     if let Some(encoding) = utf16(head) {
         return Err(PluginError::invalid_input(format!(

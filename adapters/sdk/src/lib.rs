@@ -26,6 +26,7 @@
 pub mod abi;
 #[cfg(feature = "host")]
 pub mod host;
+pub mod lines;
 mod sdk;
 mod text;
 mod view;
