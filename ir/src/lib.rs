@@ -27,7 +27,7 @@ pub mod testing;
 pub mod text;
 pub mod transform;
 
-pub use builder::{BulkBuilder, PathStart, ProfileBuilder, TraceBuilder};
+pub use builder::{BulkBuilder, PathStart, PieceMaps, ProfileBuilder, TraceBuilder};
 pub use calltree::{CallNodePath, CallTree};
 pub use profile::{
     FrameTable, FuncTable, IrError, NO_ADDRESS, NONE, Profile, ProfileRef, SampleTable, StackTable,

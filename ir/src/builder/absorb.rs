@@ -2,18 +2,38 @@
 //! partial profile per piece (on several threads) absorbs them into one builder, in input order.
 
 use super::{PathStart, ProfileBuilder};
-use crate::profile::{IrError, NONE, Profile};
+use crate::profile::{IrError, NONE, Profile, SampleTable};
+
+/// This builder's func and frame for the funcs and frames of the pieces of one other builder,
+/// which keeps its funcs and frames from piece to piece ([`ProfileBuilder::take_piece`]), as
+/// far as the pieces absorbed so far used them ([`ProfileBuilder::absorb_piece`]). A func's id
+/// here never changes, so what was mapped stays right whatever comes after.
+#[derive(Debug, Default)]
+pub struct PieceMaps {
+    funcs: Vec<u32>,
+    frames: Vec<u32>,
+}
 
 impl ProfileBuilder {
     /// Adds `part`, the aggregated profile of a later piece of the same input, to this builder.
     ///
-    /// Funcs, frames and stacks new to this builder are appended in `part`'s id order and its
-    /// sample rows summed in row order. Both were in first-seen order within the piece, so
-    /// absorbing the pieces of an input in input order gives exactly the ids and rows that one
-    /// builder reading the input whole gives: the output does not depend on how the input was
-    /// split. `part` must have this builder's value columns (decimals may differ: the larger
-    /// scale wins), aggregated samples (no time column) and no threads. Sums are checked.
+    /// Stacks new to this builder are appended in `part`'s id order, funcs and frames new to it
+    /// in the order `part`'s stacks first use them, and its sample rows summed in row order.
+    /// All were in first-seen order within the piece (a frame a piece has not seen makes a new
+    /// stack there), so absorbing the pieces of an input in input order gives exactly the ids
+    /// and rows that one builder reading the input whole gives: the output does not depend on
+    /// how the input was split. Funcs and frames that no stack uses are not taken. `part` must
+    /// have this builder's value columns (decimals may differ: the larger scale wins),
+    /// aggregated samples (no time column) and no threads. Sums are checked.
     pub fn absorb_aggregated(&mut self, part: &Profile) -> Result<(), IrError> {
+        self.absorb_piece(part, &mut PieceMaps::default())
+    }
+
+    /// [`Self::absorb_aggregated`] for a piece from [`Self::take_piece`] of a builder whose
+    /// earlier pieces went through `maps`: only the funcs and frames not mapped yet are looked
+    /// up here, where this piece's stacks first use them (the same ids as absorbing the piece
+    /// on its own).
+    pub fn absorb_piece(&mut self, part: &Profile, maps: &mut PieceMaps) -> Result<(), IrError> {
         let n_cols = self.profile.value_types.len();
         if part.value_types.len() != n_cols {
             return Err(IrError::Invalid(format!(
@@ -34,30 +54,8 @@ impl ProfileBuilder {
                 .checked_pow(diff)
                 .ok_or_else(|| IrError::Overflow(format!("{diff} decimals")))?;
         }
-
-        let strings = &part.strings;
-        let opt_str = |id: u32| (id != NONE).then(|| strings.get(id));
-        let opt_u32 = |v: u32| (v != NONE).then_some(v);
-        let f = &part.funcs;
-        let func_map: Vec<u32> = (0..f.name.len())
-            .map(|i| {
-                self.func_with(
-                    strings.get(f.name[i]),
-                    opt_str(f.file[i]),
-                    opt_u32(f.line[i]),
-                    opt_str(f.resource[i]),
-                )
-            })
-            .collect();
-        let fr = &part.frames;
-        let frame_map: Vec<u32> = (0..fr.func.len())
-            .map(|i| {
-                let address =
-                    (fr.address[i] != crate::profile::NO_ADDRESS).then_some(fr.address[i]);
-                self.frame_at(func_map[fr.func[i] as usize], address, opt_u32(fr.line[i]))
-            })
-            .collect();
-        let stack_map = self.absorb_stacks(part, &frame_map);
+        self.map_piece_tables(part, maps);
+        let stack_map = self.absorb_stacks(part, &maps.frames);
         let mut row = vec![0i64; n_cols];
         for (r, &stack) in part.samples.stack.iter().enumerate() {
             for c in 0..n_cols {
@@ -73,6 +71,64 @@ impl ProfileBuilder {
             self.add_to_stack(s, &row)?;
         }
         Ok(())
+    }
+
+    /// Maps, in `maps`, the funcs and frames of `part`'s stacks not mapped yet, in the order
+    /// the stacks first use them (made here where new).
+    fn map_piece_tables(&mut self, part: &Profile, maps: &mut PieceMaps) {
+        maps.funcs.resize(part.funcs.name.len(), NONE);
+        maps.frames.resize(part.frames.func.len(), NONE);
+        let strings = &part.strings;
+        let opt_str = |id: u32| (id != NONE).then(|| strings.get(id));
+        let opt_u32 = |v: u32| (v != NONE).then_some(v);
+        let (f, fr) = (&part.funcs, &part.frames);
+        for &frame in &part.stacks.frame {
+            let i = frame as usize;
+            if maps.frames[i] != NONE {
+                continue;
+            }
+            let func = fr.func[i] as usize;
+            if maps.funcs[func] == NONE {
+                maps.funcs[func] = self.func_with(
+                    strings.get(f.name[func]),
+                    opt_str(f.file[func]),
+                    opt_u32(f.line[func]),
+                    opt_str(f.resource[func]),
+                );
+            }
+            let address = (fr.address[i] != crate::profile::NO_ADDRESS).then_some(fr.address[i]);
+            maps.frames[i] = self.frame_at(maps.funcs[func], address, opt_u32(fr.line[i]));
+        }
+    }
+
+    /// The stacks and samples built so far, as a profile with a copy of this builder's strings,
+    /// funcs, frames and value columns, for [`Self::absorb_piece`]; this builder keeps those
+    /// and starts again with no stack or sample. A parser that reads its input in pieces keeps
+    /// one builder per thread this way, so that each piece does not intern every name again.
+    pub fn take_piece(&mut self) -> Profile {
+        let p = &mut self.profile;
+        let n_cols = p.samples.values.len();
+        let part = Profile {
+            flags: p.flags,
+            strings: p.strings.clone(),
+            funcs: p.funcs.clone(),
+            frames: p.frames.clone(),
+            stacks: std::mem::take(&mut p.stacks),
+            value_types: p.value_types.clone(),
+            samples: std::mem::replace(
+                &mut p.samples,
+                SampleTable {
+                    values: vec![Vec::new(); n_cols],
+                    ..SampleTable::default()
+                },
+            ),
+            meta: p.meta.clone(),
+            threads: p.threads.clone(),
+        };
+        self.trie = Default::default();
+        self.sample_of_stack = Vec::new();
+        self.sample_of_thread_stack.clear();
+        part
     }
 }
 
@@ -143,6 +199,51 @@ mod tests {
         whole.finish()
     }
 
+    /// [`build`] with the pieces read by `workers` builders in turn, each keeping its funcs and
+    /// frames from piece to piece ([`ProfileBuilder::take_piece`]), and absorbed in order
+    /// through one [`PieceMaps`] per worker.
+    fn build_kept(lines: &[(&[&str], i64)], piece: usize, workers: usize) -> Profile {
+        let mut whole = builder();
+        let mut parts: Vec<ProfileBuilder> = (0..workers).map(|_| builder()).collect();
+        let mut maps: Vec<PieceMaps> = (0..workers).map(|_| PieceMaps::default()).collect();
+        for (k, chunk) in lines.chunks(piece).enumerate() {
+            let w = k % workers;
+            for (names, v) in chunk {
+                parts[w].add_stack(names, &[*v]).unwrap();
+            }
+            let part = parts[w].take_piece();
+            assert!(part.stacks.prefix.len() <= chunk.iter().map(|(n, _)| n.len()).sum());
+            whole.absorb_piece(&part, &mut maps[w]).unwrap();
+        }
+        whole.finish()
+    }
+
+    /// A func the piece's builder made for a line it then dropped is not taken (one builder
+    /// reading the input whole would not have it), neither in that piece nor in a later piece
+    /// of the same builder, which starts with no stacks of its own.
+    #[test]
+    fn funcs_no_stack_uses_are_not_taken_and_kept_pieces_start_empty() {
+        let mut worker = builder();
+        worker.func("dropped");
+        worker.add_stack(&["main", "a"], &[1]).unwrap();
+        let mut whole = builder();
+        let mut maps = PieceMaps::default();
+        let first = worker.take_piece();
+        assert_eq!(first.stacks.prefix.len(), 2);
+        whole.absorb_piece(&first, &mut maps).unwrap();
+        worker.add_stack(&["main", "b"], &[2]).unwrap();
+        let second = worker.take_piece();
+        // Its own stacks only (`main` again, then `b`), and every func so far.
+        assert_eq!(second.stacks.prefix, vec![NONE, 0]);
+        assert_eq!(second.funcs.name.len(), 4);
+        whole.absorb_piece(&second, &mut maps).unwrap();
+        let p = whole.finish();
+        let names: Vec<&str> = p.funcs.name.iter().map(|&n| p.strings.get(n)).collect();
+        assert_eq!(names, ["main", "a", "b"]);
+        assert_eq!(p.stacks.prefix, vec![NONE, 0, 0]);
+        assert_eq!(p.samples.values[0], vec![1, 2]);
+    }
+
     #[test]
     fn absorbing_pieces_in_order_gives_the_ids_of_one_pass() {
         let lines: &[(&[&str], i64)] = &[
@@ -155,8 +256,16 @@ mod tests {
             (&["other"], 7),
         ];
         let one = build(lines, lines.len());
-        for piece in 1..lines.len() {
-            let split = build(lines, piece);
+        let splits = (1..lines.len()).flat_map(|piece| {
+            [
+                build(lines, piece),
+                build_kept(lines, piece, 1),
+                build_kept(lines, piece, 2),
+                build_kept(lines, piece, 3),
+            ]
+            .map(move |p| (piece, p))
+        });
+        for (piece, split) in splits {
             assert_eq!(
                 split.strings.offsets(),
                 one.strings.offsets(),
@@ -193,8 +302,15 @@ mod tests {
             one.stacks.prefix.len() > 200,
             "enough stacks for chains in several groups"
         );
-        for piece in [1, 2, 3, 5, 8, 13, 40, 100] {
-            let split = build(&lines, piece);
+        let splits = [1, 2, 3, 5, 8, 13, 40, 100].into_iter().flat_map(|piece| {
+            [
+                build(&lines, piece),
+                build_kept(&lines, piece, 1),
+                build_kept(&lines, piece, 2),
+            ]
+            .map(move |p| (piece, p))
+        });
+        for (piece, split) in splits {
             assert_eq!(split.stacks.prefix, one.stacks.prefix, "piece {piece}");
             assert_eq!(split.stacks.frame, one.stacks.frame, "piece {piece}");
             assert_eq!(split.samples.stack, one.samples.stack, "piece {piece}");

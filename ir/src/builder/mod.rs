@@ -18,6 +18,7 @@ use foldhash::fast::FixedState;
 use hashbrown::HashMap;
 
 mod absorb;
+pub use absorb::PieceMaps;
 mod bulk;
 mod paths;
 mod trace;
