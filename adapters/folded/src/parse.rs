@@ -1168,7 +1168,7 @@ fn parse_parallel(
             scope.spawn(move || {
                 // One parser for all of this worker's pieces: its funcs and frames (and names)
                 // stay, so a piece interns only the names new to this worker, and the absorber
-                // maps only those (re-interning every piece's names was 18 % of the CPU).
+                // maps only those (measured, 1 GB on two threads: 2.27 -> 2.13 s of CPU).
                 let mut p = Parser_::new(&opts);
                 p.set_mode(false);
                 loop {
