@@ -88,6 +88,17 @@ pub fn trace(events: &[&str]) -> Profile {
     b.finish()
 }
 
+/// `n` frames of funcs named `f0`, `f1` … in `b`, in that order (for tests that build stacks
+/// of frames by index).
+pub fn numbered_frames(b: &mut ProfileBuilder, n: usize) -> Vec<u32> {
+    (0..n)
+        .map(|i| {
+            let f = b.func(&format!("f{i}"));
+            b.frame(f)
+        })
+        .collect()
+}
+
 /// xorshift64: deterministic pseudo-random numbers for tests that need many varied cases.
 #[derive(Clone, Debug)]
 pub struct XorShift(u64);

@@ -1205,12 +1205,7 @@ mod tests {
     fn one_thread_or_two_write_the_same_bytes() {
         let mut b = ProfileBuilder::new();
         b.add_value_type("samples", "count", ValueKind::Weight);
-        let frames: Vec<u32> = (0..300)
-            .map(|i| {
-                let f = b.func(&format!("f{i}"));
-                b.frame(f)
-            })
-            .collect();
+        let frames = profconv_plugin::ir::testing::numbered_frames(&mut b, 300);
         for i in 0..20_000usize {
             let mut s = NONE;
             for f in [i % 300, (i / 300) % 300, (i * 31 + 7) % 300] {

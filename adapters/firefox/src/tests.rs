@@ -608,12 +608,7 @@ fn speedscope_events_of_a_very_deep_trace_are_linear() {
     let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);
     let calls = b.add_value_type("calls", "count", ValueKind::Count);
     let mut t = TraceBuilder::new(&b, vec![ticks], Some(calls), true);
-    let frames: Vec<u32> = (0..7)
-        .map(|i| {
-            let f = b.func(&format!("f{i}"));
-            b.frame(f)
-        })
-        .collect();
+    let frames = profconv_plugin::ir::testing::numbered_frames(&mut b, 7);
     for i in 0..N {
         t.enter(&mut b, frames[(i % 7) as usize], &[i]).unwrap();
     }

@@ -208,12 +208,7 @@ mod tests {
     fn finds_through_child_tables_what_one_walk_at_a_time_finds() {
         let mut b = ProfileBuilder::new();
         b.add_value_type("samples", "count", ValueKind::Weight);
-        let fr: Vec<u32> = (0..12)
-            .map(|i| {
-                let f = b.func(&format!("f{i}"));
-                b.frame(f)
-            })
-            .collect();
+        let fr = crate::testing::numbered_frames(&mut b, 12);
         let mut rng = XorShift::new(0x9e37_79b9_7f4a_7c15);
         let mut next = |n: u64| rng.below(n);
         for _ in 0..400 {
