@@ -13,7 +13,7 @@ use nom::{IResult, Parser};
 use profconv_plugin::ir::diff::DIFF_COLUMNS;
 use profconv_plugin::ir::{NONE, PathStart, PieceMaps, Profile, ProfileBuilder, ValueKind};
 use profconv_plugin::lines::Lines;
-use profconv_plugin::{Context, Input, PluginError, grow_line_buffer};
+use profconv_plugin::{Context, Input, PluginError, grow_line_buffer, no_newline};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::ops::Range;
@@ -971,10 +971,7 @@ const ONE_STACK_PER_LINE: &str = "folded stacks have one stack per line, each en
 /// The error of a line of `max_line` bytes or more in an input in memory: the one a stream
 /// gives when its buffer cannot grow ([`grow_for_line`]).
 fn line_too_long(line_start: u64, max_line: usize) -> PluginError {
-    PluginError::invalid_input(format!(
-        "no newline in {max_line} bytes: {ONE_STACK_PER_LINE}"
-    ))
-    .at_offset(line_start)
+    no_newline(max_line, ONE_STACK_PER_LINE).at_offset(line_start)
 }
 
 /// `read`, retrying when interrupted.

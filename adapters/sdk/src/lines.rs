@@ -10,7 +10,7 @@
 //! ([`Lines::whole_lines`], [`Lines::buffered`]) and says how many it used
 //! ([`Lines::consume`]).
 
-use crate::{Input, PluginError, grow_line_buffer};
+use crate::{Input, PluginError, grow_line_buffer, no_newline};
 use memchr::{memchr, memrchr};
 use std::io::{self, Read};
 
@@ -183,10 +183,7 @@ impl<'i, 'a> Lines<'i, 'a> {
         if self.whole.is_none() || end - self.start < self.max_line {
             return Ok(());
         }
-        Err(self.too_long(PluginError::invalid_input(format!(
-            "no newline in {} bytes: {}",
-            self.max_line, self.what
-        ))))
+        Err(self.too_long(no_newline(self.max_line, self.what)))
     }
 
     /// The unread input from the next line on, reading until it holds at least `min` bytes or

@@ -348,6 +348,13 @@ impl<'a> Context<'a> {
     }
 }
 
+/// The error of a line of `max_line` bytes or more, `no newline in MAX_LINE bytes: {what}`
+/// (the reader adds where the line starts): the same whether the line was streamed
+/// ([`grow_line_buffer`]) or found in an input in memory.
+pub fn no_newline(max_line: usize, what: &str) -> PluginError {
+    PluginError::invalid_input(format!("no newline in {max_line} bytes: {what}"))
+}
+
 /// Grows `buf`, a line reader's buffer that holds the start of one line and no newline, for
 /// a line longer than itself: doubles it (at least to 64 KiB), up to `max_line` bytes. Past that
 /// the line is an error, `no newline in MAX_LINE bytes: {what}` (the reader adds where the line
@@ -355,9 +362,7 @@ impl<'a> Context<'a> {
 /// had is an I/O error, not an abort.
 pub fn grow_line_buffer(buf: &mut Vec<u8>, max_line: usize, what: &str) -> Result<(), PluginError> {
     if buf.len() >= max_line {
-        return Err(PluginError::invalid_input(format!(
-            "no newline in {max_line} bytes: {what}"
-        )));
+        return Err(no_newline(max_line, what));
     }
     let want = (buf.len() * 2).max(1 << 16).min(max_line);
     if buf.try_reserve_exact(want - buf.len()).is_err() {
