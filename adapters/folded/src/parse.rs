@@ -13,7 +13,7 @@ use nom::{IResult, Parser};
 use profconv_plugin::ir::diff::DIFF_COLUMNS;
 use profconv_plugin::ir::{NONE, PathStart, PieceMaps, Profile, ProfileBuilder, ValueKind};
 use profconv_plugin::lines::Lines;
-use profconv_plugin::{Context, Input, PluginError, grow_line_buffer, no_newline};
+use profconv_plugin::{Context, Input, PluginError, grow_line_buffer, no_newline, read_some};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::ops::Range;
@@ -972,16 +972,6 @@ const ONE_STACK_PER_LINE: &str = "folded stacks have one stack per line, each en
 /// gives when its buffer cannot grow ([`grow_for_line`]).
 fn line_too_long(line_start: u64, max_line: usize) -> PluginError {
     no_newline(max_line, ONE_STACK_PER_LINE).at_offset(line_start)
-}
-
-/// `read`, retrying when interrupted.
-fn read_some(input: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    loop {
-        match input.read(buf) {
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            r => return r,
-        }
-    }
 }
 
 /// A piece of input: whole lines (the last one of the input may lack its `\n`).

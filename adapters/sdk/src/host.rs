@@ -475,18 +475,15 @@ unsafe extern "C" fn host_read(
                 },
             )
         };
-        loop {
-            match cx.reader.read(buf) {
-                Ok(n) => {
-                    // SAFETY: see above.
-                    unsafe { n_read.write(n) };
-                    return Status::OK;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    cx.error = Some(e);
-                    return Status::IO;
-                }
+        match crate::read_some(cx.reader, buf) {
+            Ok(n) => {
+                // SAFETY: see above.
+                unsafe { n_read.write(n) };
+                Status::OK
+            }
+            Err(e) => {
+                cx.error = Some(e);
+                Status::IO
             }
         }
     }));

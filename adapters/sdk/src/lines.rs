@@ -12,7 +12,6 @@
 
 use crate::{Input, PluginError, grow_line_buffer, no_newline};
 use memchr::{memchr, memrchr};
-use std::io::{self, Read};
 
 /// Bytes asked of a stream per read, and between two releases of a whole input.
 pub const BLOCK: usize = 1 << 20;
@@ -149,18 +148,14 @@ impl<'i, 'a> Lines<'i, 'a> {
                 self.grow()?;
             }
         }
-        loop {
-            match self.input.read(&mut self.buf[self.end..]) {
-                Ok(0) => {
-                    self.eof = true;
-                    return Ok(false);
-                }
-                Ok(n) => {
-                    self.end += n;
-                    return Ok(true);
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e.into()),
+        match crate::read_some(self.input, &mut self.buf[self.end..])? {
+            0 => {
+                self.eof = true;
+                Ok(false)
+            }
+            n => {
+                self.end += n;
+                Ok(true)
             }
         }
     }
@@ -310,6 +305,7 @@ impl<'i, 'a> Lines<'i, 'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{self, Read};
 
     const WHAT: &str = "a test file has one record per line (is this one?)";
 

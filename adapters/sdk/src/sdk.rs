@@ -348,6 +348,17 @@ impl<'a> Context<'a> {
     }
 }
 
+/// `input.read(buf)`, again when a signal interrupted it (`ErrorKind::Interrupted`): what a
+/// reader calls where `read_exact` does not fit (the last read of a stream is short).
+pub fn read_some(input: &mut dyn io::Read, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match input.read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
+}
+
 /// The error of a line of `max_line` bytes or more, `no newline in MAX_LINE bytes: {what}`
 /// (the reader adds where the line starts): the same whether the line was streamed
 /// ([`grow_line_buffer`]) or found in an input in memory.
