@@ -976,4 +976,32 @@ mod tests {
             "1.5 TB (1500003500000 bytes)"
         );
     }
+
+    #[test]
+    fn read_some_retries_an_interrupted_read_and_returns_other_errors() {
+        /// Interrupted `n` times, then one byte.
+        struct Interrupted(u32);
+        impl io::Read for Interrupted {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                if self.0 > 0 {
+                    self.0 -= 1;
+                    return Err(io::ErrorKind::Interrupted.into());
+                }
+                buf[0] = b'x';
+                Ok(1)
+            }
+        }
+        struct Broken;
+        impl io::Read for Broken {
+            fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+                Err(io::Error::other("the disk went away"))
+            }
+        }
+        let mut buf = [0u8; 4];
+        let mut input = Interrupted(3);
+        assert_eq!(read_some(&mut input, &mut buf).unwrap(), 1);
+        assert_eq!((buf[0], input.0), (b'x', 0));
+        let e = read_some(&mut Broken, &mut buf).unwrap_err();
+        assert_eq!(e.to_string(), "the disk went away");
+    }
 }
