@@ -270,6 +270,15 @@ impl<'a> ProfileRef<'a> {
     pub fn n_samples(&self) -> usize {
         self.sample_stack.len()
     }
+    /// The sum of value column `col` if no value is negative and the sum fits in an `i64`, else
+    /// `None`. When it is `Some`, every total of a stack or call node (a sum of some of those
+    /// values) fits too, and is at most that sum: an emitter can then skip checking totals one
+    /// by one, or keep them in a narrower type.
+    pub fn nonnegative_sum(&self, col: usize) -> Option<i64> {
+        self.sample_values[col].iter().try_fold(0i64, |sum, &v| {
+            (v >= 0).then(|| sum.checked_add(v)).flatten()
+        })
+    }
     /// Number of threads (0: the profile does not distinguish any).
     pub fn n_threads(&self) -> usize {
         self.thread_name.len()
@@ -521,6 +530,26 @@ pub fn write_fixed(out: &mut String, value: i64, decimals: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sum when every value is at least zero and it fits; `None` for a negative value or
+    /// an overflow.
+    #[test]
+    fn nonnegative_sum_is_the_sum_only_when_every_total_fits() {
+        use crate::ProfileBuilder;
+        let sum_of = |values: &[i64]| {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("samples", "count", ValueKind::Weight);
+            for (i, &v) in values.iter().enumerate() {
+                b.add_stack(&[format!("f{i}")], &[v]).unwrap();
+            }
+            b.finish().view().nonnegative_sum(0)
+        };
+        assert_eq!(sum_of(&[]), Some(0));
+        assert_eq!(sum_of(&[1, 0, 41]), Some(42));
+        assert_eq!(sum_of(&[5, -1, 9]), None);
+        assert_eq!(sum_of(&[i64::MAX - 1, 1]), Some(i64::MAX));
+        assert_eq!(sum_of(&[i64::MAX, 1]), None);
+    }
 
     /// Two roots, a chain under one, siblings: depths from 1, and sums of each node's own value.
     #[test]

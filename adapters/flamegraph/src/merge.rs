@@ -209,8 +209,8 @@ pub fn merged(
 ///
 /// Cost: one pass over the samples and two over the stacks, plus a sort of the children of
 /// the drawn frames; memory: one `u32` per stack (an `i64` when totals need more) and one bit,
-/// where the call tree needs about 60 bytes per node. `min_value` gives the pruning threshold for a total. Also returns how
-/// many stacks have a negative self value (drawn as zero).
+/// where the call tree needs about 60 bytes per node. `min_value` gives the pruning threshold
+/// for a total. Also returns how many stacks have a negative self value (drawn as zero).
 pub fn merged_from_stacks(
     p: &ProfileRef<'_>,
     col: Option<usize>,
@@ -220,10 +220,9 @@ pub fn merged_from_stacks(
     // Totals of stacks fit in 32 bits when the values are not negative and their sum fits:
     // half the memory (and the page faults) of the 8.6 M stacks of a 1 GB folded file.
     let fits_u32 = match col {
-        Some(c) => p.sample_values[c]
-            .iter()
-            .try_fold(0u32, |sum, &v| sum.checked_add(u32::try_from(v).ok()?))
-            .is_some(),
+        Some(c) => p
+            .nonnegative_sum(c)
+            .is_some_and(|sum| u32::try_from(sum).is_ok()),
         None => u32::try_from(p.sample_stack.len()).is_ok(),
     };
     match fits_u32 {
@@ -277,7 +276,7 @@ fn stack_totals<T: Total>(p: &ProfileRef<'_>, col: Option<usize>) -> Option<(Vec
         }
     }
     let mut negatives = 0;
-    // Sums of values that are none negative are not: the pass over every stack is skipped.
+    // With no negative value no sum is negative: the pass over every stack is skipped.
     if T::SIGNED && col.is_some_and(|c| p.sample_values[c].iter().any(|&v| v < 0)) {
         for v in w.iter_mut().filter(|v| Into::<i64>::into(**v) < 0) {
             negatives += 1;

@@ -239,18 +239,9 @@ impl StackTree {
                 let cell = &mut selfv[s as usize];
                 *cell = cell.checked_add(v).ok_or_else(|| overflow(*cell, v))?;
             }
-            // The call tree checks that every node's total fits; so does this. No total is
-            // larger than the sum of the values when none is negative: if that sum fits, so
-            // does every total, and the pass over every stack is not needed.
-            let sum_fits = || {
-                p.sample_values[col]
-                    .iter()
-                    .try_fold(0i64, |sum, &v| {
-                        (v >= 0).then(|| sum.checked_add(v)).flatten()
-                    })
-                    .is_some()
-            };
-            if p.value_types[col].kind == ValueKind::Weight && !sum_fits() {
+            // The call tree checks that every node's total fits; so does this, with a pass over
+            // every stack unless the column's sum says that every total fits.
+            if p.value_types[col].kind == ValueKind::Weight && p.nonnegative_sum(col).is_none() {
                 let mut total = selfv.clone();
                 for s in (0..ns).rev() {
                     let prefix = p.stack_prefix[s];

@@ -209,9 +209,34 @@ impl<'i, 'a> Lines<'i, 'a> {
         self.start += bytes;
         self.offset += bytes as u64;
         self.line_no += lines;
-        if self.start >= self.release_at {
-            self.input.release(self.start);
-            self.release_at = self.start + BLOCK;
+        self.release_before(self.start);
+    }
+
+    /// Releases a whole input's bytes before `upto` to the host, a [`BLOCK`] or more at a time.
+    #[inline]
+    fn release_before(&mut self, upto: usize) {
+        if upto >= self.release_at {
+            self.input.release(upto);
+            self.release_at = upto + BLOCK;
+        }
+    }
+
+    /// Consumes the next line, which ends at `end` and is followed by the next one at `next`
+    /// (after its `\n`, or at the end of the input), and returns it.
+    #[inline]
+    fn take_line(&mut self, end: usize, next: usize) -> Line<'_> {
+        let (s, off, col0) = (self.start, self.offset, self.next_col0());
+        self.offset += (next - s) as u64;
+        self.start = next;
+        self.scan = next;
+        self.line_no += 1;
+        // The line returned is still read (a block behind is released, not this).
+        self.release_before(s);
+        Line {
+            bytes: &self.data()[s..end],
+            no: self.line_no,
+            offset: off,
+            col0,
         }
     }
 
@@ -263,38 +288,13 @@ impl<'i, 'a> Lines<'i, 'a> {
             if let Some(i) = memchr(b'\n', &self.data()[self.scan..self.end]) {
                 let nl = self.scan + i;
                 self.check_length(nl)?;
-                let (s, off, col0) = (self.start, self.offset, self.next_col0());
-                self.offset += (nl + 1 - s) as u64;
-                self.start = nl + 1;
-                self.scan = self.start;
-                self.line_no += 1;
-                // The line returned is still read (a block behind is released, not this).
-                if s >= self.release_at {
-                    self.input.release(s);
-                    self.release_at = s + BLOCK;
-                }
-                return Ok(Some(Line {
-                    bytes: &self.data()[s..nl],
-                    no: self.line_no,
-                    offset: off,
-                    col0,
-                }));
+                return Ok(Some(self.take_line(nl, nl + 1)));
             }
             self.scan = self.end;
             if !self.fill()? {
                 if self.start < self.end {
                     self.check_length(self.end)?;
-                    let (s, e, off, col0) = (self.start, self.end, self.offset, self.next_col0());
-                    self.offset += (e - s) as u64;
-                    self.start = e;
-                    self.scan = e;
-                    self.line_no += 1;
-                    return Ok(Some(Line {
-                        bytes: &self.data()[s..e],
-                        no: self.line_no,
-                        offset: off,
-                        col0,
-                    }));
+                    return Ok(Some(self.take_line(self.end, self.end)));
                 }
                 return Ok(None);
             }

@@ -304,13 +304,6 @@ impl ProfileBuilder {
         self.trie.get(prefix, frame)
     }
 
-    /// Starts loading what [`Self::find_stack`] reads first for the children of `stack` (a
-    /// hint: nothing is read, nothing changes).
-    #[inline]
-    pub fn prefetch_children(&self, stack: u32) {
-        self.trie.prefetch(stack);
-    }
-
     /// The stack of `names`, root first (each a name-only func). Empty `names` gives [`NONE`].
     pub fn stack_of_names<S: AsRef<str>>(&mut self, names: &[S]) -> u32 {
         let mut stack = NONE;
