@@ -110,7 +110,7 @@ pub struct CorruptGzip {
 }
 
 impl CorruptGzip {
-    /// The message without the offset (for `FILE:byte N: message`).
+    /// The message without the offset (for `FILE: byte N: message`).
     pub fn what(&self) -> String {
         format!("corrupt or truncated gzip data: {}", self.detail)
     }

@@ -81,7 +81,8 @@ struct DiffArgs {
     /// The value type compared (default: the first weight of each profile).
     #[arg(long, value_name = "NAME")]
     value: Option<String>,
-    /// A format option, `-O KEY[=VALUE]`, e.g. `-O normalize` (scale before to after's total).
+    /// A format option, `-O KEY[=VALUE]`, e.g. `-O normalize` (SVG output: scale before to
+    /// after's total).
     #[arg(short = 'O', value_name = "KEY[=VALUE]")]
     options: Vec<String>,
     /// Transforms applied to both profiles before comparing (see `convert --help`).
@@ -180,7 +181,7 @@ impl Failure {
     /// compressed byte offset); anything else is an I/O error (exit 4).
     fn reading(place: &str, e: &std::io::Error) -> Failure {
         match io::corrupt_gzip(e) {
-            Some(g) => Failure::Input(format!("{place}:byte {}: {}", g.offset, g.what())),
+            Some(g) => Failure::Input(format!("{place}: byte {}: {}", g.offset, g.what())),
             None => Failure::Io(format!("{place}: {e}")),
         }
     }
@@ -319,7 +320,7 @@ fn split_options(raw: &[String], formats: &[&FormatHandle]) -> Result<Vec<Option
             used = true;
         }
         if !used {
-            let known: Vec<String> = formats
+            let mut known: Vec<String> = formats
                 .iter()
                 .map(|f| {
                     let keys: Vec<&str> = f.options.iter().map(|o| o.key.as_str()).collect();
@@ -334,6 +335,8 @@ fn split_options(raw: &[String], formats: &[&FormatHandle]) -> Result<Vec<Option
                     )
                 })
                 .collect();
+            // `diff` reads two inputs, often of one format: each format is listed once.
+            known.dedup();
             return Err(Failure::Usage(format!(
                 "unknown option '{key}' (known options: {})",
                 known.join("; ")

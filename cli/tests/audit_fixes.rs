@@ -305,7 +305,7 @@ fn corrupt_gzip_input_is_malformed_input_with_an_offset() {
                 err.contains("corrupt or truncated gzip data") && err.contains(why),
                 "{args:?}: {err}"
             );
-            let at = format!("{}:byte ", path.display());
+            let at = format!("{}: byte ", path.display());
             assert!(err.contains(&at), "{args:?}: no offset: {err}");
             if let Some(offset) = offset {
                 assert!(

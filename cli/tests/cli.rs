@@ -129,6 +129,8 @@ fn usage_errors_list_what_is_known() {
         err.contains("unknown option 'nope'") && err.contains("skip-bad-lines"),
         "{err}"
     );
+    // Read and written by one format: its options are listed once.
+    assert_eq!(err.matches("folded: ").count(), 1, "{err}");
     let out = run(&[
         "convert",
         input.to_str().unwrap(),

@@ -4,10 +4,11 @@
 //! Category 0 is always `Other` (grey): the profiler's default, used for root frames without a
 //! category. The rest depends on what the profile is:
 //!
-//! * **PVM** (a function named `kernel_run` or `%interpreter(...)` exists): `Interpreter`
-//!   (purple) for the phases `%interpreter(PHASE)`, one subcategory per phase; `Kernel` (blue) for
-//!   `kernel_run`. Every other frame has no category of its own and inherits its caller's, so a
-//!   function called from `kernel_run` is `Kernel`.
+//! * **PVM** (`source_format` metadata `pvm`, or a function named `kernel_run` or
+//!   `%interpreter(...)` exists): `Interpreter` (purple) for the phases `%interpreter(PHASE)`,
+//!   one subcategory per phase; `Kernel` (blue) for `kernel_run`. Every other frame has no
+//!   category of its own and inherits its caller's, so a function called from `kernel_run` is
+//!   `Kernel` (and a trace with neither is all `Other`).
 //! * **Deep.data** (`source_format` metadata `deep`): by the Mercury module of the procedure (the
 //!   func's resource, else the `module.` prefix of its name): `Mercury runtime` (brown) for the
 //!   runtime's pseudo-procedure and the builtin modules, `Mercury library` (lightblue) for the

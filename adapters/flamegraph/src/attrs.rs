@@ -293,8 +293,8 @@ impl FlameOptions {
 fn parse_min_width(v: &str) -> Result<MinWidth, PluginError> {
     let bad = || {
         PluginError::bad_option(format!(
-            "option minwidth={v}: expected pixels (`0.1`) or a percentage of the total (`0.01%`), \
-             not negative"
+            "option minwidth={v}: expected pixels (`0.1`, not negative) or a percentage of the \
+             total (`0.01%`, from 0 to 100)"
         ))
     };
     let (num, percent) = match v.trim().strip_suffix('%') {

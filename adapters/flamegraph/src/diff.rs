@@ -100,28 +100,32 @@ struct Matched {
     total_before_all: f64,
 }
 
-/// Matches before's call nodes to after's by their path of function names.
-fn match_nodes(
-    before: &ProfileRef<'_>,
-    tb: &CallTree,
-    cb: Option<usize>,
-    wb: &[i64],
-    after: &ProfileRef<'_>,
-    ta: &CallTree,
-    scale: f64,
-) -> Matched {
+/// One profile of the two: its call tree, the value column drawn and each node's width.
+struct Side<'a, 'p> {
+    p: &'a ProfileRef<'p>,
+    tree: &'a CallTree,
+    col: Option<usize>,
+    widths: &'a [i64],
+}
+
+/// Matches before's call nodes to after's by their path of function names. A before value on a
+/// node that after has with width 0 (a profile of `profconv diff` holds both sides' paths)
+/// cannot be drawn either, and counts as unmatched.
+fn match_nodes(before: &Side<'_, '_>, after: &Side<'_, '_>, scale: f64) -> Matched {
+    let (tb, ta) = (before.tree, after.tree);
+    let (before_p, after_p) = (before.p, after.p);
     // Function names as dense keys (two funcs of one name share a key).
     let mut name_key: HashMap<&str, u32> = HashMap::new();
-    let key_a: Vec<u32> = (0..after.n_funcs() as u32)
+    let key_a: Vec<u32> = (0..after_p.n_funcs() as u32)
         .map(|f| {
             let n = name_key.len() as u32;
-            *name_key.entry(after.func_name_str(f)).or_insert(n)
+            *name_key.entry(after_p.func_name_str(f)).or_insert(n)
         })
         .collect();
-    let key_b: Vec<u32> = (0..before.n_funcs() as u32)
+    let key_b: Vec<u32> = (0..before_p.n_funcs() as u32)
         .map(|f| {
             name_key
-                .get(before.func_name_str(f))
+                .get(before_p.func_name_str(f))
                 .copied()
                 .unwrap_or(NONE)
         })
@@ -153,12 +157,17 @@ fn match_nodes(
         } else {
             child.get(&(mapped_parent, k)).copied()
         };
-        let s = self_value(tb, cb, n).max(0) as f64 * scale;
+        let s = self_value(tb, before.col, n).max(0) as f64 * scale;
         match hit {
-            Some(a) => {
+            Some(a) if after.widths[a as usize] > 0 => {
                 to_after[n] = a;
                 m.self_before[a as usize] += s;
-                m.total_before[a as usize] += wb[n] as f64 * scale;
+                m.total_before[a as usize] += before.widths[n] as f64 * scale;
+            }
+            // After has the path but nothing on it: not drawn (nor anything below it).
+            Some(a) => {
+                to_after[n] = a;
+                m.unmatched += s;
             }
             None => m.unmatched += s,
         }
@@ -259,7 +268,21 @@ fn draw_diff<W: Write + ?Sized>(
     if o.normalize && total_before > 0 {
         scale = total as f64 / total_before as f64;
     }
-    let matched = match_nodes(before, &tb, cb, &wb, after, &ta, scale);
+    let matched = match_nodes(
+        &Side {
+            p: before,
+            tree: &tb,
+            col: cb,
+            widths: &wb,
+        },
+        &Side {
+            p: after,
+            tree: &ta,
+            col: ca,
+            widths: &widths,
+        },
+        scale,
+    );
     let layout = merge::merged(after, &ta, &widths, o.min_value(total), o.sort);
     let mut describe = DiffDescribe {
         after,

@@ -116,7 +116,8 @@ fn emit_unbuffered<W: Write + ?Sized>(
 }
 
 /// What a value counts: the option, else the column's unit, or its name when the unit is a
-/// plain `count` (`samples`, `calls`).
+/// plain `count` (`samples`, `calls`; `samples` for the `before` and `after` of a differential
+/// profile).
 fn count_name(p: &ProfileRef<'_>, col: Option<usize>, o: &FlameOptions) -> String {
     if let Some(c) = &o.countname {
         return c.clone();
@@ -126,7 +127,11 @@ fn count_name(p: &ProfileRef<'_>, col: Option<usize>, o: &FlameOptions) -> Strin
     };
     let unit = p.value_type_unit(c);
     if unit.is_empty() || unit == "count" {
-        p.value_type_name(c).to_string()
+        // The columns of a differential profile are named `before` and `after`: no count name.
+        match p.meta("diff") == Some(profconv_plugin::ir::diff::DIFF_COLUMNS) {
+            true => "samples".into(),
+            false => p.value_type_name(c).to_string(),
+        }
     } else {
         unit.to_string()
     }

@@ -578,6 +578,37 @@ fn differential_graph_has_the_after_shape_and_self_change_colours() {
     assert!(s.frames.iter().all(|f| f.fill == "rgb(250,250,250)"));
 }
 
+/// `profconv diff` hands the emitter one profile holding both sides' paths: a path only before
+/// has it with an after value of 0, is not drawn, and is reported as in `emit_diff`.
+#[test]
+fn a_combined_profile_reports_what_only_before_has() {
+    let before = folded(&[("main;same", 5), ("main;gone", 5)]);
+    let after = folded(&[("main;same", 5)]);
+    let combined = profconv_plugin::ir::diff::combine(&before.view(), 0, &after.view(), 0).unwrap();
+    let mut warnings = Vec::new();
+    let mut buf = Vec::new();
+    {
+        let mut sink = |_: u32, m: &str| warnings.push(m.to_string());
+        let mut cx = Context::with_sink(&mut sink);
+        let mut out = Output::from_writer(&mut buf);
+        Flamegraph::emit(&combined.view(), &mut out, &Options::default(), &mut cx).unwrap();
+        out.flush().unwrap();
+    }
+    assert_eq!(
+        warnings,
+        [
+            "50.00% of the before profile's samples are on stacks the after profile does not \
+          have; they cannot be drawn in the after profile's shape (swap the inputs to see them)"
+        ]
+    );
+    let s = parse_svg(&buf);
+    assert!(s.frames.iter().all(|f| title_name(&f.title) != "gone"));
+    assert_eq!(s.total, 5);
+    // The two profiles given apart say the same.
+    let (_, apart) = emit_diff_svg(&before, &after, &FlameOptions::default());
+    assert_eq!(apart, warnings);
+}
+
 #[test]
 fn the_public_entry_points_take_a_dyn_writer() {
     // What the CLI has: `Sink::writer()` is a `&mut dyn Write` (an unbuffered file).
