@@ -299,6 +299,11 @@ fn warn(quiet: bool, msg: &str) {
     }
 }
 
+/// The most bytes read into memory from a stream (stdin, gzip) for a parser that reads its
+/// input whole (Deep.data), unless `PROFCONV_MAX_WHOLE_STREAM` gives another; a regular file is
+/// mapped instead, or read up to its size.
+const MAX_WHOLE_STREAM: u64 = 1 << 30;
+
 /// `(key, value)` option pairs for one format.
 type OptionList = Vec<(String, Option<String>)>;
 
@@ -426,9 +431,25 @@ fn parse(
         if !head_is_all && parser.sniff(&head) == Ok(0) && parser.sniffs() {
             refuse_by_head(&head, parser, options, &name)?;
         }
-        reader
+        // A stream (stdin, gzip) has no size to trust: a gzip bomb or an endless pipe stops at
+        // a bound instead of filling memory. A regular file may be as large as it is.
+        let bound = std::env::var("PROFCONV_MAX_WHOLE_STREAM")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(MAX_WHOLE_STREAM);
+        let limit = size_hint.unwrap_or(0).max(bound);
+        (&mut reader)
+            .take(limit.saturating_add(1))
             .read_to_end(&mut read)
             .map_err(|e| Failure::reading(&name, &e))?;
+        if read.len() as u64 > limit {
+            return Err(Failure::Usage(format!(
+                "{name}: format '{}' reads its input whole, and this stream (stdin or gzip) is \
+                 larger than {bound} bytes; give the uncompressed file instead (it is mapped, not \
+                 read into memory), or raise the bound: PROFCONV_MAX_WHOLE_STREAM=BYTES",
+                parser.id
+            )));
+        }
     }
     let whole = match &mapped {
         Some(m) => Some(m.bytes()),

@@ -433,6 +433,40 @@ fn a_whole_input_parser_refuses_a_foreign_input_by_its_first_bytes() {
     );
 }
 
+/// A valid Deep.data head, then an end token and a run of zeros that decompresses far past the
+/// bound for a stream read whole: refused, not held in memory; the same bytes as a plain file are
+/// read (they are mapped).
+#[test]
+fn a_stream_read_whole_stops_at_its_bound() {
+    let d = tmp();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut data = std::fs::read(dir.join("../snapshots/fixtures/deep/tiny_tree.data")).unwrap();
+    data.push(0);
+    data.extend(vec![0u8; 1 << 20]);
+    let bomb = write(d.path(), "padded.data.gz", &gzip(&data));
+    let out = profconv()
+        .args(["tree", "--from", "deep", bomb.to_str().unwrap()])
+        .env("PROFCONV_MAX_WHOLE_STREAM", "100000")
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("padded.data.gz: format 'deep' reads its input whole")
+            && err.contains("larger than 100000 bytes")
+            && err.contains("PROFCONV_MAX_WHOLE_STREAM"),
+        "{err}"
+    );
+    let plain = write(d.path(), "padded.data", &data);
+    let out = profconv()
+        .args(["tree", "--from", "deep", plain.to_str().unwrap()])
+        .env("PROFCONV_MAX_WHOLE_STREAM", "100000")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("tiny.main/2"));
+}
+
 /// `--plugin libx.so` and `plugin-check libx.so` mean the file in the current directory (the
 /// system loader would search its library path for a bare name).
 #[test]

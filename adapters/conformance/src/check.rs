@@ -126,18 +126,36 @@ pub fn check_plugin(path: &Path, samples: &[PathBuf]) -> Report {
     };
     let mut user = Vec::new();
     for s in samples {
-        match std::fs::read(s) {
+        match read_sample(s) {
             Ok(bytes) => user.push((s.display().to_string(), bytes)),
-            Err(e) => report.push(
-                format!("sample {}", s.display()),
-                Outcome::Fail,
-                format!("cannot read it: {e}"),
-            ),
+            Err(why) => report.push(format!("sample {}", s.display()), Outcome::Fail, why),
         }
     }
     let mut rest = check_plugin_with(path, &user);
     report.checks.append(&mut rest.checks);
     report
+}
+
+/// The most bytes of a sample file: every check reads it several times over (round trips, two
+/// threads, cuts), so a sample is a small file, and a device such as `/dev/zero` must not be read
+/// into memory until it runs out.
+pub const MAX_SAMPLE: u64 = 16 << 20;
+
+/// A sample file's bytes, or why they cannot be used.
+fn read_sample(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SAMPLE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    if bytes.len() as u64 > MAX_SAMPLE {
+        return Err(format!(
+            "it is larger than {} MiB; give a small sample (every check reads it several times)",
+            MAX_SAMPLE >> 20
+        ));
+    }
+    Ok(bytes)
 }
 
 /// [`check_plugin`] with samples already in memory: `(name, bytes)` pairs.

@@ -144,6 +144,18 @@ fn a_missing_library_and_a_missing_sample_fail() {
         Outcome::Fail
     );
     assert_eq!(outcome(&report, "handshake"), Outcome::Fail);
+    // A device that never ends is not read into memory.
+    let report = check_plugin(
+        &PathBuf::from("/nonexistent/libprofconv_plugin_nothing.so"),
+        &[PathBuf::from("/dev/zero")],
+    );
+    let c = report
+        .checks
+        .iter()
+        .find(|c| c.name == "sample /dev/zero")
+        .unwrap();
+    assert_eq!(c.outcome, Outcome::Fail);
+    assert!(c.detail.contains("larger than 16 MiB"), "{report}");
 }
 
 #[test]

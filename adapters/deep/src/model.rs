@@ -579,6 +579,14 @@ fn read_header(data: &[u8]) -> Result<Header<'_>, PluginError> {
         Fail::Syntax(e) => syntax_error(data, &e, None),
         Fail::Semantic(p) => p,
     };
+    if data.len() < ID_PREFIX.len() && ID_PREFIX.starts_with(data) && !data.is_empty() {
+        // nom's complete-input `tag` fails at byte 0; the bytes there are right, the rest is
+        // missing.
+        return Err(invalid(
+            data.len() as u64,
+            "the file ends inside the identifying line `Mercury deep profiler data version N` (cut short?)".into(),
+        ));
+    }
     let (i, digits) = id_line(data).map_err(err)?;
     let line_len = data.len() - i.len();
     if line_len > ID_LINE_MAX {

@@ -262,6 +262,16 @@ fn bad_identifying_lines() {
         e.message.contains("not a Mercury deep profiler data file"),
         "{e}"
     );
+    // Cut inside the prefix: its bytes are right, the rest is missing.
+    let e = err(b"Mercury deep pro");
+    assert_eq!(e.byte_offset, Some(16));
+    assert!(
+        e.message
+            .contains("the file ends inside the identifying line"),
+        "{e}"
+    );
+    let e = err(b"Mercury deep profiler data version ");
+    assert!(e.message.contains("version number"), "{e}");
     let e = err(b"Mercury deep profiler data version 7\n");
     assert!(e.message.contains("unsupported Deep.data version 7"), "{e}");
     let e = err(b"Mercury deep profiler data version 9");

@@ -336,7 +336,7 @@ fn draw_diff<W: Write + ?Sized>(
         decimals: dec_a as u32,
         theme: color::theme(Palette::Hot, o.dark),
     };
-    if layout.total <= 0 || layout.frames.is_empty() {
+    if layout.total <= 0 {
         cx.warn(&format!(
             "the after profile has no {countname} to draw; wrote an empty picture"
         ));
@@ -344,6 +344,7 @@ fn draw_diff<W: Write + ?Sized>(
         svg::write_message_svg(out, &pic, &msg)?;
         return Ok(());
     }
+    crate::warn_if_all_pruned(&layout, cx);
     let mut layout = layout;
     layout.add_all_frame();
     svg::write_svg(out, &pic, &layout, &describe)?;

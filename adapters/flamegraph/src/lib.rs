@@ -115,6 +115,17 @@ fn emit_unbuffered<W: Write + ?Sized>(
     draw(p, out, o, cx)
 }
 
+/// A profile with a total whose every frame is narrower than `minwidth` (many small roots, or a
+/// long flame chart) is drawn as its `all` frame alone, as inferno does, and said so.
+fn warn_if_all_pruned(layout: &Layout, cx: &mut Context<'_>) {
+    if layout.frames.is_empty() {
+        cx.warn(
+            "every frame is narrower than the minimum width (option minwidth): only `all` is \
+             drawn; -O minwidth=0 draws every frame",
+        );
+    }
+}
+
 /// What a value counts: the option, else the column's unit, or its name when the unit is a
 /// plain `count` (`samples`, `calls`; `samples` for the `before` and `after` of a differential
 /// profile).
@@ -229,7 +240,7 @@ fn draw<W: Write + ?Sized>(
         decimals: col.map_or(0, |c| p.value_types[c].decimals),
         theme: color::theme(o.palette, o.dark),
     };
-    if layout.total <= 0 || layout.frames.is_empty() {
+    if layout.total <= 0 {
         let msg = format!("Nothing to draw: the profile has no {countname}");
         cx.warn(&format!(
             "the profile has no {countname} to draw; wrote an empty picture"
@@ -237,6 +248,7 @@ fn draw<W: Write + ?Sized>(
         svg::write_message_svg(out, &pic, &msg)?;
         return Ok(());
     }
+    warn_if_all_pruned(&layout, cx);
     layout.add_all_frame();
     let describe = ByName {
         p,

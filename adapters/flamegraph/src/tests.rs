@@ -435,6 +435,30 @@ fn an_empty_profile_gives_a_picture_that_says_so() {
     );
 }
 
+/// 20 000 roots of one sample each: every one is narrower than 0.1 px of 1 180, so only `all`
+/// is drawn (inferno's picture too), with a warning that says why, not "no samples".
+#[test]
+fn a_profile_whose_frames_are_all_too_narrow_still_draws_all() {
+    let names: Vec<String> = (0..20_000).map(|i| format!("f{i}")).collect();
+    let lines: Vec<(&str, i64)> = names.iter().map(|n| (n.as_str(), 1)).collect();
+    let p = folded(&lines);
+    let (svg, warnings) = emit(&p, &FlameOptions::default());
+    let s = parse_svg(&svg);
+    assert!(s.frames.is_empty());
+    assert_eq!(s.all.unwrap().title, "all (20,000 samples, 100%)");
+    assert_eq!(s.total, 20_000);
+    assert_eq!(
+        warnings,
+        [
+            "every frame is narrower than the minimum width (option minwidth): only `all` is \
+          drawn; -O minwidth=0 draws every frame"
+        ]
+    );
+    let (svg, warnings) = emit(&p, &opts(&[("minwidth", Some("0"))]));
+    assert_eq!(parse_svg(&svg).frames.len(), 20_000);
+    assert!(warnings.is_empty(), "{warnings:?}");
+}
+
 #[test]
 fn flame_chart_draws_each_call() {
     let p = trace(&[
