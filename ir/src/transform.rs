@@ -449,44 +449,121 @@ pub const INVERT_STACKS_PER_STACK: usize = 16;
 /// See [`invert_bound`]: 4 M stacks, about 150 MB of stack table and index.
 pub const INVERT_MIN_STACKS: usize = 1 << 22;
 
-/// The bottom-up tree: each sampled stack reversed. Cost: the depth of each distinct sampled
-/// stack, once. Count values (calls) are dropped: in the inverted tree no node is a call.
-/// More stacks than [`invert_bound`] is an error, found before the memory is taken.
+/// The most steps inverting may walk: [`INVERT_STEPS_PER_STACK`] per stack of the profile, and
+/// at least [`INVERT_MIN_STEPS`]. A step is one run of equal frames on a sampled stack's path
+/// (a frame, or a whole run of direct recursion `f;f;…;f`), so the steps are the sum over the
+/// distinct sampled stacks of their depths with direct recursion counted once per run.
+pub fn invert_step_budget(n_stacks: usize) -> u64 {
+    (n_stacks as u64)
+        .saturating_mul(INVERT_STEPS_PER_STACK)
+        .max(INVERT_MIN_STEPS)
+}
+/// See [`invert_step_budget`]. A deep chain that inverts into few stacks (mutual recursion
+/// `f;g;f;g;…`, 2 stacks per level) still walks the square of its depth: a 100 000-deep one,
+/// 5 billion steps (about 20 s).
+pub const INVERT_STEPS_PER_STACK: u64 = 256;
+/// See [`invert_step_budget`]: about 1 billion steps, a few seconds.
+pub const INVERT_MIN_STEPS: u64 = 1 << 30;
+
+/// The bottom-up tree: each sampled stack reversed. Cost: one step per run of equal frames on
+/// each distinct sampled stack, once (a run of direct recursion `f;…;f` reuses the inverted
+/// chain `…;f;…;f` a shorter run made, so a deep direct recursion inverts in linear time).
+/// Count values (calls) are dropped: in the inverted tree no node is a call.
+/// More steps than [`invert_step_budget`] is an error, found before any is walked; more stacks
+/// than [`invert_bound`] is an error, found before the memory is taken.
 fn invert(p: &ProfileRef<'_>) -> Result<(Profile, Applied), IrError> {
-    invert_within(p, invert_bound(p.n_stacks()))
+    invert_within(
+        p,
+        invert_bound(p.n_stacks()),
+        invert_step_budget(p.n_stacks()),
+    )
 }
 
-/// [`invert`] with at most `bound` stacks.
-fn invert_within(p: &ProfileRef<'_>, bound: usize) -> Result<(Profile, Applied), IrError> {
-    let mut r = Rebuild::new(p);
-    r.new_stack = vec![DROPPED; p.n_stacks()];
-    r.merged_leaf = vec![true; p.n_stacks()];
-    let mut done = vec![false; p.n_stacks()];
-    let mut matched = 0;
-    for &s in p.sample_stack {
-        let si = s as usize;
-        if done[si] {
-            continue;
+/// [`invert`] with at most `bound` stacks and `step_budget` steps.
+fn invert_within(
+    p: &ProfileRef<'_>,
+    bound: usize,
+    step_budget: u64,
+) -> Result<(Profile, Applied), IrError> {
+    let n = p.n_stacks();
+    // Per stack, the run of equal frames it ends: its length, the stack above its first stack
+    // (where the next run up starts), and how many runs the stack's path has.
+    let mut run_len: Vec<u32> = Vec::with_capacity(n);
+    let mut run_above: Vec<u32> = Vec::with_capacity(n);
+    let mut runs: Vec<u32> = Vec::with_capacity(n);
+    for s in 0..n {
+        let prefix = p.stack_prefix[s];
+        if prefix == NONE {
+            run_len.push(1);
+            run_above.push(NONE);
+            runs.push(1);
+        } else if p.stack_frame[prefix as usize] == p.stack_frame[s] {
+            run_len.push(run_len[prefix as usize] + 1);
+            run_above.push(run_above[prefix as usize]);
+            runs.push(runs[prefix as usize]);
+        } else {
+            run_len.push(1);
+            run_above.push(prefix);
+            runs.push(runs[prefix as usize] + 1);
         }
-        done[si] = true;
-        matched += 1;
+    }
+    // The distinct sampled stacks in first-seen order, and the steps inverting them walks.
+    let mut seen = vec![false; n];
+    let mut sampled: Vec<u32> = Vec::new();
+    let mut steps = 0u64;
+    for &s in p.sample_stack {
+        if !std::mem::replace(&mut seen[s as usize], true) {
+            sampled.push(s);
+            steps += u64::from(runs[s as usize]);
+        }
+    }
+    drop(seen);
+    if steps > step_budget {
+        return Err(IrError::TooLarge(format!(
+            "inverting walks {steps} frames, more than {step_budget} (the sum of the depths of the {} distinct sampled stacks, a run of direct recursion counted once; the profile has {} stacks, up to {} frames deep): invert a part of it (focus-func, max-depth, collapse-rec first)",
+            sampled.len(),
+            n,
+            max_depth(p),
+        )));
+    }
+    let mut r = Rebuild::new(p);
+    r.new_stack = vec![DROPPED; n];
+    r.merged_leaf = vec![true; n];
+    // The chain `ns;f`, `ns;f;f`, … of each inverted stack `ns` and frame `f` that a run of
+    // two or more `f` reached: a longer run extends it, a shorter one reads it.
+    let mut chains: HashMap<(u32, u32), Vec<u32>, FixedState> =
+        HashMap::with_hasher(FixedState::with_seed(7));
+    for (i, &s) in sampled.iter().enumerate() {
         let mut ns = NONE;
         let mut cur = s;
         while cur != NONE {
-            ns = r.b.stack(ns, p.stack_frame[cur as usize]);
-            cur = p.stack_prefix[cur as usize];
+            let c = cur as usize;
+            let frame = p.stack_frame[c];
+            let len = run_len[c] as usize;
+            ns = if len == 1 {
+                r.b.stack(ns, frame)
+            } else {
+                let chain = chains.entry((ns, frame)).or_default();
+                while chain.len() < len {
+                    let last = chain.last().copied().unwrap_or(ns);
+                    chain.push(r.b.stack(last, frame));
+                }
+                chain[len - 1]
+            };
+            cur = run_above[c];
         }
-        r.new_stack[si] = ns;
+        r.new_stack[s as usize] = ns;
         if r.b.profile().stacks.prefix.len() > bound {
             return Err(IrError::TooLarge(format!(
-                "the inverted tree has more than {bound} stacks (the profile has {} stacks, up to {} frames deep; {matched} of {} sampled stacks inverted so far): invert a part of it (focus-func, max-depth, collapse-rec first)",
-                p.n_stacks(),
+                "the inverted tree has more than {bound} stacks (the profile has {} stacks, up to {} frames deep; {} of {} sampled stacks inverted so far): invert a part of it (focus-func, max-depth, collapse-rec first)",
+                n,
                 max_depth(p),
-                distinct_sampled(p),
+                i + 1,
+                sampled.len(),
             )));
         }
     }
-    r.finish(p, matched)
+    r.finish(p, sampled.len())
 }
 
 /// The deepest stack's number of frames.
@@ -501,15 +578,6 @@ fn max_depth(p: &ProfileRef<'_>) -> usize {
         depth.push(d);
     }
     depth.iter().max().copied().unwrap_or(0) as usize
-}
-
-/// The number of distinct stacks that have samples.
-fn distinct_sampled(p: &ProfileRef<'_>) -> usize {
-    let mut seen = vec![false; p.n_stacks()];
-    p.sample_stack
-        .iter()
-        .filter(|&&s| !std::mem::replace(&mut seen[s as usize], true))
-        .count()
 }
 
 /// Escapes `\` and `;` in a name for a transform spec.
@@ -892,16 +960,169 @@ mod tests {
             b.add_stack(&names[..depth], &[1]).unwrap();
         }
         let p = b.finish();
-        let (inverted, applied) = invert_within(&p.view(), 5_050).unwrap();
+        let (inverted, applied) = invert_within(&p.view(), 5_050, INVERT_MIN_STEPS).unwrap();
         assert_eq!(inverted.stacks.prefix.len(), 5_050);
         assert_eq!(applied.matched, 100);
-        let e = invert_within(&p.view(), 5_049).unwrap_err().to_string();
+        let e = invert_within(&p.view(), 5_049, INVERT_MIN_STEPS)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("too large: the inverted tree has more than 5049 stacks (the profile has 100 stacks, up to 100 frames deep; 100 of 100 sampled stacks inverted so far)"),
             "{e}"
         );
         assert_eq!(invert_bound(100), INVERT_MIN_STACKS);
         assert_eq!(invert_bound(1 << 20), 16 << 20);
+    }
+
+    /// The inversion as it was first written: every sampled stack walked frame by frame.
+    fn invert_plain(p: &ProfileRef<'_>) -> Profile {
+        let mut r = Rebuild::new(p);
+        r.new_stack = vec![DROPPED; p.n_stacks()];
+        r.merged_leaf = vec![true; p.n_stacks()];
+        for &s in p.sample_stack {
+            let mut ns = NONE;
+            let mut cur = s;
+            while cur != NONE {
+                ns = r.b.stack(ns, p.stack_frame[cur as usize]);
+                cur = p.stack_prefix[cur as usize];
+            }
+            r.new_stack[s as usize] = ns;
+        }
+        r.finish(p, 0).unwrap().0
+    }
+
+    fn same_profile(a: &Profile, b: &Profile) -> bool {
+        a.stacks.prefix == b.stacks.prefix
+            && a.stacks.frame == b.stacks.frame
+            && a.samples.stack == b.samples.stack
+            && a.samples.time == b.samples.time
+            && a.samples.values == b.samples.values
+    }
+
+    #[test]
+    fn invert_matches_a_plain_walk() {
+        // Random trees over three functions, with long runs of direct recursion, sampled or
+        // not, time-ordered or aggregated: the same stacks, in the same order, as a plain walk.
+        let mut rng = crate::testing::XorShift::new(17);
+        for case in 0..300 {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("samples", "count", ValueKind::Weight);
+            b.add_value_type("calls", "count", ValueKind::Count);
+            let ordered = case % 2 == 0;
+            if ordered {
+                b.set_flags(crate::flags::ORDERED);
+            }
+            let frames = crate::testing::numbered_frames(&mut b, 3);
+            let mut made = vec![NONE];
+            for i in 0..rng.below(60) as i64 {
+                let mut s = made[rng.below(made.len() as u64) as usize];
+                let frame = frames[rng.below(3) as usize];
+                let longest = if rng.below(3) == 0 { 12 } else { 2 };
+                for _ in 0..1 + rng.below(longest) {
+                    s = b.stack(s, frame);
+                    made.push(s);
+                }
+                if rng.below(4) != 0 {
+                    let row = [1 + rng.below(5) as i64, 1];
+                    if ordered {
+                        b.push_sample(s, Some(i), &row);
+                    } else {
+                        b.add_to_stack(s, &row).unwrap();
+                    }
+                }
+            }
+            let p = b.finish();
+            let (inverted, applied) = invert(&p.view()).unwrap();
+            let plain = invert_plain(&p.view());
+            assert!(same_profile(&inverted, &plain), "case {case}");
+            assert_eq!(applied.matched, distinct_sampled(&p));
+        }
+    }
+
+    fn distinct_sampled(p: &Profile) -> usize {
+        let mut seen = vec![false; p.stacks.prefix.len()];
+        p.samples
+            .stack
+            .iter()
+            .filter(|&&s| !std::mem::replace(&mut seen[s as usize], true))
+            .count()
+    }
+
+    #[test]
+    fn invert_deep_direct_recursion_is_linear() {
+        // main;f;f;…;f 200 000 deep with samples at every level, and a sampled g under each
+        // f: inverted, `f;…;f;main` and `g;f;…;f;main` at every depth (4 N + 1 stacks with
+        // their prefixes). A frame-by-frame walk would take 4·10¹⁰ steps; a run of f is one
+        // step: 2 + 3 steps per level, exactly the budget given.
+        const N: usize = 200_000;
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        let fr = crate::testing::numbered_frames(&mut b, 3);
+        let (main, f, g) = (fr[0], fr[1], fr[2]);
+        let mut s = b.stack(NONE, main);
+        for _ in 0..N {
+            s = b.stack(s, f);
+            b.add_to_stack(s, &[1]).unwrap();
+            let leaf = b.stack(s, g);
+            b.add_to_stack(leaf, &[2]).unwrap();
+        }
+        let p = b.finish();
+        let steps = 5 * N as u64;
+        let (inverted, applied) = invert_within(&p.view(), 4 * N + 1, steps).unwrap();
+        assert_eq!(applied.matched, 2 * N);
+        assert_eq!(inverted.stacks.prefix.len(), 4 * N + 1);
+        // Each sample moved to the reversed stack: same depth, frames reversed, values kept.
+        let frames_of = |q: &Profile, mut s: u32| {
+            let mut v = Vec::new();
+            while s != NONE {
+                v.push(q.stacks.frame[s as usize]);
+                s = q.stacks.prefix[s as usize];
+            }
+            v
+        };
+        assert_eq!(inverted.samples.stack.len(), 2 * N);
+        for i in [0, 1, N, 2 * N - 2, 2 * N - 1] {
+            let mut before = frames_of(&p, p.samples.stack[i]);
+            before.reverse();
+            assert_eq!(frames_of(&inverted, inverted.samples.stack[i]), before);
+            assert_eq!(inverted.samples.values[0][i], p.samples.values[0][i]);
+        }
+        let e = invert_within(&p.view(), 4 * N + 1, steps - 1)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!(
+                "too large: inverting walks {steps} frames, more than {}",
+                steps - 1
+            )),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn invert_stops_at_its_step_budget() {
+        // Mutual recursion f;g;f;g;… 2 000 deep, sampled at every level, inverts into 4 000
+        // stacks but walks 1 + 2 + … + 2 000 = 2 001 000 steps: the budget stops it first.
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        let fr = crate::testing::numbered_frames(&mut b, 2);
+        let mut s = NONE;
+        for d in 0..2_000 {
+            s = b.stack(s, fr[d % 2]);
+            b.add_to_stack(s, &[1]).unwrap();
+        }
+        let p = b.finish();
+        let (inverted, _) = invert_within(&p.view(), 4_000, 2_001_000).unwrap();
+        assert_eq!(inverted.stacks.prefix.len(), 3_999);
+        let e = invert_within(&p.view(), 4_000, 2_000_999)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "too large: inverting walks 2001000 frames, more than 2000999 (the sum of the depths of the 2000 distinct sampled stacks, a run of direct recursion counted once; the profile has 2000 stacks, up to 2000 frames deep): invert a part of it (focus-func, max-depth, collapse-rec first)"
+        );
+        assert_eq!(invert_step_budget(100), INVERT_MIN_STEPS);
+        assert_eq!(invert_step_budget(1 << 24), 256 << 24);
     }
 
     #[test]
