@@ -31,7 +31,7 @@ use profconv_plugin::{Context, Format, Input, OptionDesc, Options, Output, Plugi
 pub use emit::{EmitOptions, emit_callgrind, emit_callgrind_validated};
 pub use graph::{Costs, Edge, Event, Func, Graph, SelfCost};
 pub use parse::{CELLS_PER_BYTE, FREE_CELLS, MAX_EVENTS, parse_graph, sniff};
-pub use tree::{BuildOptions, NODE_CELLS, build_profile};
+pub use tree::{BuildOptions, NODE_CELLS, WORK_PER_ITEM, WORK_PER_NODE, build_profile};
 
 /// Default of `-O max-depth`: deepest call-tree node the parser reconstructs.
 pub const DEFAULT_MAX_DEPTH: u32 = 1000;

@@ -21,6 +21,11 @@
 //!    than `max_depth`, or when `max_nodes` nodes exist (fewer with more than 16 event columns,
 //!    see [`NODE_CELLS`]): its function's costs then go to its other nodes (or, if it has none,
 //!    to a root node of its own).
+//! 5. The work is bounded (see [`WORK_PER_NODE`]): shares are found by binary search when an
+//!    item is smaller than its function's node count; past a limit of node shares, a call edge
+//!    makes no child (as in 4.) and a function's self costs are split as one item, at its
+//!    first position. Splits that can make no child (only counting the nodes not made, for the
+//!    warnings) have a limit of their own, past which they are skipped, uncounted.
 //!
 //! So the self cost of every function is exactly the file's, the grand total is the file's
 //! total self cost, and everything is iterative. What is lost: cost inside a cycle or below a
@@ -56,6 +61,24 @@ impl Default for BuildOptions {
 /// of a file's event columns and `max_nodes`.
 pub const NODE_CELLS: usize = 1 << 24;
 
+/// The work limit of the reconstruction, in node shares. Splitting an item (a self cost, a call
+/// edge) over a function's `n` nodes costs `n` when done densely, or, when the item is smaller
+/// than that, one binary search per nonzero share; so the fan-out shape (2^L paths to one
+/// function with K call edges) costs about nodes made, not 2^L × K. What is left, splitting every
+/// item over every node, is nodes × items: the limit is `WORK_PER_NODE` per node of the (possibly
+/// lowered) `max_nodes`, or of the default [`crate::DEFAULT_MAX_NODES`] (lowered the same way)
+/// when that is more, plus [`WORK_PER_ITEM`] per self-cost position and call edge of the graph.
+/// An item costing at most `WORK_PER_ITEM` is always split. Past the limit, a call edge is not
+/// split (no child, as past `max_nodes`), and a function's self costs are split as one item, at
+/// its first position, unless all of its splits still fit; a warning counts both. A call edge
+/// that can make no node (`max_depth` or `max_nodes` reached) is split only to count the nodes
+/// it does not make, within a limit of its own of the same size, past which it is skipped
+/// (uncounted, says the warning). The work then stays within three times the limit plus the
+/// nodes made.
+pub const WORK_PER_NODE: usize = 4;
+/// See [`WORK_PER_NODE`].
+pub const WORK_PER_ITEM: usize = 16;
+
 /// An edge of the reconstruction graph.
 struct TEdge {
     from: u32,
@@ -73,6 +96,38 @@ pub fn build_profile(
     opts: &BuildOptions,
     cx: &mut Context<'_>,
 ) -> Result<Profile, PluginError> {
+    build(g, opts, Tuning::default(), cx).map(|(p, _)| p)
+}
+
+/// How [`build`] departs from [`build_profile`] (for tests).
+#[derive(Clone, Copy, Debug, Default)]
+struct Tuning {
+    /// Split every item over every node, with no work limit (the reconstruction before the
+    /// work was bounded, which tests compare against).
+    dense_only: bool,
+    /// This work limit instead of the default.
+    max_work: Option<usize>,
+}
+
+/// What a build did (the tests read it).
+#[derive(Clone, Copy, Debug, Default)]
+#[cfg_attr(not(test), allow(dead_code))]
+struct Stats {
+    /// Node shares of the splits (see [`WORK_PER_NODE`]).
+    work: usize,
+    /// Node shares of the splits that could make no node.
+    count_work: usize,
+    max_work: usize,
+    nodes: usize,
+}
+
+/// [`build_profile`], tuned.
+fn build(
+    g: &Graph,
+    opts: &BuildOptions,
+    tuning: Tuning,
+    cx: &mut Context<'_>,
+) -> Result<(Profile, Stats), PluginError> {
     let nf = g.funcs.len();
     let nc = g.events.len();
     // Nodes keep a weight per event column and their samples a value per column: the node
@@ -254,9 +309,30 @@ pub fn build_profile(
     let mut node_weight: Vec<i64> = Vec::new(); // nc per node
     let mut nodes_of: Vec<Vec<u32>> = vec![Vec::new(); nf];
     let mut row = vec![0i64; nc + any_calls as usize];
-    let mut shares: Vec<i64> = Vec::new(); // nc per node of the current function
-    let mut call_shares: Vec<i64> = Vec::new();
+    let mut split = Split::default();
+    let mut parts = Parts::default();
+    let mut merged = vec![0i64; nc];
     let (mut cut_depth, mut cut_budget) = (0u64, 0u64);
+    // The work limit (see `WORK_PER_NODE`): what splitting the items takes, by `Split::cost`.
+    // Items that take at most `WORK_PER_ITEM` are always split (and counted).
+    // A max-nodes below the default does not lower it.
+    let items = g.selfs.len().saturating_add(edges.len());
+    let per_node = max_nodes.max(crate::DEFAULT_MAX_NODES.min(NODE_CELLS / nc.max(1)));
+    let max_work = match tuning {
+        Tuning {
+            dense_only: true, ..
+        } => usize::MAX,
+        Tuning {
+            max_work: Some(w), ..
+        } => w,
+        _ => per_node
+            .saturating_mul(WORK_PER_NODE)
+            .saturating_add(items.saturating_mul(WORK_PER_ITEM)),
+    };
+    split.dense_only = tuning.dense_only;
+    let (mut work, mut count_work) = (0usize, 0usize);
+    let (mut unsplit_edges, mut merged_funcs) = (0u64, 0u64);
+    let (mut uncounted_deep, mut uncounted_full) = (0u64, 0u64);
     for &f in &order {
         let fu = f as usize;
         let kept: Vec<u32> = out_of[fu]
@@ -288,45 +364,7 @@ pub fn build_profile(
             node_weight.extend_from_slice(&w);
         }
         let nodes = std::mem::take(&mut nodes_of[fu]);
-        let nn = nodes.len();
-        // Per column: the weights to apportion by (equal when they are all zero).
-        let w: Vec<i64> = nodes
-            .iter()
-            .flat_map(|&n| {
-                node_weight[n as usize * nc..(n as usize + 1) * nc]
-                    .iter()
-                    .copied()
-            })
-            .collect();
-        let mut sum_w = vec![0i128; nc];
-        for j in 0..nn {
-            for k in 0..nc {
-                sum_w[k] += w[j * nc + k] as i128;
-            }
-        }
-        let weight = |j: usize, k: usize, sum: &[i128]| -> i128 {
-            if sum[k] > 0 { w[j * nc + k] as i128 } else { 1 }
-        };
-        let sum_eff: Vec<i128> = (0..nc)
-            .map(|k| if sum_w[k] > 0 { sum_w[k] } else { nn as i128 })
-            .collect();
-        let apportion = |total: &[i64], shares: &mut Vec<i64>| {
-            shares.clear();
-            shares.resize(nn * nc, 0);
-            for k in 0..nc {
-                let s = total[k] as i128;
-                if s == 0 {
-                    continue;
-                }
-                let (mut cum, mut prev) = (0i128, 0i128);
-                for j in 0..nn {
-                    cum += weight(j, k, &sum_w);
-                    let cur = s * cum / sum_eff[k];
-                    shares[j * nc + k] = (cur - prev) as i64;
-                    prev = cur;
-                }
-            }
-        };
+        split.reset(&nodes, &node_weight, nc);
         // The position of the function's first item, where its nodes' call counts are put.
         let first_pos = self_of[fu]
             .first()
@@ -336,17 +374,64 @@ pub fn build_profile(
                     .map(|&e| (edges[e as usize].addr, edges[e as usize].line))
             })
             .unwrap_or((None, 0));
+        let edge_cost = |e: u32| &costs[edges[e as usize].cost..edges[e as usize].cost + nc];
+        let self_work = self_of[fu].iter().fold(0usize, |a, &s| {
+            a.saturating_add(split.cost(g.self_costs.row(s as usize)))
+        });
+        let edge_work: Vec<usize> = kept.iter().map(|&e| split.cost(edge_cost(e))).collect();
+        // A split that can make no node (every node at max-depth - 1, or max-nodes reached)
+        // only counts the nodes it does not make: its work has a limit of its own, past which
+        // it is skipped (so counting never takes the work that makes the tree).
+        let all_deep = nodes
+            .iter()
+            .all(|&n| node_depth[n as usize] + 1 >= opts.max_depth);
+        let all_work = if all_deep || node_prefix.len() >= max_nodes {
+            self_work
+        } else {
+            edge_work
+                .iter()
+                .fold(self_work, |a, &c| a.saturating_add(c))
+        };
 
-        for &s in &self_of[fu] {
-            let item = &g.selfs[s as usize];
-            apportion(g.self_costs.row(s as usize), &mut shares);
-            for (j, &n) in nodes.iter().enumerate() {
-                let sh = &shares[j * nc..(j + 1) * nc];
-                if sh.iter().all(|&v| v == 0) {
-                    continue;
+        // Self costs are split by position when that is cheap (a few shares per position, as
+        // for a root) or when all of the function's splits fit in the work limit; else as one
+        // item (so a function's call edges get the work first).
+        let cheap = self_work <= self_of[fu].len().saturating_mul(WORK_PER_ITEM);
+        if self_of[fu].len() <= 1 || cheap || work.saturating_add(all_work) <= max_work {
+            work = work.saturating_add(self_work);
+            for &s in &self_of[fu] {
+                let item = &g.selfs[s as usize];
+                split.split(g.self_costs.row(s as usize), &mut parts);
+                for (j, sh) in parts.iter() {
+                    let fr = frame(&mut b, f, item.addr, item.line);
+                    let stack = b.stack(node_prefix[nodes[j] as usize], fr);
+                    row[..nc].copy_from_slice(sh);
+                    if any_calls {
+                        row[nc] = 0;
+                    }
+                    b.add_to_stack(stack, &row)?;
                 }
-                let fr = frame(&mut b, f, item.addr, item.line);
-                let stack = b.stack(node_prefix[n as usize], fr);
+            }
+        } else {
+            // Past the work limit: the function's self costs are split as one item, at its
+            // first position (each node keeps its share; the split by line is lost).
+            merged_funcs += 1;
+            merged.iter_mut().for_each(|v| *v = 0);
+            for &s in &self_of[fu] {
+                for (k, v) in g.self_costs.row(s as usize).iter().enumerate() {
+                    merged[k] = merged[k].checked_add(*v).ok_or_else(|| {
+                        PluginError::internal(format!(
+                            "callgrind: the self costs of `{}` do not fit in 64 bits",
+                            show_name(&g.annotate_name(f))
+                        ))
+                    })?;
+                }
+            }
+            work = work.saturating_add(split.cost(&merged));
+            split.split(&merged, &mut parts);
+            for (j, sh) in parts.iter() {
+                let fr = frame(&mut b, f, first_pos.0, first_pos.1);
+                let stack = b.stack(node_prefix[nodes[j] as usize], fr);
                 row[..nc].copy_from_slice(sh);
                 if any_calls {
                     row[nc] = 0;
@@ -366,27 +451,29 @@ pub fn build_profile(
                 }
             }
         }
-        for &e in &kept {
-            let edge = &edges[e as usize];
-            apportion(&costs[edge.cost..edge.cost + nc], &mut shares);
-            // Calls follow the first column's shares.
-            call_shares.clear();
-            call_shares.resize(nn, 0);
-            if edge.calls > 0 {
-                let s = edge.calls.min(i64::MAX as u64) as i128;
-                let (mut cum, mut prev) = (0i128, 0i128);
-                for (j, share) in call_shares.iter_mut().enumerate() {
-                    cum += if nc > 0 { weight(j, 0, &sum_w) } else { 1 };
-                    let cur = s * cum / if nc > 0 { sum_eff[0] } else { nn as i128 };
-                    *share = (cur - prev) as i64;
-                    prev = cur;
-                }
-            }
-            for (j, &n) in nodes.iter().enumerate() {
-                let sh = &shares[j * nc..(j + 1) * nc];
-                if sh.iter().all(|&v| v == 0) {
+        for (&e, &cost) in kept.iter().zip(&edge_work) {
+            let full = node_prefix.len() >= max_nodes;
+            if cost > WORK_PER_ITEM && (all_deep || full) {
+                if count_work.saturating_add(cost) > max_work {
+                    if all_deep {
+                        uncounted_deep += 1;
+                    } else {
+                        uncounted_full += 1;
+                    }
                     continue;
                 }
+                count_work += cost;
+            } else if cost > WORK_PER_ITEM && work.saturating_add(cost) > max_work {
+                // Past the work limit: no child, as past max-nodes.
+                unsplit_edges += 1;
+                continue;
+            } else {
+                work = work.saturating_add(cost);
+            }
+            let edge = &edges[e as usize];
+            split.split(edge_cost(e), &mut parts);
+            for (j, sh) in parts.iter() {
+                let n = nodes[j];
                 let depth = node_depth[n as usize] + 1;
                 if depth >= opts.max_depth {
                     cut_depth += 1;
@@ -401,7 +488,8 @@ pub fn build_profile(
                 nodes_of[edge.to as usize].push(node_prefix.len() as u32);
                 node_prefix.push(prefix);
                 node_depth.push(depth);
-                node_calls.push(call_shares[j]);
+                // Calls follow the first column's shares.
+                node_calls.push(split.call_share(edge.calls, j));
                 node_weight.extend_from_slice(sh);
             }
         }
@@ -411,13 +499,21 @@ pub fn build_profile(
             "{n_back} call edge(s) closing a cycle (recursion) were not expanded; their costs show at the outer level"
         ));
     }
-    if cut_depth > 0 {
+    let uncounted = |n: u64, whose: &str| {
+        if n > 0 {
+            format!(", nor those of {n} call edge(s) {whose} (not split, so not counted)")
+        } else {
+            String::new()
+        }
+    };
+    if cut_depth > 0 || uncounted_deep > 0 {
         cx.warn(&format!(
-            "{cut_depth} call-tree node(s) deeper than max-depth={} were not created; their costs went to other contexts of the same functions",
-            opts.max_depth
+            "{cut_depth} call-tree node(s) deeper than max-depth={} were not created{}; their costs went to other contexts of the same functions",
+            opts.max_depth,
+            uncounted(uncounted_deep, "from nodes at that depth")
         ));
     }
-    if cut_budget > 0 {
+    if cut_budget > 0 || uncounted_full > 0 {
         let lowered = if max_nodes < opts.max_nodes {
             format!(
                 " (lowered from {} for {nc} event columns: nodes × columns is kept within {NODE_CELLS})",
@@ -427,10 +523,229 @@ pub fn build_profile(
             String::new()
         };
         cx.warn(&format!(
-            "{cut_budget} call-tree node(s) beyond max-nodes={max_nodes}{lowered} were not created; their costs went to other contexts of the same functions"
+            "{cut_budget} call-tree node(s) beyond max-nodes={max_nodes}{lowered} were not created{}; their costs went to other contexts of the same functions",
+            uncounted(uncounted_full, "met past that")
         ));
     }
-    Ok(b.finish())
+    if unsplit_edges > 0 || merged_funcs > 0 {
+        let mut what = Vec::new();
+        if unsplit_edges > 0 {
+            what.push(format!(
+                "{unsplit_edges} call edge(s) were not split over their callers' call-tree nodes (no child nodes; their costs went to other contexts of the same functions)"
+            ));
+        }
+        if merged_funcs > 0 {
+            what.push(format!(
+                "the self costs of {merged_funcs} function(s) were split over their call-tree nodes as one item, at the function's first line (per-function self costs stay exact)"
+            ));
+        }
+        cx.warn(&format!(
+            "call-tree reconstruction work limit reached ({max_work} node shares: {WORK_PER_NODE} × {per_node} nodes, the larger of max-nodes and its default, plus {WORK_PER_ITEM} × {items} self-cost positions and call edges; -O max-nodes above {per_node} raises it): {}",
+            what.join("; ")
+        ));
+    }
+    let stats = Stats {
+        work,
+        count_work,
+        max_work,
+        nodes: node_prefix.len(),
+    };
+    Ok((b.finish(), stats))
+}
+
+/// How a function's items are split over its nodes: per event column, the prefix sums of the
+/// nodes' weights (all 1 when the column's weights are all zero), shifted right when the
+/// column's total does not fit in 64 bits (so `total × prefix` fits in an `i128`). A node's share of an item
+/// is `⌊t × cum[j] / S⌋ − ⌊t × cum[j−1] / S⌋`: cumulative rounding, so the shares add up to `t`.
+#[derive(Default)]
+struct Split {
+    nn: usize,
+    nc: usize,
+    /// Bits of `nn`: the steps of one binary search.
+    bits: usize,
+    /// Column-major: `cum[k * nn + j]`.
+    cum: Vec<u64>,
+    /// Never split sparsely.
+    dense_only: bool,
+}
+
+impl Split {
+    fn reset(&mut self, nodes: &[u32], node_weight: &[i64], nc: usize) {
+        let nn = nodes.len();
+        self.nn = nn;
+        self.nc = nc;
+        self.bits = (usize::BITS - nn.leading_zeros()) as usize;
+        self.cum.clear();
+        self.cum.resize(nn * nc, 0);
+        let weight = |n: u32, k: usize| node_weight[n as usize * nc + k] as i128;
+        for k in 0..nc {
+            let c = &mut self.cum[k * nn..(k + 1) * nn];
+            let total: i128 = nodes.iter().map(|&n| weight(n, k)).sum();
+            if total <= 0 {
+                for (j, x) in c.iter_mut().enumerate() {
+                    *x = j as u64 + 1;
+                }
+                continue;
+            }
+            let shift = 64u32.saturating_sub(total.leading_zeros());
+            let mut sum = 0i128;
+            for (x, &n) in c.iter_mut().zip(nodes) {
+                sum += weight(n, k);
+                *x = (sum >> shift) as u64;
+            }
+        }
+    }
+
+    /// Binary searches a sparse split of `total` takes (at most one per nonzero share), or
+    /// `None` when a dense split is cheaper.
+    fn searches(&self, total: &[i64]) -> Option<usize> {
+        if self.dense_only {
+            return None;
+        }
+        let mut n = 0usize;
+        for &t in total {
+            if t < 0 {
+                return None;
+            }
+            n = n.saturating_add((t as u64).min(self.nn as u64) as usize);
+        }
+        let dense = self.nn as u128 * self.nc as u128;
+        (n as u128 * (self.bits as u128) < dense).then_some(n)
+    }
+
+    /// The work of splitting `total`: the nodes a dense split walks, or the binary searches of a
+    /// sparse one (at least 1).
+    fn cost(&self, total: &[i64]) -> usize {
+        if self.nc == 0 {
+            return 1;
+        }
+        self.searches(total).map_or(self.nn, |n| n.max(1))
+    }
+
+    /// The nonzero shares of `total`, by node, in node order. With no event column nothing is
+    /// shared.
+    fn split(&self, total: &[i64], out: &mut Parts) {
+        if self.nc == 0 {
+            out.nc = 0;
+            out.idx.clear();
+            out.vals.clear();
+            return;
+        }
+        if self.searches(total).is_some() {
+            self.split_sparse(total, out);
+        } else {
+            self.split_dense(total, out);
+        }
+    }
+
+    /// Walks every node: `nn × nc` steps.
+    fn split_dense(&self, total: &[i64], out: &mut Parts) {
+        let (nn, nc) = (self.nn, self.nc);
+        out.nc = nc;
+        out.idx.clear();
+        out.vals.clear();
+        out.dense.clear();
+        out.dense.resize(nn * nc, 0);
+        for (k, &t) in total.iter().enumerate().take(nc) {
+            let s = t as i128;
+            let c = &self.cum[k * nn..(k + 1) * nn];
+            let Some(&big) = c.last() else { continue };
+            if s == 0 || big == 0 {
+                continue;
+            }
+            let big = big as i128;
+            let mut prev = 0i128;
+            for (j, &x) in c.iter().enumerate() {
+                let cur = s * x as i128 / big;
+                out.dense[j * nc + k] = (cur - prev) as i64;
+                prev = cur;
+            }
+        }
+        for (j, sh) in out.dense.chunks_exact(nc).enumerate() {
+            if sh.iter().any(|&v| v != 0) {
+                out.idx.push(j as u32);
+                out.vals.extend_from_slice(sh);
+            }
+        }
+    }
+
+    /// Finds the nonzero shares by binary search on the prefix sums: one search per nonzero
+    /// share of each column, so a small cost split over many nodes takes a few steps.
+    fn split_sparse(&self, total: &[i64], out: &mut Parts) {
+        let (nn, nc) = (self.nn, self.nc);
+        out.nc = nc;
+        out.idx.clear();
+        out.vals.clear();
+        let mut found = std::mem::take(&mut out.found);
+        found.clear();
+        for (k, &t) in total.iter().enumerate().take(nc) {
+            let s = t as i128;
+            let c = &self.cum[k * nn..(k + 1) * nn];
+            let Some(&big) = c.last() else { continue };
+            if s <= 0 || big == 0 {
+                continue;
+            }
+            let big = big as i128;
+            // v: the cumulative share so far; the next nonzero share is at the first node
+            // whose ⌊s × cum / S⌋ passes it.
+            let mut v = 0i128;
+            while v < s {
+                let target = (v + 1) * big;
+                let j = c.partition_point(|&x| s * (x as i128) < target);
+                let Some(&x) = c.get(j) else { break };
+                let cur = s * x as i128 / big;
+                found.push((j as u32, k as u32, (cur - v) as i64));
+                v = cur;
+            }
+        }
+        found.sort_unstable();
+        for &(j, k, v) in &found {
+            if out.idx.last() != Some(&j) {
+                out.idx.push(j);
+                out.vals.resize(out.vals.len() + nc, 0);
+            }
+            let at = out.vals.len() - nc + k as usize;
+            out.vals[at] = v;
+        }
+        out.found = found;
+    }
+
+    /// Node `j`'s share of `calls`, split like the first column.
+    fn call_share(&self, calls: u64, j: usize) -> i64 {
+        if calls == 0 || self.nc == 0 {
+            return 0;
+        }
+        let s = calls.min(i64::MAX as u64) as i128;
+        let c = &self.cum[..self.nn];
+        let big = c.last().map_or(0, |&x| x as i128);
+        if big == 0 || j >= c.len() {
+            return 0;
+        }
+        let cur = s * c[j] as i128 / big;
+        let prev = if j > 0 { s * c[j - 1] as i128 / big } else { 0 };
+        (cur - prev) as i64
+    }
+}
+
+/// The nonzero shares of one item: `idx[i]` (a node's index in its function's nodes) gets
+/// `vals[i * nc..(i + 1) * nc]`.
+#[derive(Default)]
+struct Parts {
+    nc: usize,
+    idx: Vec<u32>,
+    vals: Vec<i64>,
+    /// Scratch: the dense split's shares, the sparse split's (node, column, share).
+    dense: Vec<i64>,
+    found: Vec<(u32, u32, i64)>,
+}
+
+impl Parts {
+    fn iter(&self) -> impl Iterator<Item = (usize, &[i64])> {
+        self.idx
+            .iter()
+            .enumerate()
+            .map(|(i, &j)| (j as usize, &self.vals[i * self.nc..(i + 1) * self.nc]))
+    }
 }
 
 /// For each of `n` groups, the indices of the items in it, in order.
@@ -473,6 +788,7 @@ mod tests {
     use profconv_plugin::Input;
     use profconv_plugin::ir::CallTree;
     use profconv_plugin::ir::testing::first_seen_tree;
+    use std::collections::BTreeMap;
 
     fn tree(text: &str, opts: BuildOptions) -> String {
         let g = parse_graph(
@@ -546,6 +862,289 @@ mod tests {
         let t = CallTree::build(&p.view()).unwrap();
         assert_eq!((t.grand_total(0), t.grand_total(1)), (4, 6));
         assert_eq!(p.view().value_type_name(1), "B");
+    }
+
+    /// The fan-out shape: a root, `layers` layers of two functions each calling both functions
+    /// of the next layer (2^layers paths), down to `X`, which calls `leaves` functions; each of
+    /// those calls costs `cost`, and each leaf has two lines of self cost `cost`.
+    fn fan(layers: usize, leaves: usize, cost: u64) -> String {
+        let mut o = String::from("events: Ir\nfl=a.c\nfn=root\n1 1\n");
+        for a in ["a", "b"] {
+            o += &format!("cfn=L0{a}\ncalls=1 1\n1 1000000000000\n");
+        }
+        for i in 0..layers {
+            for a in ["a", "b"] {
+                o += &format!("fn=L{i}{a}\n1 1\n");
+                let callees = if i + 1 < layers {
+                    vec![format!("L{}a", i + 1), format!("L{}b", i + 1)]
+                } else {
+                    vec!["X".to_string()]
+                };
+                for c in callees {
+                    o += &format!("cfn={c}\ncalls=1 1\n1 100000000000\n");
+                }
+            }
+        }
+        o += "fn=X\n1 1\n";
+        for k in 0..leaves {
+            o += &format!("cfn=K{k}\ncalls=7 1\n1 {cost}\n");
+        }
+        for k in 0..leaves {
+            o += &format!("fn=K{k}\n1 {cost}\n2 {cost}\n");
+        }
+        o
+    }
+
+    /// Every item split over every node, with no work limit: the reconstruction before.
+    const DENSE: Tuning = Tuning {
+        dense_only: true,
+        max_work: None,
+    };
+
+    /// `build` of `text`: the profile, its stats and the messages.
+    fn built(text: &str, opts: BuildOptions, tuning: Tuning) -> (Profile, Stats, Vec<String>) {
+        let g = parse_graph(
+            &mut Input::from_slice(text.as_bytes()),
+            &mut Context::silent(),
+        )
+        .unwrap();
+        let mut messages = Vec::new();
+        let mut sink = |_: u32, m: &str| messages.push(m.to_string());
+        let (p, stats) = build(&g, &opts, tuning, &mut Context::with_sink(&mut sink)).unwrap();
+        (p, stats, messages)
+    }
+
+    /// Self cost (column 0) per function name, and per (function name, line).
+    fn self_costs(p: &Profile) -> (BTreeMap<String, i64>, BTreeMap<(String, u32), i64>) {
+        let v = p.view();
+        let (mut by_func, mut by_line) = (BTreeMap::new(), BTreeMap::new());
+        for (i, &stack) in v.sample_stack.iter().enumerate() {
+            let frame = v.stack_frame[stack as usize] as usize;
+            let name = v.func_name_str(v.frame_func[frame]).to_string();
+            let value = v.sample_values[0][i];
+            *by_func.entry(name.clone()).or_insert(0) += value;
+            *by_line.entry((name, v.frame_line[frame])).or_insert(0) += value;
+        }
+        by_func.retain(|_, v| *v != 0);
+        by_line.retain(|_, v| *v != 0);
+        (by_func, by_line)
+    }
+
+    #[test]
+    fn fan_out_work_follows_the_nodes_made_not_paths_times_edges() {
+        // 2^12 nodes of X, each of its 3000 calls (cost 10) split over them: splitting every call
+        // over every node took 12 Mi node shares (1.7 s in a debug build; 241 s for a 2.4 MB
+        // file of this shape in release); a call's 10 nonzero shares are found by binary search.
+        let (layers, leaves) = (12, 3000);
+        let (p, stats, messages) = built(
+            &fan(layers, leaves, 10),
+            BuildOptions::default(),
+            Tuning::default(),
+        );
+        assert!(messages.is_empty(), "{messages:?}");
+        let paths = 1usize << layers;
+        // root, 2 per layer per path prefix, X's 2^12 nodes, 10 per leaf.
+        assert_eq!(stats.nodes, 1 + (2 * paths - 2) + paths + 10 * leaves);
+        assert!(
+            stats.work <= 4 * (stats.nodes + 3 * leaves),
+            "{} node shares for {} nodes (old: > {})",
+            stats.work,
+            stats.nodes,
+            paths * leaves
+        );
+        // Every leaf is under X, in 10 contexts of cost 1 each way, its two lines kept.
+        let t = CallTree::build(&p.view()).unwrap();
+        let v = p.view();
+        let under_x = (0..t.len())
+            .filter(|&n| {
+                let parent = t.parent[n];
+                parent != NONE
+                    && v.func_name_str(t.func[parent as usize]) == "X"
+                    && v.func_name_str(t.func[n]).starts_with('K')
+            })
+            .count();
+        assert_eq!(under_x, 10 * leaves);
+        let (by_func, by_line) = self_costs(&p);
+        assert_eq!(by_func["K0"], 20);
+        assert_eq!(by_line[&("K2999".to_string(), 2)], 10);
+        // The same profile as splitting every item over every node.
+        let small = fan(6, 40, 10);
+        let (dense, dense_stats, _) = built(&small, BuildOptions::default(), DENSE);
+        let (sparse, stats, _) = built(&small, BuildOptions::default(), Tuning::default());
+        assert_eq!(
+            first_seen_tree(&sparse.view(), true),
+            first_seen_tree(&dense.view(), true)
+        );
+        assert_eq!(sparse.view().frame_line, dense.view().frame_line);
+        assert!(stats.work <= dense_stats.work, "{stats:?} {dense_stats:?}");
+    }
+
+    #[test]
+    fn past_the_work_limit_edges_stay_unsplit_and_self_lines_merge() {
+        // Dense splits (each call costs more than X has nodes): X's 2^6 nodes × 500 calls are
+        // 32 000 node shares, within the default limit, which a small max-nodes does not lower:
+        // the tree and the messages of splitting everything.
+        let text = fan(6, 500, 1_000_000);
+        let opts = BuildOptions {
+            max_depth: 1000,
+            max_nodes: 300,
+        };
+        let (p, stats, messages) = built(&text, opts, Tuning::default());
+        let selfs = 1 + 2 * 6 + 1 + 2 * 500;
+        let items = selfs + (2 + 4 * 5 + 2 + 500);
+        assert_eq!(stats.max_work, 4 * crate::DEFAULT_MAX_NODES + 16 * items);
+        let (old, _, old_messages) = built(&text, opts, DENSE);
+        assert_eq!(messages, old_messages);
+        assert_eq!(
+            first_seen_tree(&p.view(), true),
+            first_seen_tree(&old.view(), true)
+        );
+        // Past max-nodes=300 the calls could make no node: with a limit of 2 000, most are not
+        // split (nor their nodes counted); the tree is the same.
+        let small = Tuning {
+            max_work: Some(2000),
+            ..Tuning::default()
+        };
+        let (p, stats, messages) = built(&text, opts, small);
+        assert!(stats.count_work <= 2000, "{stats:?}");
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert!(
+            messages[0].contains("beyond max-nodes=300 were not created, nor those of"),
+            "{messages:?}"
+        );
+        assert_eq!(
+            first_seen_tree(&p.view(), true),
+            first_seen_tree(&old.view(), true)
+        );
+        // Likewise when X's nodes are at max-depth - 1.
+        let deep = BuildOptions {
+            max_depth: 8,
+            max_nodes: 1_000_000,
+        };
+        let (_, stats, messages) = built(&text, deep, small);
+        assert!(stats.count_work <= 2000, "{stats:?}");
+        assert!(
+            messages[0].contains("max-depth=8 were not created, nor those of 469 call edge(s)"),
+            "{messages:?}"
+        );
+        // With a work limit of 10 000 and no node limit: calls stay unsplit, self costs merge.
+        let tight = Tuning {
+            max_work: Some(10_000),
+            ..Tuning::default()
+        };
+        let (p, stats, messages) = built(&text, BuildOptions::default(), tight);
+        assert!(stats.work <= 2 * stats.max_work + stats.nodes, "{stats:?}");
+        let limit = messages
+            .iter()
+            .find(|m| m.contains("work limit reached"))
+            .unwrap_or_else(|| panic!("{messages:?}"));
+        assert!(
+            limit.contains("call edge(s) were not split") && limit.contains("function(s) were"),
+            "{limit}"
+        );
+        // Self costs per function are still exactly the file's.
+        assert_eq!(self_costs(&p).0, self_costs(&old).0);
+        assert_eq!(self_costs(&p).0["K499"], 2_000_000);
+
+        // Many self-cost lines of one function with many nodes, with the default options: X's
+        // 2^12 nodes × 1200 lines would be 4.9 Mi node shares and as many stacks, past the
+        // limit of 4 Mi + 16 × items. They become one item, at X's first line.
+        let mut text = fan(12, 0, 1).replace("fn=X\n1 1\n", "fn=X\n");
+        for line in 1..=1200 {
+            text += &format!("{line} 1000000\n");
+        }
+        let (p, stats, messages) = built(&text, BuildOptions::default(), Tuning::default());
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.contains("the self costs of 1 function(s) were split")),
+            "{messages:?}"
+        );
+        let (by_func, by_line) = self_costs(&p);
+        assert_eq!(by_func["X"], 1_200_000_000);
+        assert_eq!(by_line[&("X".to_string(), 1)], 1_200_000_000);
+        assert!(p.view().n_stacks() < 4 * 8192, "{}", p.view().n_stacks());
+        assert!(stats.work <= stats.max_work, "{stats:?}");
+        // Below the limit, the lines stay.
+        text.truncate(text.rfind("\nfn=X\n").unwrap() + 6);
+        for line in 1..=3 {
+            text += &format!("{line} 1000000\n");
+        }
+        let (p, _, messages) = built(&text, BuildOptions::default(), Tuning::default());
+        assert!(messages.is_empty(), "{messages:?}");
+        assert_eq!(self_costs(&p).1[&("X".to_string(), 3)], 1_000_000);
+    }
+
+    #[test]
+    fn sparse_and_dense_splits_agree() {
+        // A little LCG: weights from 0 to near i64::MAX (the column totals then pass 2^64 and
+        // are shifted), totals from 0 to i64::MAX.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x >> 11
+        };
+        for round in 0..400 {
+            let nn = 1 + (next() % 300) as usize;
+            let nc = 1 + (next() % 3) as usize;
+            let weight_kind = next() % 4;
+            let node_weight: Vec<i64> = (0..nn * nc)
+                .map(|_| match weight_kind {
+                    0 => 0,
+                    1 => (next() % 5) as i64,
+                    2 => (next() % 1_000_000) as i64,
+                    _ => i64::MAX - (next() % 1000) as i64,
+                })
+                .collect();
+            let nodes: Vec<u32> = (0..nn as u32).rev().collect();
+            let mut split = Split::default();
+            split.reset(&nodes, &node_weight, nc);
+            for _ in 0..8 {
+                let total: Vec<i64> = (0..nc)
+                    .map(|_| match next() % 4 {
+                        0 => 0,
+                        1 => (next() % 8) as i64,
+                        2 => (next() % 1000) as i64,
+                        _ => i64::MAX - (next() % 1000) as i64,
+                    })
+                    .collect();
+                let (mut sparse, mut dense) = (Parts::default(), Parts::default());
+                split.split_sparse(&total, &mut sparse);
+                split.split_dense(&total, &mut dense);
+                assert_eq!(sparse.idx, dense.idx, "round {round}: {total:?}");
+                assert_eq!(sparse.vals, dense.vals, "round {round}: {total:?}");
+                for (k, &t) in total.iter().enumerate() {
+                    let sum: i64 = dense.iter().map(|(_, sh)| sh[k]).sum();
+                    assert_eq!(sum, t, "round {round}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn huge_caller_weights_do_not_overflow() {
+        // Five callers each pass f a call of cost 2^63 - 1: f's nodes weigh 5 × (2^63 - 1) in
+        // all, and f's self cost 2^62 times that is past i128: the weights are shifted first.
+        let big = i64::MAX;
+        let mut text = String::from("events: Ir\nfn=main\n1 1\n");
+        for c in 0..5 {
+            text += &format!("cfn=c{c}\ncalls=1 1\n1 1\n");
+        }
+        for c in 0..5 {
+            text += &format!("fn=c{c}\n1 1\ncfn=f\ncalls=3 1\n1 {big}\n");
+        }
+        text += &format!("fn=f\n1 {}\n2 3\n", 1i64 << 62);
+        let (p, ..) = built(&text, BuildOptions::default(), Tuning::default());
+        let (by_func, by_line) = self_costs(&p);
+        assert_eq!(by_func["f"], (1i64 << 62) + 3);
+        assert_eq!(by_line[&("f".to_string(), 2)], 3);
+        let t = CallTree::build(&p.view()).unwrap();
+        let f_nodes = (0..t.len())
+            .filter(|&n| p.view().func_name_str(t.func[n]) == "f")
+            .count();
+        assert_eq!(f_nodes, 5);
     }
 
     #[test]
