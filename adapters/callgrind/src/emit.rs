@@ -1086,13 +1086,13 @@ impl<W: Write> Writer<'_, W> {
         let ob = cg.ob_group[f];
         if *cur_ob != ob && (cg.obs[f].is_some() || *cur_ob != NONE) {
             self.buf.extend_from_slice(b"ob=");
-            self.compressed(Kind::Ob, ob, cg.obs[f].unwrap_or("???"));
+            self.compressed(Kind::Ob, ob, or_unknown(cg.obs[f].unwrap_or("")));
             *cur_ob = ob;
         }
         let file = cg.file_group[f];
         if *cur_file != file {
             self.buf.extend_from_slice(b"fl=");
-            self.compressed(Kind::File, file, cg.files[f].unwrap_or("???"));
+            self.compressed(Kind::File, file, or_unknown(cg.files[f].unwrap_or("")));
             *cur_file = file;
         }
         self.buf.extend_from_slice(b"fn=");
@@ -1110,10 +1110,18 @@ impl<W: Write> Writer<'_, W> {
         let (f, c) = (caller as usize, e.callee as usize);
         if cg.ob_group[c] != cg.ob_group[f] {
             self.buf.extend_from_slice(b"cob=");
-            self.compressed(Kind::Ob, cg.ob_group[c], cg.obs[c].unwrap_or("???"));
+            self.compressed(
+                Kind::Ob,
+                cg.ob_group[c],
+                or_unknown(cg.obs[c].unwrap_or("")),
+            );
         }
         self.buf.extend_from_slice(b"cfi=");
-        self.compressed(Kind::File, cg.file_group[c], cg.files[c].unwrap_or("???"));
+        self.compressed(
+            Kind::File,
+            cg.file_group[c],
+            or_unknown(cg.files[c].unwrap_or("")),
+        );
         self.buf.extend_from_slice(b"cfn=");
         self.compressed(Kind::Name, cg.name_group[c], or_unknown(cg.names[c]));
         self.buf.extend_from_slice(b"calls=");
@@ -1175,8 +1183,18 @@ enum Kind {
     Ob,
 }
 
+/// `???` for a name that readers would take as none: empty, or only whitespace (which they trim
+/// off, leaving `fn=(3)`, a reference to an id never defined; a line break is written as a
+/// space).
 fn or_unknown(name: &str) -> &str {
-    if name.is_empty() { "???" } else { name }
+    if name
+        .trim_matches(|c: char| c.is_ascii_whitespace())
+        .is_empty()
+    {
+        "???"
+    } else {
+        name
+    }
 }
 
 /// Event short names: the value type names with characters other than letters, digits and
@@ -1284,6 +1302,37 @@ mod tests {
             body(&text),
             "\nsummary: 1\n\nfl=(1) ???\nfn=(1) f\ncfi=(1)\ncfn=(2) g\ncalls=1 0\n0 1\ncfi=(1)\ncfn=(3) h\ncalls=1 0\n0 1\n\nfn=(2)\ncfi=(1)\ncfn=(1)\ncalls=1 0\n0 0\n\nfn=(3)\n0 1\n\ntotals: 1\n"
         );
+    }
+
+    /// A name of only whitespace (a line break is written as a space) would be trimmed by
+    /// readers to `fn=(2)`, a reference to an id never defined: it is written `???`, like an
+    /// empty one, and the file reads back.
+    #[test]
+    fn blank_names_are_written_as_unknown() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&["main", " ", "x"], &[1]).unwrap();
+        b.add_stack(&["main", "\t\n\r"], &[2]).unwrap();
+        let text = emit(&b.finish());
+        assert!(
+            !text
+                .lines()
+                .any(|l| l.starts_with("fn=(") && l.ends_with(' ')),
+            "{text}"
+        );
+        assert!(text.contains("fn=(2) ???\n"), "{text}");
+        let g = crate::parse_graph(
+            &mut profconv_plugin::Input::from_slice(text.as_bytes()),
+            &mut profconv_plugin::Context::silent(),
+        )
+        .unwrap();
+        let p = crate::build_profile(
+            &g,
+            &Default::default(),
+            &mut profconv_plugin::Context::silent(),
+        )
+        .unwrap();
+        assert!(p.view().n_samples() > 0);
     }
 
     #[test]

@@ -311,6 +311,9 @@ fn build_file<'r, 'p>(
         samples: 0,
     });
     let mut profiles = Vec::new();
+    // The path nodes of the whole profile, made once for every thread (per thread, a trace of
+    // many runs took their number times its stacks).
+    let mut path_nodes: Option<PathNodes> = None;
     for (t, samples) in samples_by_thread(p).iter().enumerate() {
         let name = thread_name(p, t);
         if let (true, Some(calls)) = (evented, calls) {
@@ -319,7 +322,7 @@ fn build_file<'r, 'p>(
                     .windows(2)
                     .all(|w| t[w[0] as usize] <= t[w[1] as usize])
             });
-            let nodes = PathNodes::new(p);
+            let nodes = path_nodes.get_or_insert_with(|| PathNodes::new(p));
             let mut events = Vec::new();
             // Funcs of the open calls from the root, and their path nodes.
             let mut open: Vec<u32> = Vec::new();

@@ -278,6 +278,45 @@ fn back_to_back_calls_stay_apart_in_speedscope() {
     );
 }
 
+/// A trace of many runs (threads): one evented profile per run, each with its own calls (the
+/// path nodes are made once for the whole profile, not once per run: 5 000 runs over 40 000
+/// stacks took 11.6 s when they were).
+#[test]
+fn speedscope_of_many_runs_has_one_profile_per_run() {
+    let mut b = ProfileBuilder::new();
+    let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);
+    let calls = b.add_value_type("calls", "count", ValueKind::Count);
+    let frames: Vec<u32> = (0..50)
+        .map(|i| {
+            let f = b.func(&format!("f{i}"));
+            b.frame(f)
+        })
+        .collect();
+    let mut now = 0;
+    for run in 0..2000 {
+        b.add_thread(&format!("run {run}"));
+        let mut t = TraceBuilder::new(&b, vec![ticks], Some(calls), true);
+        t.enter(&mut b, frames[run % 50], &[now]).unwrap();
+        t.exit(&mut b, &[now + 3]).unwrap();
+        now += 5;
+    }
+    b.set_flags(flags::ORDERED);
+    let p = b.finish();
+    let (_, v) = speedscope(&p, &[]);
+    let profiles = v["profiles"].as_array().unwrap();
+    assert_eq!(profiles.len(), 2000);
+    for (run, prof) in profiles.iter().enumerate().step_by(397) {
+        let events: Vec<String> = prof["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| format!("{}{}", e["type"].as_str().unwrap(), e["frame"]))
+            .collect();
+        let f = run % 50;
+        assert_eq!(events, [format!("O{f}"), format!("C{f}")], "run {run}");
+    }
+}
+
 #[test]
 fn speedscope_seed_001_is_sampled() {
     let (json, v) = speedscope(&seed_001(), &[]);

@@ -128,24 +128,25 @@ fn warn_if_all_pruned(layout: &Layout, cx: &mut Context<'_>) {
 
 /// What a value counts: the option, else the column's unit, or its name when the unit is a
 /// plain `count` (`samples`, `calls`; `samples` for the `before` and `after` of a differential
-/// profile).
+/// profile). Characters XML does not allow (a control byte in a callgrind event's name) are
+/// replaced, as in frame names: it is written into every frame's title.
 fn count_name(p: &ProfileRef<'_>, col: Option<usize>, o: &FlameOptions) -> String {
-    if let Some(c) = &o.countname {
-        return c.clone();
-    }
-    let Some(c) = col else {
-        return "samples".into();
-    };
-    let unit = p.value_type_unit(c);
-    if unit.is_empty() || unit == "count" {
-        // The columns of a differential profile are named `before` and `after`: no count name.
-        match p.meta("diff") == Some(profconv_plugin::ir::diff::DIFF_COLUMNS) {
-            true => "samples".into(),
-            false => p.value_type_name(c).to_string(),
+    let name = match (&o.countname, col) {
+        (Some(c), _) => c.as_str(),
+        (None, None) => "samples",
+        (None, Some(c)) => {
+            let unit = p.value_type_unit(c);
+            if !unit.is_empty() && unit != "count" {
+                unit
+            } else if p.meta("diff") == Some(profconv_plugin::ir::diff::DIFF_COLUMNS) {
+                // The columns of a differential profile are named `before` and `after`.
+                "samples"
+            } else {
+                p.value_type_name(c)
+            }
         }
-    } else {
-        unit.to_string()
-    }
+    };
+    svg::xml_safe(name).into_owned()
 }
 
 /// Frames named by their function, coloured by name.

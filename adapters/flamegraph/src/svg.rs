@@ -468,7 +468,7 @@ fn css_font_family(font: &str, out: &mut String) {
         return;
     }
     out.push('"');
-    for c in font.chars() {
+    for c in xml_safe(font).chars() {
         match c {
             '"' | '\\' => {
                 out.push('\\');

@@ -459,6 +459,19 @@ fn a_profile_whose_frames_are_all_too_narrow_still_draws_all() {
     assert!(warnings.is_empty(), "{warnings:?}");
 }
 
+/// A control byte in the count name (a callgrind event's name) or the font family is replaced,
+/// as in frame names: the SVG stays well-formed XML.
+#[test]
+fn control_bytes_in_the_count_name_and_font_are_replaced() {
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("Ir\u{1}x", "Ir\u{1}x", ValueKind::Weight);
+    b.add_stack(&["main"], &[5]).unwrap();
+    let p = b.finish();
+    let (svg, _) = emit(&p, &opts(&[("fonttype", Some("a\u{2}b"))]));
+    let s = parse_svg(&svg);
+    assert_eq!(s.all.unwrap().title, "all (5 Ir\u{fffd}x, 100%)");
+}
+
 #[test]
 fn flame_chart_draws_each_call() {
     let p = trace(&[
