@@ -36,6 +36,24 @@ pub struct TreeTextOptions {
     pub order: TreeOrder,
 }
 
+/// Appends a func's name, its control characters other than tab escaped (`\n`, `\r`,
+/// `\u{1b}`): one node per line, and nothing that a terminal would act on.
+fn push_name(line: &mut String, name: &str) {
+    let control = |c: char| c.is_control() && c != '\t';
+    if !name.contains(control) {
+        line.push_str(name);
+        return;
+    }
+    for c in name.chars() {
+        match c {
+            '\n' => line.push_str("\\n"),
+            '\r' => line.push_str("\\r"),
+            c if control(c) => line.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => line.push(c),
+        }
+    }
+}
+
 /// Renders the whole tree as text.
 pub fn render_tree(
     p: &ProfileRef<'_>,
@@ -112,7 +130,7 @@ pub fn write_tree<E: From<IrError>>(
             line.push_str(itoa::Buffer::new().format(depth));
             line.push_str("] ");
         }
-        line.push_str(p.func_name_str(tree.func[i]));
+        push_name(&mut line, p.func_name_str(tree.func[i]));
         if let Some(c) = main {
             let d = p.value_types[c].decimals;
             line.push_str(" self=");
@@ -168,6 +186,21 @@ pub fn write_tree<E: From<IrError>>(
 mod tests {
     use super::*;
     use crate::builder::ProfileBuilder;
+
+    /// A name with a line break or an escape byte keeps its node on one line.
+    #[test]
+    fn control_characters_in_names_are_escaped() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&["a\nb", "\u{1b}[2Jc\td"], &[1]).unwrap();
+        let p = b.finish();
+        let t = CallTree::build(&p.view()).unwrap();
+        let text = render_tree(&p.view(), &t, &TreeTextOptions::default()).unwrap();
+        assert_eq!(
+            text,
+            "a\\nb self=0 total=1\n  \\u{1b}[2Jc\td self=1 total=1\n"
+        );
+    }
 
     fn seed_001() -> crate::Profile {
         let mut b = ProfileBuilder::new();
