@@ -340,8 +340,10 @@ fn split_options(raw: &[String], formats: &[&FormatHandle]) -> Result<Vec<Option
                     )
                 })
                 .collect();
-            // `diff` reads two inputs, often of one format: each format is listed once.
-            known.dedup();
+            // `diff` reads two inputs, often of one format, and a format may also write:
+            // each is listed once, in order.
+            let mut listed = std::collections::BTreeSet::new();
+            known.retain(|k| listed.insert(k.clone()));
             return Err(Failure::Usage(format!(
                 "unknown option '{key}' (known options: {})",
                 known.join("; ")

@@ -579,7 +579,7 @@ fn read_header(data: &[u8]) -> Result<Header<'_>, PluginError> {
         Fail::Syntax(e) => syntax_error(data, &e, None),
         Fail::Semantic(p) => p,
     };
-    if data.len() < ID_PREFIX.len() && ID_PREFIX.starts_with(data) && !data.is_empty() {
+    if !data.is_empty() && data.len() < ID_PREFIX.len() && ID_PREFIX.starts_with(data) {
         // nom's complete-input `tag` fails at byte 0; the bytes there are right, the rest is
         // missing.
         return Err(invalid(
