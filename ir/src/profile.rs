@@ -287,6 +287,23 @@ impl<'a> ProfileRef<'a> {
     pub fn sample_thread_of(&self, i: usize) -> u32 {
         self.sample_thread.map_or(0, |t| t[i])
     }
+    /// Sample indices of each thread, in sample order: one list per thread, or one list with
+    /// every sample when the profile has at most one thread. One pass over the samples, so an
+    /// emitter writing thread after thread does not scan every sample per thread.
+    pub fn samples_by_thread(&self) -> Vec<Vec<u32>> {
+        let n = self.n_samples();
+        if self.n_threads() <= 1 {
+            return vec![(0..n as u32).collect()];
+        }
+        let mut lists = vec![Vec::new(); self.n_threads()];
+        for i in 0..n {
+            let t = self.sample_thread_of(i) as usize;
+            // `validate` guarantees the index; a bad one goes to the first thread, not a panic.
+            let t = if t < lists.len() { t } else { 0 };
+            lists[t].push(i as u32);
+        }
+        lists
+    }
 
     /// The name of a func.
     #[inline]

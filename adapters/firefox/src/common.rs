@@ -123,23 +123,6 @@ pub fn time_column(p: &ProfileRef<'_>) -> Option<usize> {
     by_meta.or_else(|| p.default_weight())
 }
 
-/// Sample indices of each output thread: one list per IR thread, or one list with every sample
-/// when the profile has no threads.
-pub fn samples_by_thread(p: &ProfileRef<'_>) -> Vec<Vec<u32>> {
-    let n = p.n_samples();
-    if p.n_threads() <= 1 {
-        return vec![(0..n as u32).collect()];
-    }
-    let mut lists = vec![Vec::new(); p.n_threads()];
-    for i in 0..n {
-        let t = p.sample_thread_of(i) as usize;
-        // `validate` guarantees the index; a bad one goes to the first thread rather than panic.
-        let t = if t < lists.len() { t } else { 0 };
-        lists[t].push(i as u32);
-    }
-    lists
-}
-
 /// The name of output thread `t`.
 pub fn thread_name<'p>(p: &ProfileRef<'p>, t: usize) -> &'p str {
     match p.thread_name.get(t) {

@@ -24,8 +24,8 @@
 
 use crate::categories::{Category, categorize};
 use crate::common::{
-    Fill, Num, UnitKind, aggregate_per_stack, product_name, samples_by_thread, scaled,
-    stack_rank_and_spare, thread_name, time_column, unit_kind,
+    Fill, Num, UnitKind, aggregate_per_stack, product_name, scaled, stack_rank_and_spare,
+    thread_name, time_column, unit_kind,
 };
 use crate::compact::{CHUNK, Chunks, Item};
 use flate2::{Compression, GzBuilder};
@@ -596,7 +596,7 @@ pub fn build_profile<'r, 'p>(
     }
     let cats = categorize(p);
     let interval = sample_interval(p);
-    let by_thread = samples_by_thread(p);
+    let by_thread = p.samples_by_thread();
     let (rank, spare) = match p.is_ordered() {
         true => (None, Vec::new()),
         false => {

@@ -11,8 +11,8 @@
 //!   depth-first order with siblings by name.
 
 use crate::common::{
-    Num, UnitKind, aggregate_per_stack, calls_column, product_name, samples_by_thread, scaled,
-    stack_rank_and_spare, thread_name, time_column, unit_kind,
+    Num, UnitKind, aggregate_per_stack, calls_column, product_name, scaled, stack_rank_and_spare,
+    thread_name, time_column, unit_kind,
 };
 use profconv_plugin::ir::{NONE, ProfileRef, path_sums};
 use profconv_plugin::{Context, PluginError, human_bytes, value_column};
@@ -314,7 +314,7 @@ fn build_file<'r, 'p>(
     // The path nodes of the whole profile, made once for every thread (per thread, a trace of
     // many runs took their number times its stacks).
     let mut path_nodes: Option<PathNodes> = None;
-    for (t, samples) in samples_by_thread(p).iter().enumerate() {
+    for (t, samples) in p.samples_by_thread().iter().enumerate() {
         let name = thread_name(p, t);
         if let (true, Some(calls)) = (evented, calls) {
             let times = times.filter(|t| {

@@ -74,28 +74,13 @@ fn per_thread(
     let func_of = |n: u32| tree.func[n as usize];
     let path_len = w.path_lengths(p, parent, func_of, tree.len());
     let names = WrittenNames::new(p);
-    // Samples by thread (a counting sort, each thread's in sample order).
-    let n_threads = p.n_threads();
-    let mut start = vec![0usize; n_threads + 2];
-    for i in 0..p.n_samples() {
-        start[p.sample_thread_of(i) as usize + 2] += 1;
-    }
-    for k in 2..start.len() {
-        start[k] += start[k - 1];
-    }
-    let mut by_thread = vec![0u32; p.n_samples()];
-    for i in 0..p.n_samples() {
-        let at = &mut start[p.sample_thread_of(i) as usize + 1];
-        by_thread[*at] = i as u32;
-        *at += 1;
-    }
     // Self values of one thread's samples on the shared tree's nodes; reset after each thread.
     let mut selfv = vec![vec![0i64; tree.len()]; w.cols.len()];
     let mut has = vec![false; tree.len()];
     let mut nodes: Vec<u32> = Vec::new();
-    for thread in 0..n_threads {
+    for samples in p.samples_by_thread() {
         nodes.clear();
-        for &i in &by_thread[start[thread]..start[thread + 1]] {
+        for &i in &samples {
             let n = tree.stack_node[p.sample_stack[i as usize] as usize] as usize;
             for (v, &c) in selfv.iter_mut().zip(&w.cols) {
                 v[n] = v[n].saturating_add(p.sample_values[c][i as usize]);
