@@ -39,7 +39,7 @@ pub struct CallTree {
 
 impl CallTree {
     /// Derives the call tree. Cost: one child lookup per stack (no hashing for a call node with
-    /// one or two children) and one pass per sample column.
+    /// one child, see `children.rs`) and one pass per sample column.
     pub fn build(p: &ProfileRef<'_>) -> Result<CallTree, IrError> {
         let all: Vec<usize> = (0..p.value_types.len()).collect();
         Self::build_columns(p, &all)
