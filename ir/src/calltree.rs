@@ -222,12 +222,10 @@ impl CallTree {
         (node != NONE).then_some(node)
     }
 
-    /// Grand total of value column `col` (sum over roots; 0 for a column not built).
+    /// Grand total of value column `col` (sum over roots, checked when built; 0 for a column not
+    /// built): [`grand_totals`](Self::grand_totals)`[col]`.
     pub fn grand_total(&self, col: usize) -> i64 {
-        let total = &self.total_values[col];
-        self.roots.iter().fold(0i64, |a, &r| {
-            a.saturating_add(total.get(r as usize).copied().unwrap_or(0))
-        })
+        self.grand_totals[col]
     }
 }
 
