@@ -61,7 +61,10 @@ pub struct Applied {
     pub samples_removed: usize,
 }
 
+/// [`path_states`]: the stack is neither on the path nor under it. Also the key
+/// [`NameKeys::key`] gives a name no function has, which no stack's key equals.
 const OFF: u32 = u32::MAX;
+/// [`path_states`]: the stack is a strict descendant of the node the path names.
 const INSIDE: u32 = u32::MAX - 1;
 /// `new_stack` value of a stack whose samples are removed.
 const DROPPED: u32 = u32::MAX - 1;
