@@ -69,7 +69,8 @@ enum Note {
     Skipped(PluginError),
 }
 
-/// What a piece of input reports besides its profile. Bounded: counts, and at most eight notes.
+/// What a piece of input reports besides its profile. Bounded: counts, and at most seven notes
+/// (the first count without a stack, the first line that is not UTF-8, five skipped lines).
 #[derive(Default)]
 struct Report {
     notes: Vec<Note>,
