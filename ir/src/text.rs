@@ -201,6 +201,7 @@ pub fn write_tree<E: From<IrError>>(
 mod tests {
     use super::*;
     use crate::builder::ProfileBuilder;
+    use crate::testing::seed_001;
 
     /// A name with a line break or an escape byte keeps its node on one line.
     #[test]
@@ -226,15 +227,6 @@ mod tests {
             e,
             IrError::Invalid("the call tree was built without value column 0 (`samples`)".into())
         );
-    }
-
-    fn seed_001() -> crate::Profile {
-        let mut b = ProfileBuilder::new();
-        b.add_value_type("samples", "count", ValueKind::Weight);
-        b.add_stack(&["A", "B", "C", "D", "E"], &[1]).unwrap();
-        b.add_stack(&["A", "B", "C", "F", "G"], &[1]).unwrap();
-        b.add_stack(&["A", "B", "H", "F"], &[1]).unwrap();
-        b.finish()
     }
 
     #[test]

@@ -745,16 +745,8 @@ impl fmt::Display for Transform {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::seed_001;
     use crate::text::{TreeOrder, TreeTextOptions, render_tree};
-
-    fn seed_001() -> Profile {
-        let mut b = ProfileBuilder::new();
-        b.add_value_type("samples", "count", ValueKind::Weight);
-        b.add_stack(&["A", "B", "C", "D", "E"], &[1]).unwrap();
-        b.add_stack(&["A", "B", "C", "F", "G"], &[1]).unwrap();
-        b.add_stack(&["A", "B", "H", "F"], &[1]).unwrap();
-        b.finish()
-    }
 
     /// The tree in seed 001's notation: `NAME:total,self`, two spaces per level.
     fn figure(p: &Profile) -> String {
