@@ -40,7 +40,7 @@ impl Format for Deep {
         OptionDesc::string(
             "names",
             "short",
-            "parse: procedure names, `short` (module.name/arity) or `mdprof` (module.name/arity+1-mode)",
+            "parse: procedure names, `short` (module.name/arity, then -MODE when the mode is not 0) or `mdprof` (module.name/arity+1-MODE, +1 for functions only)",
         ),
         OptionDesc::flag(
             "call-sites",

@@ -344,8 +344,9 @@ fn a_number_that_never_ends() {
 }
 
 #[test]
-fn duplicate_and_orphan_records() {
-    // PD 2 lists CSD 2 twice would count its costs twice: PD 1 lists CSD 1, PD 2 lists CSD 1.
+fn a_call_site_dynamic_listed_twice_is_an_error() {
+    // Its costs would count twice: PD 1 lists CSD 1, and PD 2 lists CSD 1 again. (A
+    // call-site-dynamic that nothing lists is in `structural_errors`.)
     let mut e = header(&Hdr {
         version: 9,
         flags: 0x108,
@@ -418,8 +419,13 @@ fn format_parse_reads_a_stream_too() {
         &mut Input::from_slice(&bytes),
         &Options::new(vec![("names".into(), Some("long".into()))]),
         &mut Context::silent(),
+    )
+    .unwrap_err();
+    assert_eq!(bad.status, profconv_plugin::Status::BAD_OPTIONS);
+    assert_eq!(
+        bad.message,
+        "option names=long: expected `short` or `mdprof`"
     );
-    assert!(bad.is_err());
 }
 
 /// A root calling `f` (PD 2) through CSD 1, with `extra` appended before the statics and the
