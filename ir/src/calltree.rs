@@ -39,7 +39,7 @@ pub struct CallTree {
 
 impl CallTree {
     /// Derives the call tree. Cost: one child lookup per stack (no hashing for a call node with
-    /// one or two children) and one pass per sample column.
+    /// one child, see `children.rs`) and one pass per sample column.
     pub fn build(p: &ProfileRef<'_>) -> Result<CallTree, IrError> {
         let all: Vec<usize> = (0..p.value_types.len()).collect();
         Self::build_columns(p, &all)
@@ -222,12 +222,10 @@ impl CallTree {
         (node != NONE).then_some(node)
     }
 
-    /// Grand total of value column `col` (sum over roots; 0 for a column not built).
+    /// Grand total of value column `col` (sum over roots, checked when built; 0 for a column not
+    /// built): [`grand_totals`](Self::grand_totals)`[col]`.
     pub fn grand_total(&self, col: usize) -> i64 {
-        let total = &self.total_values[col];
-        self.roots.iter().fold(0i64, |a, &r| {
-            a.saturating_add(total.get(r as usize).copied().unwrap_or(0))
-        })
+        self.grand_totals[col]
     }
 }
 

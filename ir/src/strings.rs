@@ -32,6 +32,14 @@ impl std::fmt::Debug for StringTable {
     }
 }
 
+/// The bytes of string `id` in a blob and its offsets (one function for every lookup, so the
+/// index's equality and rehash read strings exactly as [`StringTable::get`] does).
+#[inline]
+fn bytes_of<'a>(blob: &'a str, offsets: &[u64], id: StrId) -> &'a [u8] {
+    let i = id as usize;
+    &blob.as_bytes()[offsets[i] as usize..offsets[i + 1] as usize]
+}
+
 impl StringTable {
     /// An empty table.
     pub fn new() -> Self {
@@ -54,10 +62,7 @@ impl StringTable {
             let s = table.get(id);
             let hash = table.hasher.hash_one(s.as_bytes());
             let (blob, offsets, hasher) = (&table.blob, &table.offsets, &table.hasher);
-            let bytes = |i: StrId| {
-                let i = i as usize;
-                &blob.as_bytes()[offsets[i] as usize..offsets[i + 1] as usize]
-            };
+            let bytes = |i: StrId| bytes_of(blob, offsets, i);
             if table
                 .index
                 .find(hash, |&o| bytes(o) == s.as_bytes())
@@ -92,10 +97,7 @@ impl StringTable {
     pub fn intern(&mut self, s: &str) -> StrId {
         let hash = self.hasher.hash_one(s.as_bytes());
         let (blob, offsets) = (&self.blob, &self.offsets);
-        let eq = |&id: &StrId| {
-            let i = id as usize;
-            &blob.as_bytes()[offsets[i] as usize..offsets[i + 1] as usize] == s.as_bytes()
-        };
+        let eq = |&id: &StrId| bytes_of(blob, offsets, id) == s.as_bytes();
         if let Some(&id) = self.index.find(hash, eq) {
             return id;
         }
@@ -104,8 +106,7 @@ impl StringTable {
         self.offsets.push(self.blob.len() as u64);
         let (blob, offsets, hasher) = (&self.blob, &self.offsets, &self.hasher);
         self.index.insert_unique(hash, id, |&other| {
-            let i = other as usize;
-            hasher.hash_one(&blob.as_bytes()[offsets[i] as usize..offsets[i + 1] as usize])
+            hasher.hash_one(bytes_of(blob, offsets, other))
         });
         id
     }

@@ -1,5 +1,6 @@
 //! Small helpers for plugins' tests: a profile from stacks of names, a trace written as a
-//! script of events, a call tree as text, and a seeded random number generator. They panic on a malformed script: they are for tests, not input.
+//! script of events, a call tree as text, and a seeded random number generator. They panic on a
+//! malformed script: they are for tests, not input. Seed 001's three stacks are [`seed_001`].
 
 use crate::builder::{ProfileBuilder, TraceBuilder};
 use crate::calltree::CallTree;
@@ -46,6 +47,15 @@ pub fn stacks(rows: &[(&[&str], i64)]) -> Profile {
     b.finish()
 }
 
+/// Seed 001's example: one sample each on `A;B;C;D;E`, `A;B;C;F;G` and `A;B;H;F`.
+pub fn seed_001() -> Profile {
+    stacks(&[
+        (&["A", "B", "C", "D", "E"], 1),
+        (&["A", "B", "C", "F", "G"], 1),
+        (&["A", "B", "H", "F"], 1),
+    ])
+}
+
 /// A time-ordered profile with exact calls (the shape a PVM trace gives: `ticks` and `calls`
 /// columns) from events separated by single spaces: `C NAME TICK` enters `NAME` at `TICK`,
 /// `E TICK` leaves the innermost open call, `R NAME` starts a new thread (a kernel run).
@@ -56,9 +66,11 @@ pub fn stacks(rows: &[(&[&str], i64)]) -> Profile {
 /// assert_eq!(p.samples.values[0], [10, 50, 40]);
 /// ```
 ///
+/// An `E` with nothing open is ignored, as [`TraceBuilder::exit`] does.
+///
 /// # Panics
 /// On an event that is none of these, a tick that is not a number, or one the trace builder
-/// refuses (a tick going backwards, an `E` with nothing open).
+/// refuses (a tick going backwards).
 pub fn trace(events: &[&str]) -> Profile {
     let mut b = ProfileBuilder::new();
     let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);

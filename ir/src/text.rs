@@ -69,7 +69,8 @@ pub fn render_tree(
 }
 
 /// Renders the tree line by line into `sink` (each line ends with `\n`), so a huge tree streams
-/// to a pipe without being held in memory. Iterative: any depth works.
+/// to a pipe without being held in memory. Iterative: any depth works. A column to print that
+/// `tree` was built without ([`CallTree::build_columns`]) is an error.
 pub fn write_tree<E: From<IrError>>(
     p: &ProfileRef<'_>,
     tree: &CallTree,
@@ -88,6 +89,20 @@ pub fn write_tree<E: From<IrError>>(
         .filter(|&i| p.value_types[i].kind == ValueKind::Count && Some(i) != main);
     // A format that knows calls happened but not how many (collapsed traces) says so.
     let calls_unknown = calls.is_none() && p.meta("calls") == Some("unknown");
+    let printed = |c: usize| Some(c) == main || Some(c) == calls || opts.all_values;
+    if let Some(c) = (0..p.value_types.len()).find(|&c| {
+        printed(c)
+            && tree
+                .self_values
+                .get(c)
+                .is_none_or(|v| v.len() != tree.len())
+    }) {
+        return Err(IrError::Invalid(format!(
+            "the call tree was built without value column {c} (`{}`)",
+            p.value_type_name(c)
+        ))
+        .into());
+    }
     let sort_key_col = main;
     let sorted = |nodes: &mut Vec<u32>| match opts.order {
         TreeOrder::FirstSeen => {}
@@ -186,6 +201,7 @@ pub fn write_tree<E: From<IrError>>(
 mod tests {
     use super::*;
     use crate::builder::ProfileBuilder;
+    use crate::testing::seed_001;
 
     /// A name with a line break or an escape byte keeps its node on one line.
     #[test]
@@ -202,13 +218,15 @@ mod tests {
         );
     }
 
-    fn seed_001() -> crate::Profile {
-        let mut b = ProfileBuilder::new();
-        b.add_value_type("samples", "count", ValueKind::Weight);
-        b.add_stack(&["A", "B", "C", "D", "E"], &[1]).unwrap();
-        b.add_stack(&["A", "B", "C", "F", "G"], &[1]).unwrap();
-        b.add_stack(&["A", "B", "H", "F"], &[1]).unwrap();
-        b.finish()
+    #[test]
+    fn a_column_the_tree_was_built_without_is_an_error() {
+        let p = seed_001();
+        let t = CallTree::build_columns(&p.view(), &[]).unwrap();
+        let e = render_tree(&p.view(), &t, &TreeTextOptions::default()).unwrap_err();
+        assert_eq!(
+            e,
+            IrError::Invalid("the call tree was built without value column 0 (`samples`)".into())
+        );
     }
 
     #[test]

@@ -61,7 +61,10 @@ pub struct Applied {
     pub samples_removed: usize,
 }
 
+/// [`path_states`]: the stack is neither on the path nor under it. Also the key
+/// [`NameKeys::key`] gives a name no function has, which no stack's key equals.
 const OFF: u32 = u32::MAX;
+/// [`path_states`]: the stack is a strict descendant of the node the path names.
 const INSIDE: u32 = u32::MAX - 1;
 /// `new_stack` value of a stack whose samples are removed.
 const DROPPED: u32 = u32::MAX - 1;
@@ -626,7 +629,8 @@ fn single_name(text: &str) -> Result<String, String> {
     }
 }
 
-/// The transform spec grammar, for help texts.
+/// The transform spec grammar, listed in the error for an unknown transform (the CLI's `-T` help
+/// lists the same specs in its own text: keep them in step).
 pub const SPEC_HELP: &str = "merge:PATH, merge-func:NAME, prune:PATH, drop:PATH, focus:PATH, \
 focus-func:NAME, collapse-direct-rec[:NAME], collapse-rec[:NAME], invert, max-depth:N, \
 min-total:FRACTION (or PERCENT%); PATH is NAME;NAME;... from a root, `\\;` and `\\\\` escape";
@@ -742,16 +746,8 @@ impl fmt::Display for Transform {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::seed_001;
     use crate::text::{TreeOrder, TreeTextOptions, render_tree};
-
-    fn seed_001() -> Profile {
-        let mut b = ProfileBuilder::new();
-        b.add_value_type("samples", "count", ValueKind::Weight);
-        b.add_stack(&["A", "B", "C", "D", "E"], &[1]).unwrap();
-        b.add_stack(&["A", "B", "C", "F", "G"], &[1]).unwrap();
-        b.add_stack(&["A", "B", "H", "F"], &[1]).unwrap();
-        b.finish()
-    }
 
     /// The tree in seed 001's notation: `NAME:total,self`, two spaces per level.
     fn figure(p: &Profile) -> String {

@@ -101,7 +101,7 @@ fn depths(t: &PdTree) -> Vec<usize> {
 /// The proc-dynamic tree must be exactly `expected`.
 fn assert_pd_tree(rel: &str, f: &DeepFile<'_>, t: &PdTree, expected: &[Node]) {
     let costs = t.costs(f).expect("costs");
-    let totals = tree_totals(&costs, t).expect("totals");
+    let totals = tree_totals(f, &costs, t).expect("totals");
     let depth = depths(t);
     assert_eq!(t.len(), expected.len(), "{rel}: number of nodes");
     let mut name = String::new();
@@ -194,7 +194,7 @@ fn ir_nodes(p: &Profile) -> Vec<(u32, String, i64, i64, i64, i64)> {
 /// The proc-dynamic tree's nodes in the same shape.
 fn pd_nodes(f: &DeepFile<'_>, t: &PdTree) -> Vec<(u32, String, i64, i64, i64, i64)> {
     let costs = t.costs(f).expect("costs");
-    let totals = tree_totals(&costs, t).expect("totals");
+    let totals = tree_totals(f, &costs, t).expect("totals");
     let depth = depths(t);
     let mut name = String::new();
     (0..t.len())
@@ -327,7 +327,7 @@ fn check_fixture(stem: &str, rel: &str, expected: Option<&[Node]>, merged: bool)
     writeln!(
         w,
         "coverage: {} points in proc-statics, {} counts in proc-dynamics; end token: {:?}; links that are not tree edges: {}",
-        f.coverage_points, f.coverage_counts, f.end_token_at, t.links
+        f.coverage_points, f.coverage_counts, f.end_token_at, t.link_csds.len()
     )
     .unwrap();
     writeln!(
@@ -580,13 +580,13 @@ fn real_mandelbrot() {
     let t = build_tree(&f).unwrap();
     assert_eq!(t.len(), 185, "185 nodes");
     // 27 links to already-written proc-dynamics, all self-recursion.
-    assert_eq!(t.links, 27);
+    assert_eq!(t.link_csds.len(), 27);
     let self_loops = (1..f.csd.len())
         .filter(|&c| f.csd[c].owner == f.csd[c].callee)
         .count();
     assert_eq!(self_loops, 27);
     let costs = t.costs(&f).unwrap();
-    let totals = tree_totals(&costs, &t).unwrap();
+    let totals = tree_totals(&f, &costs, &t).unwrap();
     assert_eq!(
         [m::QUANTA, m::CALL_SEQS, m::ALLOCS, m::WORDS].map(|k| totals[0][k]),
         [110, 202_594_363, 140_837, 221_479]

@@ -85,15 +85,19 @@ fn every_transform_keeps_or_shrinks_the_total_as_it_must_on_perf_captures() {
         }
         let dropped = total(&run(&p, &Transform::Drop(path.clone())));
         let focused = total(&run(&p, &Transform::FocusSubtree(path.clone())));
+        // Focus keeps exactly the samples through the node, drop exactly the others.
+        let tree = CallTree::build(&p.view()).unwrap();
+        let names: Vec<&str> = path.iter().map(String::as_str).collect();
+        let node = tree
+            .find_by_names(&p.view(), &names)
+            .expect("the heaviest path names a node");
+        let through = tree.total_values[0][node as usize];
         assert!(
-            dropped < before && focused < before || dropped == 0 || focused == before,
-            "{rel}"
+            through > 0,
+            "{rel}: the heaviest path {path:?} has a weight"
         );
-        assert_eq!(
-            dropped + focused,
-            before,
-            "{rel}: drop and focus of {path:?} split the total"
-        );
+        assert_eq!(focused, through, "{rel}: focus of {path:?}");
+        assert_eq!(dropped, before - through, "{rel}: drop of {path:?}");
         let in_func = total(&run(&p, &Transform::FocusFunction(func.clone())));
         assert!(in_func > 0 && in_func <= before, "{rel}: focus-func {func}");
     }

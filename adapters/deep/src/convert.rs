@@ -456,7 +456,7 @@ fn add_meta(b: &mut ProfileBuilder, f: &DeepFile<'_>, t: &PdTree) {
     b.add_meta("call_site_dynamics", &h.n_csd.to_string());
     b.add_meta("proc_statics", &h.n_ps.to_string());
     b.add_meta("call_site_statics", &h.n_css.to_string());
-    b.add_meta("recursion_links", &t.links.to_string());
+    b.add_meta("recursion_links", &t.link_csds.len().to_string());
 }
 
 /// `num / den` milliseconds as a short decimal (at most 6 fractional digits).

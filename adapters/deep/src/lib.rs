@@ -40,7 +40,7 @@ impl Format for Deep {
         OptionDesc::string(
             "names",
             "short",
-            "parse: procedure names, `short` (module.name/arity) or `mdprof` (module.name/arity+1-mode)",
+            "parse: procedure names, `short` (module.name/arity, then -MODE when the mode is not 0) or `mdprof` (module.name/arity+1-MODE, +1 for functions only)",
         ),
         OptionDesc::flag(
             "call-sites",
@@ -124,15 +124,24 @@ fn check_totals(f: &DeepFile<'_>, cx: &mut Context<'_>) {
 }
 
 /// Per tree node, the totals (own + descendants) of the additive measurements (quanta, call
-/// seqs, allocs, words; the other entries hold the node's own port counts).
-pub fn tree_totals(costs: &[NodeCosts], t: &PdTree) -> Result<Vec<[i64; m::N]>, PluginError> {
+/// seqs, allocs, words; the other entries hold the node's own port counts). A total that
+/// overflows is an error at the record of the proc-dynamic whose total it is.
+pub fn tree_totals(
+    f: &DeepFile<'_>,
+    costs: &[NodeCosts],
+    t: &PdTree,
+) -> Result<Vec<[i64; m::N]>, PluginError> {
     let mut total: Vec<[i64; m::N]> = costs.iter().map(|c| c.own).collect();
     for n in (1..t.len()).rev() {
         let p = t.parent[n] as usize;
         let child = total[n];
         for k in [m::QUANTA, m::CALL_SEQS, m::ALLOCS, m::WORDS] {
             total[p][k] = total[p][k].checked_add(child[k]).ok_or_else(|| {
-                PluginError::invalid_input("a total overflows 64 bits".to_string())
+                let pd = t.pd[p];
+                PluginError::invalid_input(format!(
+                    "the total measurements of proc-dynamic {pd} (itself and its callees) overflow 64 bits"
+                ))
+                .at_offset(f.pd[pd as usize].offset)
             })?;
         }
     }
@@ -141,7 +150,8 @@ pub fn tree_totals(costs: &[NodeCosts], t: &PdTree) -> Result<Vec<[i64; m::N]>, 
 
 /// The proc-dynamic tree as text, one node per line in preorder (file order), two spaces of
 /// indent per depth: `NAME calls=C rec=R q=SELF/TOTAL call_seqs=S/T allocs=S/T words=S/T`, then
-/// the port counts that are not zero and ` [file:line]` of the call site. For tests and for
+/// the port counts that are not zero and ` [KIND file:line]` of the call site that reaches the
+/// node over its tree edge (none for the root). For tests and for
 /// comparing with the fixtures' expected trees, which list one node per proc-dynamic.
 pub fn render_pd_tree(
     f: &DeepFile<'_>,
@@ -149,7 +159,7 @@ pub fn render_pd_tree(
     style: NameStyle,
 ) -> Result<String, PluginError> {
     let costs = t.costs(f)?;
-    let totals = tree_totals(&costs, t)?;
+    let totals = tree_totals(f, &costs, t)?;
     let mut depth = vec![0usize; t.len()];
     let mut out = String::new();
     let mut name = String::new();

@@ -125,6 +125,12 @@ fn chain(n: u64) -> Vec<u8> {
 
 /// `f` calls itself once through a normal call site: a recursion link (self-loop).
 fn self_recursion() -> Vec<u8> {
+    self_recursion_with_quanta(2)
+}
+
+/// [`self_recursion`] whose first call (the tree edge, CSD 1) has `quanta` quanta; the link
+/// (CSD 2) has 3.
+fn self_recursion_with_quanta(quanta: u64) -> Vec<u8> {
     let mut e = header(&Hdr {
         version: 8,
         flags: 0x108,
@@ -133,7 +139,7 @@ fn self_recursion() -> Vec<u8> {
         call_seqs: 5,
     });
     e.b(4).num(1).num(1).num(1).b(4).num(1).b(0);
-    e.b(2).num(1).num(2).num(0x10a).num(1).num(2).num(1);
+    e.b(2).num(1).num(2).num(0x10a).num(1).num(quanta).num(1);
     e.b(4).num(2).num(2).num(1).b(0).num(2);
     e.b(2).num(2).num(2).num(0x10a).num(4).num(3).num(4);
     statics(&mut e, 8, 0);
@@ -172,6 +178,53 @@ fn self_recursion_folds_into_one_node() {
         "Mercury runtime.Mercury runtime/0 calls=0 rec=0 q=0/5 call_seqs=0/5 allocs=0/0 words=0/0\n  \
          t.f/2 calls=1 rec=4 q=5/5 call_seqs=5/5 allocs=0/0 words=0/0 exits=5 [callback Mercury runtime:0]\n"
     );
+}
+
+#[test]
+fn node_costs_that_overflow_name_the_call_site_dynamic() {
+    // The tree edge's i64::MAX quanta plus the link's 3: the sum in the node overflows, at the
+    // link's record.
+    let bytes = self_recursion_with_quanta(i64::MAX as u64);
+    let f = read_file(&bytes).expect("read");
+    let t = build_tree(&f).expect("tree");
+    let e = t.costs(&f).expect_err("an overflow");
+    assert_eq!(e.byte_offset, Some(f.csd[2].offset), "{e}");
+    assert!(f.csd[2].offset > 0);
+    assert!(e.message.contains("call-site-dynamic 2"), "{e}");
+    let e = render_pd_tree(&f, &t, NameStyle::Short).expect_err("an overflow");
+    assert_eq!(e.byte_offset, Some(f.csd[2].offset), "{e}");
+}
+
+#[test]
+fn totals_that_overflow_name_the_proc_dynamic() {
+    // One node holds i64::MAX quanta of its own, its child 1 more (a chain root → f → f: the
+    // second f's quanta come from CSD 2).
+    let mut e = header(&Hdr {
+        version: 9,
+        flags: 0x108,
+        counts: [2, 2, 3, 2],
+        quanta: 0,
+        call_seqs: 0,
+    });
+    e.b(4).num(1).num(1).num(1).b(4).num(1).b(0);
+    e.b(2)
+        .num(1)
+        .num(2)
+        .num(0x10a)
+        .num(1)
+        .num(i64::MAX as u64)
+        .num(1);
+    e.b(4).num(2).num(2).num(1).b(2).num(2).b(0);
+    e.b(2).num(2).num(3).num(0x10a).num(1).num(1).num(1);
+    e.b(4).num(3).num(2).num(1).b(2).b(0);
+    statics(&mut e, 9, 2);
+    let f = read_file(&e.0).expect("read");
+    let t = build_tree(&f).expect("tree");
+    let costs = t.costs(&f).expect("costs");
+    let e = tree_totals(&f, &costs, &t).expect_err("an overflow");
+    // Node 1 (proc-dynamic 2) is where its child's total no longer fits.
+    assert_eq!(e.byte_offset, Some(f.pd[2].offset), "{e}");
+    assert!(e.message.contains("proc-dynamic 2"), "{e}");
 }
 
 #[test]
@@ -291,8 +344,9 @@ fn a_number_that_never_ends() {
 }
 
 #[test]
-fn duplicate_and_orphan_records() {
-    // PD 2 lists CSD 2 twice would count its costs twice: PD 1 lists CSD 1, PD 2 lists CSD 1.
+fn a_call_site_dynamic_listed_twice_is_an_error() {
+    // Its costs would count twice: PD 1 lists CSD 1, and PD 2 lists CSD 1 again. (A
+    // call-site-dynamic that nothing lists is in `structural_errors`.)
     let mut e = header(&Hdr {
         version: 9,
         flags: 0x108,
@@ -365,8 +419,13 @@ fn format_parse_reads_a_stream_too() {
         &mut Input::from_slice(&bytes),
         &Options::new(vec![("names".into(), Some("long".into()))]),
         &mut Context::silent(),
+    )
+    .unwrap_err();
+    assert_eq!(bad.status, profconv_plugin::Status::BAD_OPTIONS);
+    assert_eq!(
+        bad.message,
+        "option names=long: expected `short` or `mdprof`"
     );
-    assert!(bad.is_err());
 }
 
 /// A root calling `f` (PD 2) through CSD 1, with `extra` appended before the statics and the

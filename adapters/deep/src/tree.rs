@@ -27,8 +27,6 @@ pub struct PdTree {
     pub node_of: Vec<u32>,
     /// The call-site-dynamics that are not tree edges (recursion, clique links), in walk order.
     pub link_csds: Vec<u32>,
-    /// Number of links (`link_csds.len()`).
-    pub links: u64,
 }
 
 /// What a node holds: its own costs (summed over every call-site-dynamic reaching it), the calls
@@ -57,9 +55,14 @@ impl PdTree {
     /// Each node's costs, from every call-site-dynamic of the file.
     pub fn costs(&self, f: &DeepFile<'_>) -> Result<Vec<NodeCosts>, PluginError> {
         let mut costs = vec![NodeCosts::default(); self.len()];
-        let overflow = || PluginError::invalid_input("a sum of measurements overflows 64 bits");
         for c in 1..f.csd.len() as u32 {
             let ms = f.measures(c)?;
+            let overflow = || {
+                PluginError::invalid_input(format!(
+                    "call-site-dynamic {c}: the sum of the measurements of the proc-dynamic it calls overflows 64 bits"
+                ))
+                .at_offset(f.csd[c as usize].offset)
+            };
             let n = self.node_of[f.csd[c as usize].callee as usize] as usize;
             let nc = &mut costs[n];
             for (o, v) in nc.own.iter_mut().zip(ms.values) {
@@ -89,7 +92,6 @@ pub fn build_tree(f: &DeepFile<'_>) -> Result<PdTree, PluginError> {
         csd: Vec::with_capacity(n_pd),
         node_of: vec![NONE; n_pd],
         link_csds: Vec::new(),
-        links: 0,
     };
     let node_of = &mut t.node_of;
     let root = f.header.root_pd;
@@ -125,7 +127,6 @@ pub fn build_tree(f: &DeepFile<'_>) -> Result<PdTree, PluginError> {
             stack.push((c.callee, node, 0));
         } else {
             t.link_csds.push(c_id);
-            t.links += 1;
         }
     }
     if t.len() != n_pd - 1 {

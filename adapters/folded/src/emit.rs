@@ -83,7 +83,8 @@ fn per_thread(
         for &i in &samples {
             let n = tree.stack_node[p.sample_stack[i as usize] as usize] as usize;
             for (v, &c) in selfv.iter_mut().zip(&w.cols) {
-                v[n] = v[n].saturating_add(p.sample_values[c][i as usize]);
+                let (cell, add) = (&mut v[n], p.sample_values[c][i as usize]);
+                *cell = cell.checked_add(add).ok_or_else(|| overflow(*cell, add))?;
             }
             if !std::mem::replace(&mut has[n], true) {
                 nodes.push(n as u32);
@@ -549,9 +550,11 @@ impl LineWriter {
         let second = self.cols.get(1).map_or(&[][..], |&c| p.sample_values[c]);
         for (i, (&s, &v0)) in p.sample_stack.iter().zip(first).enumerate() {
             let v = [v0, second.get(i).copied().unwrap_or(0)];
-            let add = |sum: &mut [i64; 2]| {
-                sum[0] += v[0];
-                sum[1] += v[1];
+            let add = |sum: &mut [i64; 2]| -> Result<(), PluginError> {
+                for (cell, v) in sum.iter_mut().zip(v) {
+                    *cell = cell.checked_add(v).ok_or_else(|| overflow(*cell, v))?;
+                }
+                Ok(())
             };
             match calls {
                 Some(c) if p.sample_values[c][i] > 0 => {
@@ -572,7 +575,7 @@ impl LineWriter {
                         open.pop();
                     }
                     match open.last() {
-                        Some(&(_, l)) if l != usize::MAX => add(&mut lines[l].1),
+                        Some(&(_, l)) if l != usize::MAX => add(&mut lines[l].1)?,
                         _ => {
                             open.clear();
                             open.push((s, lines.len()));
@@ -581,7 +584,7 @@ impl LineWriter {
                     }
                 }
                 None => match lines.last_mut() {
-                    Some(last) if last.0 == s => add(&mut last.1),
+                    Some(last) if last.0 == s => add(&mut last.1)?,
                     _ => lines.push((s, v)),
                 },
             }
@@ -794,6 +797,40 @@ mod tests {
             let inner = r % 3;
             let want = [format!("k {}", 5 - inner), format!("k;f{} {inner}", r % 7)];
             assert_eq!(lines[2 * r..2 * r + 2], want, "run {r}");
+        }
+    }
+
+    /// Sums that do not fit in 64 bits are an error in every mode, as in the call tree, never
+    /// a wrap, a saturated count or a panic.
+    #[test]
+    fn sums_that_overflow_are_an_error_in_every_mode() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        let run1 = b.add_thread("run1");
+        let f = b.func("f");
+        let fr = b.frame(f);
+        let s = b.stack(NONE, fr);
+        // Two rows of one stack in one thread: one flame-chart run, one per-thread line.
+        b.push_sample(s, Some(0), &[i64::MAX]);
+        b.push_sample(s, Some(1), &[1]);
+        b.add_thread("run2");
+        b.push_sample(s, Some(2), &[1]);
+        b.set_thread(run1);
+        let p = b.finish();
+        for opts in [
+            CHART,
+            EmitOptions {
+                per_thread: true,
+                ..Default::default()
+            },
+            EmitOptions::default(),
+        ] {
+            let mut out = Vec::new();
+            let e = emit_folded(&p.view(), &mut out, opts).expect_err("an overflow");
+            assert!(
+                e.message.contains("does not fit in 64 bits"),
+                "{opts:?}: {e}"
+            );
         }
     }
 

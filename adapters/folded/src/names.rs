@@ -186,7 +186,8 @@ impl FrameNames {
 mod tests {
     use super::*;
 
-    /// Names of every length around the word size, with `;` anywhere, some sharing prefixes.
+    /// Names of every length around the word size (ASCII, ending in a NUL byte, two-byte UTF-8),
+    /// some sharing prefixes; the tests put a `;` after them at several alignments.
     fn names() -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         for len in 0..40 {

@@ -9,9 +9,10 @@
 //!
 //! The texts are not kept (a line is about 1 KB there): a text is known by its 128-bit XXH3 hash,
 //! seeded anew in every process (so texts cannot be chosen in advance to collide). A slot keeps
-//! 96 of those bits and its place in the table gives more; two different stack texts would be
-//! taken for one only if they agreed in all of them, which for a million distinct stacks has odds
-//! around 10⁻¹⁷, far below those of a memory error.
+//! 96 of those bits (the upper half, whose low bits also pick the slot, so the slot's place adds
+//! none, and 32 more); two different stack texts would be taken for one only if they agreed in
+//! all 96, which for a million distinct stacks has odds around 10⁻¹⁷, far below those of a
+//! memory error.
 
 use prefetch_index::prefetch_index;
 use profconv_plugin::ir::NONE;
@@ -70,8 +71,8 @@ pub(crate) struct RepeatedStacks {
     slots: Vec<Slot>,
     /// Bit `lo % (64 * seen.len())` set for each key in `slots`: most new texts are told new
     /// here, in a bitmap small enough for the caches (8 bits a slot: a sixteenth of the slots'
-    /// size), without the
-    /// cache miss of a probe into the slots (measured: that miss was 7 % of the 1 GB parse).
+    /// size), without the cache miss of a probe into the slots (measured: that miss was 7 % of
+    /// the 1 GB parse).
     seen: Vec<u64>,
     used: usize,
     /// XXH3's secret, from the seed (deriving it for each text, as `xxh3_128_with_seed` does

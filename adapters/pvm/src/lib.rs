@@ -136,31 +136,30 @@ pub fn parse_pvm(
     }
     // A UTF-8 byte-order mark (as Windows editors write) is not part of the first line.
     lines.skip_bom()?;
-    let variant = match opts.variant {
-        Some(v) => v,
+    let pvmtrace = match opts.variant {
+        Some(v) => v == InputVariant::Pvmtrace,
+        // A pvmtrace says so on its first meaningful line; anything else is the debugger's
+        // output, whose variant `parse_octez` tells.
         None => {
             let mut want = 1 << 16;
             loop {
                 let (head, eof) = lines.peek(want)?;
                 match first_meaningful(head, eof) {
-                    Ok(first) => {
-                        break if first.is_some_and(starts_pvmtrace) {
-                            InputVariant::Pvmtrace
-                        } else {
-                            InputVariant::Debugger(DebuggerVariant::Folded)
-                        };
-                    }
+                    Ok(first) => break first.is_some_and(starts_pvmtrace),
                     Err(()) if want < FIRST_LINE_LIMIT => want *= 2,
-                    Err(()) => break InputVariant::Debugger(DebuggerVariant::Folded),
+                    Err(()) => break false,
                 }
             }
         }
     };
-    match (variant, opts.variant) {
-        (InputVariant::Pvmtrace, _) => trace::parse_trace(&mut lines, size_hint, opts, cx),
-        (InputVariant::Debugger(v), Some(_)) => octez::parse_octez(&mut lines, Some(v), opts, cx),
-        (InputVariant::Debugger(_), None) => octez::parse_octez(&mut lines, None, opts, cx),
+    if pvmtrace {
+        return trace::parse_trace(&mut lines, size_hint, opts, cx);
     }
+    let forced = match opts.variant {
+        Some(InputVariant::Debugger(v)) => Some(v),
+        _ => None,
+    };
+    octez::parse_octez(&mut lines, forced, opts, cx)
 }
 
 /// Confidence that `head` is a pvmtrace or a debugger output file.
@@ -311,6 +310,25 @@ mod tests {
     }
 
     const SEED: &str = "PVMTRACE 1\nC 0 f\n C 10 g\n  C 30 h\n  E 60 h\n E 100 g\nE 160 f\n";
+
+    /// Past the first ten warnings of a kind, one line counts the rest and names their kind
+    /// (the warning shown just before it may be of another kind).
+    #[test]
+    fn warnings_not_shown_are_counted_by_kind() {
+        let mut text = String::from("PVMTRACE 1\nC 100 f\n");
+        for _ in 0..13 {
+            text.push_str("C 50 g\nE 100 g\n");
+        }
+        text.push_str("E 200 f\nSE 200\n");
+        let (r, warnings) = parse_opts(&text, ParseOptions::default());
+        r.unwrap();
+        let backwards = warnings.iter().filter(|w| w.contains("goes backwards"));
+        assert_eq!(backwards.count(), 10, "{warnings:?}");
+        assert!(
+            warnings.contains(&"3 more warnings about ticks going backwards were not shown".into()),
+            "{warnings:?}"
+        );
+    }
 
     /// Parses `text` from memory (the fast path reads most event lines) and streamed 7 bytes
     /// at a time (lines reach the fast path only when a read ends right after them, so the nom
@@ -596,7 +614,12 @@ mod tests {
             Some(InputVariant::Debugger(DebuggerVariant::Collapsed))
         );
         let bad = Options::new(vec![("variant".into(), Some("svg".into()))]);
-        assert!(ParseOptions::from_options(&bad).is_err());
+        let e = ParseOptions::from_options(&bad).unwrap_err();
+        assert_eq!(e.status, profconv_plugin::Status::BAD_OPTIONS);
+        assert_eq!(
+            e.message,
+            "variant=svg: expected auto, pvmtrace, flamechart, collapsed or folded"
+        );
         // A flame chart read as collapsed: calls unknown, same ticks.
         let chart = "k 1\nk;f 2\nk 3\n";
         let (p, _) = parse_opts(chart, opts);
@@ -851,7 +874,16 @@ mod tests {
         // Detected: a second mark makes the first line something else than the header, so
         // the input is read as the debugger's output, and fails there.
         let (r, _) = parse_opts(&format!("{BOM}{BOM}{SEED}"), ParseOptions::default());
-        assert!(r.is_err());
+        let e = r.unwrap_err();
+        assert_eq!(
+            (e.line, e.column, e.byte_offset),
+            (Some(2), Some(5), Some(21))
+        );
+        assert!(
+            e.message
+                .starts_with("expected `<stack> <ticks>` (the debugger's profile output)"),
+            "{e}"
+        );
     }
 
     /// UTF-16 text (with or without its byte-order mark) is an error whose message holds no

@@ -139,10 +139,53 @@ pub(crate) enum Warn {
 }
 
 const N_WARN: usize = 12;
+/// Every kind, by its index in [`Diag`]'s counts.
+const WARNS: [Warn; N_WARN] = [
+    Warn::TickBackwards,
+    Warn::TimeBackwards,
+    Warn::DuplicateName,
+    Warn::EndMismatch,
+    Warn::OpenAtRunEnd,
+    Warn::Truncated,
+    Warn::TrapNothingOpen,
+    Warn::PartialTime,
+    Warn::Section,
+    Warn::NotUtf8,
+    Warn::MaxDepth,
+    Warn::Dropped,
+];
+const _: () = {
+    let mut k = 0;
+    while k < N_WARN {
+        assert!(
+            WARNS[k] as usize == k,
+            "WARNS lists the kinds in their order"
+        );
+        k += 1;
+    }
+};
 /// Occurrences of one kind shown before the rest are only counted.
 const SHOWN: u64 = 10;
 
 impl Warn {
+    /// What the warnings of this kind are about, for the count of those not shown.
+    fn about(self) -> &'static str {
+        match self {
+            Warn::TickBackwards => "ticks going backwards",
+            Warn::TimeBackwards => "timestamps going backwards",
+            Warn::DuplicateName => "indices named twice",
+            Warn::EndMismatch => "ends of a call that is not the innermost open one",
+            Warn::OpenAtRunEnd => "calls still open at the end of a kernel run",
+            Warn::Truncated => "calls still open at the end of the trace",
+            Warn::TrapNothingOpen => "traps with no open call",
+            Warn::PartialTime => "events without a timestamp",
+            Warn::Section => "sections (SB, SE) that do not pair",
+            Warn::NotUtf8 => "names that are not UTF-8",
+            Warn::MaxDepth => "stacks at the debugger's depth limit",
+            Warn::Dropped => "runs left out",
+        }
+    }
+
     /// Whether `-O strict` turns this warning into an error (the event-stream checks of the
     /// spec; not the notes about the debugger's own file layout or about compat mode).
     fn escalates(self) -> bool {
@@ -219,13 +262,15 @@ impl Diag {
         Ok(())
     }
 
-    /// One line per kind whose later occurrences were not shown.
+    /// One line per kind whose later occurrences were not shown, naming the kind (the last
+    /// warning shown may be of another).
     pub(crate) fn summarize(&self, cx: &mut Context<'_>) {
-        for &n in &self.counts {
+        for (k, &n) in self.counts.iter().enumerate() {
             if n > SHOWN {
                 cx.warn(&format!(
-                    "{} more warnings like the one above were not shown",
-                    n - SHOWN
+                    "{} more warnings about {} were not shown",
+                    n - SHOWN,
+                    WARNS[k].about()
                 ));
             }
         }

@@ -24,7 +24,9 @@ impl ProfileBuilder {
     /// and rows that one builder reading the input whole gives: the output does not depend on
     /// how the input was split. Funcs and frames that no stack uses are not taken. `part` must
     /// have this builder's value columns (decimals may differ: the larger scale wins),
-    /// aggregated samples (no time column) and no threads. Sums are checked.
+    /// aggregated samples (no time column) and no threads, and be valid
+    /// ([`crate::ProfileRef::validate`]); a sample row on a stack `part` does not have is an
+    /// error. Sums are checked.
     pub fn absorb_aggregated(&mut self, part: &Profile) -> Result<(), IrError> {
         self.absorb_piece(part, &mut PieceMaps::default())
     }
@@ -64,9 +66,11 @@ impl ProfileBuilder {
                     .checked_mul(scale[c])
                     .ok_or_else(|| IrError::Overflow(format!("rescaling {v}")))?;
             }
-            let s = match stack {
-                NONE => NONE,
-                s => stack_map[s as usize],
+            let Some(&s) = stack_map.get(stack as usize) else {
+                return Err(IrError::Invalid(format!(
+                    "absorbing sample {r}: stack {stack} is not one of the piece's {} stacks",
+                    stack_map.len()
+                )));
             };
             self.add_to_stack(s, &row)?;
         }
@@ -343,5 +347,24 @@ mod tests {
         let mut two = builder();
         two.add_value_type("bytes", "bytes", ValueKind::Weight);
         assert!(whole.absorb_aggregated(&two.finish()).is_err());
+    }
+
+    /// A sample row whose stack is not in the piece (NONE, or past its stacks) is an error, not
+    /// a panic nor a sample index sized by the stack id (NONE: 16 GiB).
+    #[test]
+    fn a_sample_without_a_stack_of_the_piece_is_an_error() {
+        for stack in [NONE, 1] {
+            let mut part = builder();
+            part.add_stack(&["a"], &[1]).unwrap();
+            let mut part = part.finish();
+            part.samples.stack[0] = stack;
+            let e = builder().absorb_aggregated(&part).unwrap_err();
+            assert_eq!(
+                e,
+                IrError::Invalid(format!(
+                    "absorbing sample 0: stack {stack} is not one of the piece's 1 stacks"
+                ))
+            );
+        }
     }
 }

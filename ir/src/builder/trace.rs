@@ -47,11 +47,6 @@ impl TraceBuilder {
         self.open.len()
     }
 
-    /// The frame of the innermost open call.
-    pub fn current_frame(&self) -> Option<u32> {
-        self.open.last().map(|o| o.1)
-    }
-
     /// Charges the interval up to `now` to the innermost open call.
     #[inline]
     fn charge(&mut self, b: &mut ProfileBuilder, now: &[i64]) -> Result<(), IrError> {
