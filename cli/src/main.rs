@@ -215,6 +215,8 @@ fn main() -> ExitCode {
     // half-written temp file, then exit as interrupted processes do (one handler serves the
     // three, so it cannot tell them apart: 130 for each).
     let _ = ctrlc::set_handler(|| io::remove_pending_temp_and_exit(130));
+    // Past `ulimit -f`, a write fails (exit 4, temp file removed) instead of a SIGXFSZ kill.
+    profconv_plugin::host::ignore_file_size_signal();
     if let Command::PluginCheck { path, samples } = &cli.command {
         // The plugin under test is loaded by the kit itself, not through discovery.
         let report = profconv_conformance::check_plugin(path, samples);
@@ -638,13 +640,12 @@ fn write_output(
     options: &OptionList,
     run: Run,
 ) -> Result<(), Failure> {
-    let mut sink =
-        Sink::create(out_path).map_err(|e| Failure::Io(format!("{}: {e}", out_path.display())))?;
     let out_name = if out_path == Path::new("-") {
         "<stdout>".to_string()
     } else {
         out_path.display().to_string()
     };
+    let mut sink = Sink::create(out_path).map_err(|e| Failure::Io(format!("{out_name}: {e}")))?;
     let mut log = |level: u32, msg: &str| {
         if level == log_level::WARN {
             warn(run.quiet, &format!("{out_name}: {msg}"));
@@ -660,7 +661,7 @@ fn write_output(
         if is_broken_pipe(&e) {
             Failure::BrokenPipe
         } else {
-            Failure::Io(format!("{}: {e}", out_path.display()))
+            Failure::Io(format!("{out_name}: {e}"))
         }
     })
 }
@@ -883,6 +884,6 @@ fn list_formats(registry: &Registry, defaults_searched: bool) -> Result<(), Fail
     {
         Ok(()) => Ok(()),
         Err(e) if is_broken_pipe(&e) => Err(Failure::BrokenPipe),
-        Err(e) => Err(Failure::Io(e.to_string())),
+        Err(e) => Err(Failure::Io(format!("<stdout>: {e}"))),
     }
 }

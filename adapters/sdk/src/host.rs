@@ -532,6 +532,20 @@ fn abi_options(options: &[(String, Option<String>)]) -> Vec<OptionValue> {
         .collect()
 }
 
+/// Makes a write past the process's file-size limit (`ulimit -f`, `RLIMIT_FSIZE`) fail with
+/// `EFBIG` ("File too large"), an I/O error the host reports and cleans up after, instead of
+/// the default of SIGXFSZ, which ends the process at once and leaves its temp file behind.
+/// Call it once, early in `main`; on systems without the signal it does nothing.
+pub fn ignore_file_size_signal() {
+    #[cfg(unix)]
+    // SAFETY: `signal` with `SIG_IGN` installs no handler code, only the kernel's "ignore"
+    // disposition for SIGXFSZ, which nothing else in the process relies on; its return value
+    // (the previous disposition, or SIG_ERR) needs no handling.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
 /// A regular file mapped read-only into memory: a parser given its bytes as the whole input
 /// reads them in place, where a stream would have the kernel copy every byte into a buffer
 /// first (a tenth of the CPU of a 1 GB folded conversion). The pages a parser has released
