@@ -173,7 +173,7 @@ impl Failure {
             Failure::Io(m) => (4, m),
             Failure::Plugin(m) => (5, m),
         };
-        let _ = writeln!(std::io::stderr(), "profconv: error: {msg}");
+        let _ = writeln!(std::io::stderr(), "profconv: error: {}", printable(&msg));
         ExitCode::from(code)
     }
 
@@ -297,8 +297,26 @@ struct Run {
 
 fn warn(quiet: bool, msg: &str) {
     if !quiet {
-        let _ = writeln!(std::io::stderr(), "profconv: warning: {msg}");
+        let _ = writeln!(std::io::stderr(), "profconv: warning: {}", printable(msg));
     }
+}
+
+/// A message as it may reach a terminal: control characters other than line breaks and tabs
+/// (an escape sequence, a carriage return, a bell in a file name or a `-T` spec) escaped as
+/// `\u{1b}`, `\r`, as the plugins' messages and the tree text escape theirs.
+fn printable(msg: &str) -> std::borrow::Cow<'_, str> {
+    if !msg.contains(|c: char| c.is_control() && c != '\n' && c != '\t') {
+        return msg.into();
+    }
+    let mut out = String::with_capacity(msg.len() + 16);
+    for c in msg.chars() {
+        match c {
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => out.extend(c.escape_debug()),
+            c => out.push(c),
+        }
+    }
+    out.into()
 }
 
 /// The most bytes read into memory from a stream (stdin, gzip) for a parser that reads its

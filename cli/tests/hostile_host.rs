@@ -216,3 +216,79 @@ fn data_after_the_last_gzip_member_is_reported_where_it_starts() {
         }
     }
 }
+
+/// A file name (or a `-T` spec) with control characters reaches the terminal escaped in
+/// profconv's own messages, as the plugins' messages and the tree text already were: an escape
+/// sequence in a downloaded file's name must not drive the terminal.
+#[cfg(unix)]
+#[test]
+fn control_characters_in_names_are_escaped_in_messages() {
+    let d = tmp();
+    let name = "x\u{1b}]0;pwned\u{7}\u{1b}[2J\r.folded";
+    let missing = d.path().join(name);
+    let out = run(&["tree", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(4));
+    let err = text(&out.stderr);
+    assert!(
+        !err.contains(['\u{1b}', '\u{7}', '\r']),
+        "raw control characters: {err:?}"
+    );
+    assert!(
+        err.contains(r"x\u{1b}]0;pwned\u{7}\u{1b}[2J\r.folded"),
+        "{err}"
+    );
+    let input = write(d.path(), name, SEED_001.as_bytes());
+    let out = run(&["tree", input.to_str().unwrap(), "-T", "merge:\u{1b}[2J"]);
+    assert!(out.status.success());
+    let err = text(&out.stderr);
+    assert!(err.contains("matched nothing"), "{err}");
+    assert!(!err.contains(['\u{1b}', '\u{7}', '\r']), "{err:?}");
+}
+
+/// A plugin path that is a FIFO (or another special file) is refused before the system loader
+/// opens it: `dlopen` waited for a writer forever, holding the loader's lock, so even SIGTERM
+/// and Ctrl-C (whose exit needs that lock) could not end profconv.
+#[cfg(unix)]
+#[test]
+fn a_plugin_path_that_is_a_fifo_is_refused_not_waited_on() {
+    use std::time::{Duration, Instant};
+    let d = tmp();
+    let fifo = d.path().join("libprofconv_plugin_fifo.so");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let runs: [Vec<&str>; 2] = [
+        vec![
+            "--no-default-plugins",
+            "--plugin",
+            fifo.to_str().unwrap(),
+            "tree",
+            input.to_str().unwrap(),
+        ],
+        vec!["plugin-check", fifo.to_str().unwrap()],
+    ];
+    for args in runs {
+        let mut child = profconv()
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                panic!("{args:?}: still waiting on the FIFO after 20 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().unwrap();
+        let msg = text(&out.stderr) + &text(&out.stdout);
+        assert!(!out.status.success(), "{args:?}: {msg}");
+        assert!(msg.contains("not a regular file"), "{args:?}: {msg}");
+    }
+}

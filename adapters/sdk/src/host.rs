@@ -182,6 +182,17 @@ pub fn load_library(path: &Path) -> Result<LoadedPlugin, LoadError> {
     } else {
         path
     };
+    // The system loader opens whatever it is given: a FIFO would block it forever, holding the
+    // loader's lock (so that even exiting on a signal waits), and a device is no library.
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => {
+            return Err(LoadError::Open(
+                path.to_path_buf(),
+                "not a regular file (a shared library is one)".into(),
+            ));
+        }
+        _ => {} // a missing file gets the loader's own message
+    }
     // SAFETY: loading runs the library's initialisers. Only files the host chose (matching the
     // plugin naming pattern in plugin directories, or named explicitly by the user) get here.
     let lib = unsafe { libloading::Library::new(path) }.map_err(|e| {
