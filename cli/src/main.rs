@@ -413,8 +413,13 @@ fn open_input<'r>(
     args: &InputArgs,
     quiet: bool,
 ) -> Result<(OpenInput, &'r FormatHandle), Failure> {
-    let input = OpenInput::open(&args.input)
-        .map_err(|e| Failure::reading(&args.input.display().to_string(), &e))?;
+    let input = OpenInput::open(&args.input).map_err(|e| {
+        let name = match args.input == Path::new("-") {
+            true => "<stdin>".to_string(),
+            false => args.input.display().to_string(),
+        };
+        Failure::reading(&name, &e)
+    })?;
     let parser = match &args.from {
         Some(id) => registry.parser(id).map_err(Failure::Usage)?,
         None => registry
@@ -446,6 +451,18 @@ fn parse(
         .takes_mapped_input()
         .then(|| input.mapped())
         .flatten();
+    if let Some(m) = &mapped {
+        // Truncated under the parser, the mapping faults (SIGBUS): end with an error instead.
+        // No output exists yet (it is created after parsing), so nothing is left behind.
+        m.on_truncation(
+            &format!(
+                "profconv: error: {}: the file shrank while it was being read (another program \
+                 truncated or rewrote it); nothing was written\n",
+                printable(&name)
+            ),
+            4,
+        );
+    }
     let (head_is_all, head) = (input.head.len() < io::HEAD, input.head.clone());
     let mut reader = input.into_reader();
     let mut read = Vec::new();

@@ -292,3 +292,20 @@ fn a_plugin_path_that_is_a_fifo_is_refused_not_waited_on() {
         assert!(msg.contains("not a regular file"), "{args:?}: {msg}");
     }
 }
+
+/// An error reading stdin names it `<stdin>`, as every other message about it does (it said
+/// `-: Is a directory` for `profconv tree - < /`).
+#[cfg(unix)]
+#[test]
+fn an_error_reading_stdin_names_stdin() {
+    let d = tmp();
+    let out = profconv()
+        .args(["tree", "-"])
+        .stdin(Stdio::from(std::fs::File::open(d.path()).unwrap()))
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.starts_with("profconv: error: <stdin>: "), "{err}");
+    assert!(out.stdout.is_empty());
+}
