@@ -126,11 +126,16 @@ pub fn user_plugin_dir() -> Option<PathBuf> {
     if cfg!(windows) {
         return std::env::var_os("APPDATA").map(|a| PathBuf::from(a).join("profconv\\plugins"));
     }
-    match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
-        Some(d) => Some(PathBuf::from(d).join("profconv/plugins")),
-        None => {
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share/profconv/plugins"))
-        }
+    // A relative value is ignored, as the XDG spec says: it would name a directory under the
+    // current one, which is never searched unless the user names it.
+    let absolute = |var: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    match absolute("XDG_DATA_HOME") {
+        Some(d) => Some(d.join("profconv/plugins")),
+        None => absolute("HOME").map(|h| h.join(".local/share/profconv/plugins")),
     }
 }
 

@@ -656,8 +656,17 @@ fn check_not_an_input(out_path: &Path, inputs: &[&Path]) -> Result<(), Failure> 
     let Ok(out) = out_path.canonicalize() else {
         return Ok(()); // does not exist yet (or is stdout)
     };
+    if !out.is_file() {
+        return Ok(()); // a device or FIFO (`/dev/null` both in and out) is no file to lose
+    }
     for input in inputs {
-        if *input != Path::new("-") && input.canonicalize().is_ok_and(|i| i == out) {
+        // `-` is stdin, which may be redirected from the very file (`< out.folded`); where the
+        // system names it (`/dev/stdin`), that file is compared too.
+        let input = match *input == Path::new("-") {
+            true => Path::new("/dev/stdin"),
+            false => *input,
+        };
+        if input.canonicalize().is_ok_and(|i| i == out) {
             return Err(Failure::Usage(format!(
                 "refusing to overwrite the input {} with the output",
                 out_path.display()

@@ -309,3 +309,75 @@ fn an_error_reading_stdin_names_stdin() {
     assert!(err.starts_with("profconv: error: <stdin>: "), "{err}");
     assert!(out.stdout.is_empty());
 }
+
+/// A relative `XDG_DATA_HOME` is ignored, as the XDG spec says: it named a directory under the
+/// current one, so running profconv in a directory of downloaded files could load a plugin from
+/// it ("the current directory is never searched unless you name it").
+#[test]
+fn a_relative_xdg_data_home_is_ignored() {
+    let d = tmp();
+    let plugins = d.path().join("data/profconv/plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let lib = lib_path("profconv_plugin_folded");
+    std::fs::copy(&lib, plugins.join(lib.file_name().unwrap())).unwrap();
+    let out = profconv()
+        .current_dir(d.path())
+        .env("XDG_DATA_HOME", "data")
+        .arg("formats")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let s = text(&out.stdout);
+    assert!(!s.contains("data/profconv/plugins"), "{s}");
+}
+
+/// `profconv convert - -o in.folded < in.folded`: stdin is the output file, which is refused
+/// like any other input given as the output (it was replaced: the check skipped `-`).
+#[cfg(target_os = "linux")]
+#[test]
+fn stdin_redirected_from_the_output_file_is_refused_as_the_input() {
+    let d = tmp();
+    let input = write(d.path(), "in.folded", b"a;b 1\nxx;yy 2\n");
+    let out = profconv()
+        .args(["convert", "-", "--to", "folded", "-O", "max-size=0", "-o"])
+        .arg(&input)
+        .stdin(Stdio::from(std::fs::File::open(&input).unwrap()))
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("refusing to overwrite the input"), "{err}");
+    assert_eq!(std::fs::read(&input).unwrap(), b"a;b 1\nxx;yy 2\n");
+}
+
+/// `/dev/null` as both input and output is no file to protect: it converts (an empty profile).
+#[cfg(unix)]
+#[test]
+fn dev_null_as_input_and_output_converts() {
+    let out = profconv()
+        .args([
+            "convert",
+            "-",
+            "-f",
+            "folded",
+            "--to",
+            "folded",
+            "-o",
+            "/dev/null",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run(&[
+        "convert",
+        "/dev/null",
+        "-f",
+        "folded",
+        "--to",
+        "folded",
+        "-o",
+        "/dev/null",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
