@@ -227,10 +227,30 @@ impl<R: BufRead> Read for GzipReader<R> {
                 Ok(0) if !buf.is_empty() => {
                     // The member ended (trailer checked): another may follow.
                     let mut compressed = self.decoder.take().expect("a decoder").into_inner();
-                    match compressed.fill_buf() {
-                        Ok([]) => return Ok(0),
-                        Ok(_) => {}
-                        Err(e) => return Err(e),
+                    // Zero bytes after the last member (padding to a block size, as tar and dd
+                    // leave) are skipped, as gzip(1) skips them.
+                    let end = compressed.consumed;
+                    loop {
+                        let zeros = match compressed.fill_buf() {
+                            Ok([]) => return Ok(0),
+                            Ok(b) => b.iter().take_while(|&&x| x == 0).count(),
+                            Err(e) => return Err(e),
+                        };
+                        if zeros == 0 {
+                            break;
+                        }
+                        compressed.consume(zeros);
+                    }
+                    if compressed.consumed > end {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            CorruptGzip {
+                                offset: end,
+                                detail: "zero bytes and then other data (data after the last \
+                                         gzip member, which ends here)"
+                                    .into(),
+                            },
+                        ));
                     }
                     self.members_done += 1;
                     self.member_start = compressed.consumed;

@@ -197,7 +197,7 @@ fn data_after_the_last_gzip_member_is_reported_where_it_starts() {
     let two = [member.clone(), member.clone()].concat();
     let cases: [(&str, &[u8]); 3] = [
         ("garbage", b"garbage\n"),
-        ("zeros", &[0u8; 100]),
+        ("zeros-then-garbage", b"\0\0\0\0\0\0\0\0\0\0\0\0x"),
         ("half-a-header", &[0x1f, 0x8b, 8]),
     ];
     for (what, tail) in cases {
@@ -214,6 +214,15 @@ fn data_after_the_last_gzip_member_is_reported_where_it_starts() {
             );
             assert!(err.contains("after the last gzip member"), "{what}: {err}");
         }
+    }
+    // Zero padding after the last member (tar, dd) is skipped, as gzip(1) skips it.
+    for padding in [1, 100, 100_000] {
+        let mut bytes = two.clone();
+        bytes.extend(std::iter::repeat_n(0u8, padding));
+        let path = write(d.path(), "padded.gz", &bytes);
+        let out = run(&["tree", path.to_str().unwrap(), "--order", "first-seen"]);
+        assert!(out.status.success(), "{padding}: {}", text(&out.stderr));
+        assert!(text(&out.stdout).starts_with("A self=0 total=6\n"));
     }
 }
 
