@@ -64,7 +64,33 @@ pub fn untrusted(file: &Path) -> Option<String> {
             )
         })
     };
-    check(file, "file").or_else(|| check(file.parent()?, "directory"))
+    // The directory a path's last component lives in (`.` for a bare name: `""` names
+    // nothing, and checking it found nothing to refuse).
+    let dir_of = |p: &Path| match p.parent() {
+        Some(d) if d.as_os_str().is_empty() => Some(PathBuf::from(".")),
+        d => d.map(Path::to_path_buf),
+    };
+    if let Some(why) = check(file, "file").or_else(|| check(&dir_of(file)?, "directory")) {
+        return Some(why);
+    }
+    // A symbolic link is as safe as the places it leads through: whoever can replace a link on
+    // the way, or the library at its end, chooses the code loaded (the file itself was checked
+    // through the link above).
+    let mut p = file.to_path_buf();
+    for _ in 0..40 {
+        let Ok(to) = std::fs::read_link(&p) else {
+            break;
+        };
+        p = match (to.is_relative(), dir_of(&p)) {
+            (true, Some(dir)) => dir.join(to),
+            _ => to,
+        };
+        if let Some(why) = check(&dir_of(&p)?, "link's target directory") {
+            return Some(why);
+        }
+    }
+    let real = file.canonicalize().ok()?;
+    check(real.parent()?, "real directory")
 }
 
 /// On other systems no permission check is made.
@@ -100,11 +126,16 @@ pub fn user_plugin_dir() -> Option<PathBuf> {
     if cfg!(windows) {
         return std::env::var_os("APPDATA").map(|a| PathBuf::from(a).join("profconv\\plugins"));
     }
-    match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
-        Some(d) => Some(PathBuf::from(d).join("profconv/plugins")),
-        None => {
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share/profconv/plugins"))
-        }
+    // A relative value is ignored, as the XDG spec says: it would name a directory under the
+    // current one, which is never searched unless the user names it.
+    let absolute = |var: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    match absolute("XDG_DATA_HOME") {
+        Some(d) => Some(d.join("profconv/plugins")),
+        None => absolute("HOME").map(|h| h.join(".local/share/profconv/plugins")),
     }
 }
 

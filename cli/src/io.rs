@@ -1,6 +1,6 @@
 //! Input (file or stdin, gzip undone, head kept for sniffing) and atomic output.
 
-use flate2::bufread::MultiGzDecoder;
+use flate2::bufread::GzDecoder;
 use profconv_plugin::host::MappedFile;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Cursor, Read, Write};
@@ -171,54 +171,98 @@ impl<R: BufRead> BufRead for Compressed<R> {
 }
 
 /// A multi-member gzip decoder whose errors about the data are [`CorruptGzip`] (with the
-/// compressed byte offset), while errors reading the file stay as they are.
+/// compressed byte offset), while errors reading the file stay as they are. Members are decoded
+/// one after the other, so that data after the last one that is not a gzip member is reported
+/// where it starts.
 struct GzipReader<R: BufRead> {
-    decoder: MultiGzDecoder<Compressed<R>>,
-    /// Decompressed bytes produced so far.
-    produced: u64,
+    /// The current member's decoder; `None` once the input is done.
+    decoder: Option<GzDecoder<Compressed<R>>>,
+    /// Compressed offset where the current member starts, and how many members came before.
+    member_start: u64,
+    members_done: u64,
 }
 
 impl<R: BufRead> GzipReader<R> {
     fn new(inner: R) -> Self {
         GzipReader {
-            decoder: MultiGzDecoder::new(Compressed {
+            decoder: Some(GzDecoder::new(Compressed {
                 inner,
                 consumed: 0,
                 read_failed: false,
-            }),
-            produced: 0,
+            })),
+            member_start: 0,
+            members_done: 0,
         }
+    }
+
+    /// The decoder's error `e`, as a [`CorruptGzip`] when the data is at fault; `trailing` is
+    /// where the data after the last member starts, when it is what failed.
+    fn error(e: io::Error, compressed: &Compressed<R>, trailing: Option<u64>) -> io::Error {
+        if compressed.read_failed || e.kind() == io::ErrorKind::Interrupted {
+            return e;
+        }
+        let mut detail = if e.kind() == io::ErrorKind::UnexpectedEof {
+            "the gzip stream ends unexpectedly".to_string()
+        } else {
+            format!("gzip stream: {e}")
+        };
+        let mut offset = compressed.consumed;
+        if let Some(start) = trailing {
+            // A member ended well and what follows does not start another one: point at it.
+            detail.push_str(" (data after the last gzip member, which ends here)");
+            offset = start;
+        }
+        io::Error::new(io::ErrorKind::InvalidData, CorruptGzip { offset, detail })
     }
 }
 
 impl<R: BufRead> Read for GzipReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self.decoder.read(buf) {
-            Ok(n) => {
-                self.produced += n as u64;
-                Ok(n)
-            }
-            Err(e) => {
-                let compressed = self.decoder.get_ref();
-                if compressed.read_failed || e.kind() == io::ErrorKind::Interrupted {
-                    return Err(e);
+        loop {
+            let (members_done, member_start) = (self.members_done, self.member_start);
+            let Some(decoder) = self.decoder.as_mut() else {
+                return Ok(0);
+            };
+            match decoder.read(buf) {
+                Ok(0) if !buf.is_empty() => {
+                    // The member ended (trailer checked): another may follow.
+                    let mut compressed = self.decoder.take().expect("a decoder").into_inner();
+                    // Zero bytes after the last member (padding to a block size, as tar and dd
+                    // leave) are skipped, as gzip(1) skips them.
+                    let end = compressed.consumed;
+                    loop {
+                        let zeros = match compressed.fill_buf() {
+                            Ok([]) => return Ok(0),
+                            Ok(b) => b.iter().take_while(|&&x| x == 0).count(),
+                            Err(e) => return Err(e),
+                        };
+                        if zeros == 0 {
+                            break;
+                        }
+                        compressed.consume(zeros);
+                    }
+                    if compressed.consumed > end {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            CorruptGzip {
+                                offset: end,
+                                detail: "zero bytes and then other data (data after the last \
+                                         gzip member, which ends here)"
+                                    .into(),
+                            },
+                        ));
+                    }
+                    self.members_done += 1;
+                    self.member_start = compressed.consumed;
+                    self.decoder = Some(GzDecoder::new(compressed));
                 }
-                let mut detail = if e.kind() == io::ErrorKind::UnexpectedEof {
-                    "the gzip stream ends unexpectedly".to_string()
-                } else {
-                    format!("gzip stream: {e}")
-                };
-                if self.produced > 0 && e.to_string().contains("header") {
-                    // A member ended well and what follows is not another one.
-                    detail.push_str(" (data after the last gzip member?)");
+                Ok(n) => return Ok(n),
+                Err(e) => {
+                    // The header not read yet, after a member: not another member.
+                    let trailing =
+                        (members_done > 0 && decoder.header().is_none()).then_some(member_start);
+                    return Err(Self::error(e, decoder.get_ref(), trailing));
                 }
-                Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    CorruptGzip {
-                        offset: compressed.consumed,
-                        detail,
-                    },
-                ))
             }
         }
     }
@@ -308,6 +352,25 @@ impl Sink {
                 io::stdout(),
             )));
         }
+        // `/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`: a descriptor this process already has
+        // open (often a file the shell opened for `> out`). Resolving it to that file and
+        // renaming a temp file over it would cut the shell's own writes out of the file, before
+        // and after ours; write through the descriptor instead, as `> /dev/stdout` does.
+        match open_descriptor(target) {
+            Some(1) => {
+                return Ok(Sink::Stdout(io::BufWriter::with_capacity(
+                    DIRECT_BUFFER,
+                    io::stdout(),
+                )));
+            }
+            // Appended: a regular file behind another descriptor is written at its end, where
+            // that descriptor's writes stand (a pipe or a device does not care).
+            Some(_) => {
+                let f = std::fs::OpenOptions::new().append(true).open(target)?;
+                return Ok(Sink::Direct(io::BufWriter::with_capacity(DIRECT_BUFFER, f)));
+            }
+            None => {}
+        }
         let target = match std::fs::metadata(target) {
             Ok(meta) if !meta.is_file() => {
                 if meta.is_dir() {
@@ -382,7 +445,19 @@ impl Sink {
             Sink::Stdout(mut w) => w.flush(),
             Sink::Direct(mut w) => w.flush(),
             Sink::File { tmp, target } => {
-                tmp.as_file().sync_all().ok();
+                // A failed sync (EIO, a full disk or quota found late, as on NFS) means the
+                // data may not be there: fail, and the drop removes the temp file, rather than
+                // rename a short file over the target. A file system without fsync is fine.
+                if let Err(e) = tmp.as_file().sync_all()
+                    && !matches!(
+                        e.kind(),
+                        io::ErrorKind::Unsupported | io::ErrorKind::InvalidInput
+                    )
+                {
+                    drop(tmp);
+                    set_pending(None);
+                    return Err(e);
+                }
                 let done = tmp.persist(&target).map(|_| ()).map_err(|e| e.error);
                 set_pending(None);
                 done
@@ -412,6 +487,32 @@ fn link_target(path: &Path) -> io::Result<PathBuf> {
         io::ErrorKind::InvalidInput,
         "too many levels of symbolic links",
     ))
+}
+
+/// The descriptor number when `path`, or a symbolic link on the way from it, names an open
+/// descriptor of this process: `/dev/fd/N` or `/proc/self/fd/N` (also `/proc/<own pid>/fd/N`
+/// and `/proc/thread-self/fd/N`); `/dev/stdout` is a link to `/proc/self/fd/1`.
+fn open_descriptor(path: &Path) -> Option<u32> {
+    let own = std::process::id().to_string();
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        let dir = p.parent()?;
+        let names_own_fd = dir == Path::new("/dev/fd")
+            || dir.strip_prefix("/proc").is_ok_and(|rest| {
+                let mut c = rest.components().map(|c| c.as_os_str());
+                matches!(
+                    (c.next(), c.next(), c.next()),
+                    (Some(who), Some(fd), None)
+                        if fd == "fd" && (who == "self" || who == "thread-self" || *who == *own)
+                )
+            });
+        if names_own_fd {
+            return p.file_name()?.to_str()?.parse().ok();
+        }
+        let to = std::fs::read_link(&p).ok()?;
+        p = if to.is_relative() { dir.join(to) } else { to };
+    }
+    None
 }
 
 /// True when writing failed because the reader went away (`| head`): exit quietly.

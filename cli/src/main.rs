@@ -173,7 +173,7 @@ impl Failure {
             Failure::Io(m) => (4, m),
             Failure::Plugin(m) => (5, m),
         };
-        let _ = writeln!(std::io::stderr(), "profconv: error: {msg}");
+        let _ = writeln!(std::io::stderr(), "profconv: error: {}", printable(&msg));
         ExitCode::from(code)
     }
 
@@ -215,6 +215,8 @@ fn main() -> ExitCode {
     // half-written temp file, then exit as interrupted processes do (one handler serves the
     // three, so it cannot tell them apart: 130 for each).
     let _ = ctrlc::set_handler(|| io::remove_pending_temp_and_exit(130));
+    // Past `ulimit -f`, a write fails (exit 4, temp file removed) instead of a SIGXFSZ kill.
+    profconv_plugin::host::ignore_file_size_signal();
     if let Command::PluginCheck { path, samples } = &cli.command {
         // The plugin under test is loaded by the kit itself, not through discovery.
         let report = profconv_conformance::check_plugin(path, samples);
@@ -295,8 +297,26 @@ struct Run {
 
 fn warn(quiet: bool, msg: &str) {
     if !quiet {
-        let _ = writeln!(std::io::stderr(), "profconv: warning: {msg}");
+        let _ = writeln!(std::io::stderr(), "profconv: warning: {}", printable(msg));
     }
+}
+
+/// A message as it may reach a terminal: control characters other than line breaks and tabs
+/// (an escape sequence, a carriage return, a bell in a file name or a `-T` spec) escaped as
+/// `\u{1b}`, `\r`, as the plugins' messages and the tree text escape theirs.
+fn printable(msg: &str) -> std::borrow::Cow<'_, str> {
+    if !msg.contains(|c: char| c.is_control() && c != '\n' && c != '\t') {
+        return msg.into();
+    }
+    let mut out = String::with_capacity(msg.len() + 16);
+    for c in msg.chars() {
+        match c {
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => out.extend(c.escape_debug()),
+            c => out.push(c),
+        }
+    }
+    out.into()
 }
 
 /// The most bytes read into memory from a stream (stdin, gzip) for a parser that reads its
@@ -393,8 +413,13 @@ fn open_input<'r>(
     args: &InputArgs,
     quiet: bool,
 ) -> Result<(OpenInput, &'r FormatHandle), Failure> {
-    let input = OpenInput::open(&args.input)
-        .map_err(|e| Failure::reading(&args.input.display().to_string(), &e))?;
+    let input = OpenInput::open(&args.input).map_err(|e| {
+        let name = match args.input == Path::new("-") {
+            true => "<stdin>".to_string(),
+            false => args.input.display().to_string(),
+        };
+        Failure::reading(&name, &e)
+    })?;
     let parser = match &args.from {
         Some(id) => registry.parser(id).map_err(Failure::Usage)?,
         None => registry
@@ -426,6 +451,18 @@ fn parse(
         .takes_mapped_input()
         .then(|| input.mapped())
         .flatten();
+    if let Some(m) = &mapped {
+        // Truncated under the parser, the mapping faults (SIGBUS): end with an error instead.
+        // No output exists yet (it is created after parsing), so nothing is left behind.
+        m.on_truncation(
+            &format!(
+                "profconv: error: {}: the file shrank while it was being read (another program \
+                 truncated or rewrote it); nothing was written\n",
+                printable(&name)
+            ),
+            4,
+        );
+    }
     let (head_is_all, head) = (input.head.len() < io::HEAD, input.head.clone());
     let mut reader = input.into_reader();
     let mut read = Vec::new();
@@ -619,8 +656,17 @@ fn check_not_an_input(out_path: &Path, inputs: &[&Path]) -> Result<(), Failure> 
     let Ok(out) = out_path.canonicalize() else {
         return Ok(()); // does not exist yet (or is stdout)
     };
+    if !out.is_file() {
+        return Ok(()); // a device or FIFO (`/dev/null` both in and out) is no file to lose
+    }
     for input in inputs {
-        if *input != Path::new("-") && input.canonicalize().is_ok_and(|i| i == out) {
+        // `-` is stdin, which may be redirected from the very file (`< out.folded`); where the
+        // system names it (`/dev/stdin`), that file is compared too.
+        let input = match *input == Path::new("-") {
+            true => Path::new("/dev/stdin"),
+            false => *input,
+        };
+        if input.canonicalize().is_ok_and(|i| i == out) {
             return Err(Failure::Usage(format!(
                 "refusing to overwrite the input {} with the output",
                 out_path.display()
@@ -638,13 +684,12 @@ fn write_output(
     options: &OptionList,
     run: Run,
 ) -> Result<(), Failure> {
-    let mut sink =
-        Sink::create(out_path).map_err(|e| Failure::Io(format!("{}: {e}", out_path.display())))?;
     let out_name = if out_path == Path::new("-") {
         "<stdout>".to_string()
     } else {
         out_path.display().to_string()
     };
+    let mut sink = Sink::create(out_path).map_err(|e| Failure::Io(format!("{out_name}: {e}")))?;
     let mut log = |level: u32, msg: &str| {
         if level == log_level::WARN {
             warn(run.quiet, &format!("{out_name}: {msg}"));
@@ -660,7 +705,7 @@ fn write_output(
         if is_broken_pipe(&e) {
             Failure::BrokenPipe
         } else {
-            Failure::Io(format!("{}: {e}", out_path.display()))
+            Failure::Io(format!("{out_name}: {e}"))
         }
     })
 }
@@ -883,6 +928,6 @@ fn list_formats(registry: &Registry, defaults_searched: bool) -> Result<(), Fail
     {
         Ok(()) => Ok(()),
         Err(e) if is_broken_pipe(&e) => Err(Failure::BrokenPipe),
-        Err(e) => Err(Failure::Io(e.to_string())),
+        Err(e) => Err(Failure::Io(format!("<stdout>: {e}"))),
     }
 }

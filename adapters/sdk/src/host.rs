@@ -182,6 +182,17 @@ pub fn load_library(path: &Path) -> Result<LoadedPlugin, LoadError> {
     } else {
         path
     };
+    // The system loader opens whatever it is given: a FIFO would block it forever, holding the
+    // loader's lock (so that even exiting on a signal waits), and a device is no library.
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => {
+            return Err(LoadError::Open(
+                path.to_path_buf(),
+                "not a regular file (a shared library is one)".into(),
+            ));
+        }
+        _ => {} // a missing file gets the loader's own message
+    }
     // SAFETY: loading runs the library's initialisers. Only files the host chose (matching the
     // plugin naming pattern in plugin directories, or named explicitly by the user) get here.
     let lib = unsafe { libloading::Library::new(path) }.map_err(|e| {
@@ -532,6 +543,20 @@ fn abi_options(options: &[(String, Option<String>)]) -> Vec<OptionValue> {
         .collect()
 }
 
+/// Makes a write past the process's file-size limit (`ulimit -f`, `RLIMIT_FSIZE`) fail with
+/// `EFBIG` ("File too large"), an I/O error the host reports and cleans up after, instead of
+/// the default of SIGXFSZ, which ends the process at once and leaves its temp file behind.
+/// Call it once, early in `main`; on systems without the signal it does nothing.
+pub fn ignore_file_size_signal() {
+    #[cfg(unix)]
+    // SAFETY: `signal` with `SIG_IGN` installs no handler code, only the kernel's "ignore"
+    // disposition for SIGXFSZ, which nothing else in the process relies on; its return value
+    // (the previous disposition, or SIG_ERR) needs no handling.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
 /// A regular file mapped read-only into memory: a parser given its bytes as the whole input
 /// reads them in place, where a stream would have the kernel copy every byte into a buffer
 /// first (a tenth of the CPU of a 1 GB folded conversion). The pages a parser has released
@@ -628,6 +653,95 @@ impl MappedFile {
     /// Bytes released so far (dropped from memory).
     pub fn released(&self) -> usize {
         self.released.get()
+    }
+
+    /// Until this mapping is dropped, a read of it that faults because the file shrank under
+    /// it (another program truncated or rewrote it; SIGBUS) writes `message` to stderr and ends
+    /// the process with exit code `code`, instead of crashing with the signal. A SIGBUS at any
+    /// other address keeps its default action. One mapping is watched at a time (the latest).
+    /// Linux only; elsewhere this does nothing.
+    pub fn on_truncation(&self, message: &str, code: i32) {
+        #[cfg(target_os = "linux")]
+        truncation::watch(self.map.as_ptr() as usize, self.map.len(), message, code);
+        #[cfg(not(target_os = "linux"))]
+        let _ = (message, code);
+    }
+}
+
+impl Drop for MappedFile {
+    fn drop(&mut self) {
+        // Before the fields: the range is forgotten before it is unmapped.
+        #[cfg(target_os = "linux")]
+        truncation::unwatch(self.map.as_ptr() as usize);
+    }
+}
+
+/// The SIGBUS handler of [`MappedFile::on_truncation`]: only async-signal-safe calls (`write`,
+/// `_exit`, `signal`) and atomics in the handler; the message is a leaked buffer.
+#[cfg(target_os = "linux")]
+mod truncation {
+    use std::sync::Once;
+    use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering::SeqCst};
+
+    static START: AtomicUsize = AtomicUsize::new(0);
+    /// 0: nothing watched.
+    static LEN: AtomicUsize = AtomicUsize::new(0);
+    static MESSAGE: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+    static MESSAGE_LEN: AtomicUsize = AtomicUsize::new(0);
+    static CODE: AtomicI32 = AtomicI32::new(1);
+    static INSTALL: Once = Once::new();
+
+    extern "C" fn on_sigbus(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+        // SAFETY: the kernel passes an SA_SIGINFO handler a valid `siginfo_t`; for SIGBUS
+        // `si_addr` is the faulting address.
+        let addr = unsafe { (*info).si_addr() } as usize;
+        let (start, len) = (START.load(SeqCst), LEN.load(SeqCst));
+        if len > 0 && addr.wrapping_sub(start) < len {
+            let (message, n) = (MESSAGE.load(SeqCst), MESSAGE_LEN.load(SeqCst));
+            // SAFETY: `write` and `_exit` are async-signal-safe; `message` points at `n` bytes
+            // of a leaked (never freed) buffer, stored before `LEN` was set.
+            unsafe {
+                libc::write(2, message.cast(), n);
+                libc::_exit(CODE.load(SeqCst));
+            }
+        }
+        // SAFETY: `signal` is async-signal-safe. Not a watched mapping: with the default action
+        // back, the faulting access runs again on return and ends the process as before.
+        unsafe {
+            libc::signal(libc::SIGBUS, libc::SIG_DFL);
+        }
+    }
+
+    fn install() {
+        INSTALL.call_once(|| {
+            // SAFETY: a zeroed `sigaction` is a valid value (no flags, empty mask) before the
+            // fields are set; `on_sigbus` has the SA_SIGINFO handler signature and only makes
+            // async-signal-safe calls.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_sigbus as *const () as libc::sighandler_t;
+                action.sa_flags = libc::SA_SIGINFO;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut());
+            }
+        });
+    }
+
+    pub fn watch(start: usize, len: usize, message: &str, code: i32) {
+        install();
+        LEN.store(0, SeqCst);
+        let leaked: &'static mut [u8] = Box::leak(message.as_bytes().into());
+        MESSAGE.store(leaked.as_mut_ptr(), SeqCst);
+        MESSAGE_LEN.store(leaked.len(), SeqCst);
+        CODE.store(code, SeqCst);
+        START.store(start, SeqCst);
+        LEN.store(len, SeqCst);
+    }
+
+    pub fn unwatch(start: usize) {
+        if START.load(SeqCst) == start {
+            LEN.store(0, SeqCst);
+        }
     }
 }
 
@@ -877,6 +991,44 @@ unsafe impl Sync for FormatHandle {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A mapped file truncated under the reader: the read faults (SIGBUS) and the process ends
+    /// with the watched message and code instead of the signal. Runs itself as a child process
+    /// (the ending is the process's).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_mapped_file_that_shrinks_ends_the_process_with_a_message_not_sigbus() {
+        const CHILD: &str = "PROFCONV_TEST_SHRINK_CHILD";
+        if let Some(path) = std::env::var_os(CHILD) {
+            let f = std::fs::File::options()
+                .read(true)
+                .write(true)
+                .open(path)
+                .unwrap();
+            let m = MappedFile::new(&f).unwrap();
+            m.on_truncation("test: the input shrank\n", 4);
+            f.set_len(0).unwrap();
+            let last = std::hint::black_box(m.bytes()[m.bytes().len() - 1]);
+            println!("read {last} past the end");
+            std::process::exit(0);
+        }
+        let path = std::env::temp_dir().join(format!("profconv-shrink-{}", std::process::id()));
+        std::fs::write(&path, vec![b'x'; 2 * MappedFile::MIN_SIZE as usize]).unwrap();
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "host::tests::a_mapped_file_that_shrinks_ends_the_process_with_a_message_not_sigbus",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD, &path)
+            .output()
+            .unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{:?}: {err}", out.status);
+        assert!(err.contains("test: the input shrank"), "{err}");
+    }
     use crate::abi::{
         EmitFn, MAGIC, OptionDesc, ParseFn, PluginHeader, SniffFn, StrRef, caps, min_size,
     };

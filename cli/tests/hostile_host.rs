@@ -1,0 +1,392 @@
+//! Regressions from the review of the host as a hostile or careless user would use it: output
+//! to `/dev/stdout` redirected to a file, a file-size limit, plugins reached through a bare name
+//! or a symlink from a directory anyone can write to, trailing data after a gzip member. Each
+//! test runs the real `profconv` binary.
+
+#[path = "support/run.rs"]
+mod run;
+mod support;
+
+use run::{profconv, run, text, tmp, write};
+use std::io::{Seek, Write};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use support::{SEED_001, lib_path};
+
+/// The `.profconv-*.tmp` files in `dir`.
+fn temp_files(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".profconv-"))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// `{ echo header; profconv … -o /dev/stdout; echo footer; } > out.txt`: `/dev/stdout` (and
+/// `/dev/fd/1`, `/proc/self/fd/1`) is the descriptor the shell opened, so the output goes
+/// after the header and the footer after it. It used to be resolved to `out.txt` and a temp
+/// file renamed over it: the header was lost, and so was everything the shell wrote after.
+#[cfg(target_os = "linux")]
+#[test]
+fn output_to_dev_stdout_writes_to_the_open_descriptor_not_over_its_file() {
+    let d = tmp();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    for target in ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"] {
+        let out_path = d.path().join("out.txt");
+        let mut file = std::fs::File::create(&out_path).unwrap();
+        file.write_all(b"header\n").unwrap();
+        let status = profconv()
+            .args(["convert", input.to_str().unwrap(), "--to", "folded", "-o"])
+            .arg(target)
+            .stdout(Stdio::from(file.try_clone().unwrap()))
+            .status()
+            .unwrap();
+        assert!(status.success(), "{target}");
+        // The shell's descriptor carries on where profconv stopped, in the same file.
+        file.seek(std::io::SeekFrom::End(0)).unwrap();
+        file.write_all(b"footer\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&out_path).unwrap(),
+            format!("header\n{SEED_001}footer\n"),
+            "{target}"
+        );
+        assert!(temp_files(d.path()).is_empty(), "{target}");
+    }
+    // Another descriptor of the process, open on a regular file, is written where it stands
+    // too (appended), not replaced.
+    let other = d.path().join("other.txt");
+    std::fs::write(&other, "kept\n").unwrap();
+    let out = profconv()
+        .args(["convert", input.to_str().unwrap(), "--to", "folded", "-o"])
+        .arg("/dev/stderr")
+        .stderr(Stdio::from(
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&other)
+                .unwrap(),
+        ))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        std::fs::read_to_string(&other).unwrap(),
+        format!("kept\n{SEED_001}")
+    );
+}
+
+/// Writing past a file-size limit (`ulimit -f`) is an I/O error naming the output, exit 4, and
+/// the temp file is removed; it used to kill profconv with SIGXFSZ and leave the temp file.
+#[cfg(unix)]
+#[test]
+fn a_file_size_limit_is_an_io_error_and_leaves_no_temp_file() {
+    let d = tmp();
+    let mut input = String::new();
+    for i in 0..2000 {
+        input.push_str(&format!("main;f{i};g{} {}\n", i * 7, 1 + i % 5));
+    }
+    let input = write(d.path(), "in.folded", input.as_bytes());
+    let target = d.path().join("out.svg");
+    std::fs::write(&target, "previous").unwrap();
+    let exe = env!("CARGO_BIN_EXE_profconv");
+    let out = profconv()
+        .get_envs()
+        .fold(std::process::Command::new("sh"), |mut c, (k, v)| {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+            c
+        })
+        .args(["-c", "ulimit -f 8 && exec \"$0\" \"$@\"", exe, "convert"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&target)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{:?}: {err}", out.status);
+    assert!(err.contains(&target.display().to_string()), "{err}");
+    assert!(err.contains("too large"), "{err}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "previous");
+    assert!(
+        temp_files(d.path()).is_empty(),
+        "{:?}",
+        temp_files(d.path())
+    );
+}
+
+/// Sets `mode` on `path`.
+#[cfg(unix)]
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A plugin in a directory anyone can write to is refused however it is named: by a bare file
+/// name run from that directory (the check used to look at the empty parent `""`, found
+/// nothing and passed), or through a symlink from a safe directory (only the link's own
+/// directory was checked).
+#[cfg(unix)]
+#[test]
+fn a_plugin_in_a_directory_anyone_can_write_is_refused_by_bare_name_and_through_links() {
+    let d = tmp();
+    chmod(d.path(), 0o755);
+    let open = d.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    chmod(&open, 0o1777);
+    let lib = lib_path("profconv_plugin_folded");
+    std::fs::copy(&lib, open.join("libx.so")).unwrap();
+    chmod(&open.join("libx.so"), 0o644);
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+
+    let out = profconv()
+        .current_dir(&open)
+        .args(["--no-default-plugins", "--plugin", "libx.so", "tree"])
+        .arg(&input)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(err.contains("writable by all users"), "{err}");
+    assert!(out.stdout.is_empty());
+
+    let safe = d.path().join("safe");
+    std::fs::create_dir(&safe).unwrap();
+    chmod(&safe, 0o755);
+    let link = safe.join("libprofconv_plugin_x.so");
+    std::os::unix::fs::symlink(open.join("libx.so"), &link).unwrap();
+    let out = run(&[
+        "--no-default-plugins",
+        "--plugin",
+        link.to_str().unwrap(),
+        "tree",
+        input.to_str().unwrap(),
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("writable by all users") && err.contains(&open.display().to_string()),
+        "{err}"
+    );
+    // Scanning the safe directory finds the link and refuses it too (a warning; then no
+    // plugin reads the input).
+    let out = run(&[
+        "--no-default-plugins",
+        "--plugin",
+        safe.to_str().unwrap(),
+        "formats",
+    ]);
+    let s = text(&out.stdout);
+    assert!(
+        s.contains("rejected") && s.contains("writable by all users"),
+        "{s}"
+    );
+    assert!(!s.contains("plugin folded"), "{s}");
+}
+
+/// Data after the last gzip member is reported at the byte where it starts (the end of the
+/// last good member), not where the decoder gave up inside it.
+#[test]
+fn data_after_the_last_gzip_member_is_reported_where_it_starts() {
+    let d = tmp();
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(SEED_001.as_bytes()).unwrap();
+    let member = enc.finish().unwrap();
+    let two = [member.clone(), member.clone()].concat();
+    let cases: [(&str, &[u8]); 3] = [
+        ("garbage", b"garbage\n"),
+        ("zeros-then-garbage", b"\0\0\0\0\0\0\0\0\0\0\0\0x"),
+        ("half-a-header", &[0x1f, 0x8b, 8]),
+    ];
+    for (what, tail) in cases {
+        for (first, at) in [(&member, member.len()), (&two, two.len())] {
+            let mut bytes = first.clone();
+            bytes.extend_from_slice(tail);
+            let path = write(d.path(), &format!("{what}.gz"), &bytes);
+            let out = run(&["tree", path.to_str().unwrap()]);
+            let err = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(3), "{what}: {err}");
+            assert!(
+                err.contains(&format!("{}: byte {at}: ", path.display())),
+                "{what}: offset {at} expected: {err}"
+            );
+            assert!(err.contains("after the last gzip member"), "{what}: {err}");
+        }
+    }
+    // Zero padding after the last member (tar, dd) is skipped, as gzip(1) skips it.
+    for padding in [1, 100, 100_000] {
+        let mut bytes = two.clone();
+        bytes.extend(std::iter::repeat_n(0u8, padding));
+        let path = write(d.path(), "padded.gz", &bytes);
+        let out = run(&["tree", path.to_str().unwrap(), "--order", "first-seen"]);
+        assert!(out.status.success(), "{padding}: {}", text(&out.stderr));
+        assert!(text(&out.stdout).starts_with("A self=0 total=6\n"));
+    }
+}
+
+/// A file name (or a `-T` spec) with control characters reaches the terminal escaped in
+/// profconv's own messages, as the plugins' messages and the tree text already were: an escape
+/// sequence in a downloaded file's name must not drive the terminal.
+#[cfg(unix)]
+#[test]
+fn control_characters_in_names_are_escaped_in_messages() {
+    let d = tmp();
+    let name = "x\u{1b}]0;pwned\u{7}\u{1b}[2J\r.folded";
+    let missing = d.path().join(name);
+    let out = run(&["tree", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(4));
+    let err = text(&out.stderr);
+    assert!(
+        !err.contains(['\u{1b}', '\u{7}', '\r']),
+        "raw control characters: {err:?}"
+    );
+    assert!(
+        err.contains(r"x\u{1b}]0;pwned\u{7}\u{1b}[2J\r.folded"),
+        "{err}"
+    );
+    let input = write(d.path(), name, SEED_001.as_bytes());
+    let out = run(&["tree", input.to_str().unwrap(), "-T", "merge:\u{1b}[2J"]);
+    assert!(out.status.success());
+    let err = text(&out.stderr);
+    assert!(err.contains("matched nothing"), "{err}");
+    assert!(!err.contains(['\u{1b}', '\u{7}', '\r']), "{err:?}");
+}
+
+/// A plugin path that is a FIFO (or another special file) is refused before the system loader
+/// opens it: `dlopen` waited for a writer forever, holding the loader's lock, so even SIGTERM
+/// and Ctrl-C (whose exit needs that lock) could not end profconv.
+#[cfg(unix)]
+#[test]
+fn a_plugin_path_that_is_a_fifo_is_refused_not_waited_on() {
+    use std::time::{Duration, Instant};
+    let d = tmp();
+    let fifo = d.path().join("libprofconv_plugin_fifo.so");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let runs: [Vec<&str>; 2] = [
+        vec![
+            "--no-default-plugins",
+            "--plugin",
+            fifo.to_str().unwrap(),
+            "tree",
+            input.to_str().unwrap(),
+        ],
+        vec!["plugin-check", fifo.to_str().unwrap()],
+    ];
+    for args in runs {
+        let mut child = profconv()
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                panic!("{args:?}: still waiting on the FIFO after 20 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().unwrap();
+        let msg = text(&out.stderr) + &text(&out.stdout);
+        assert!(!out.status.success(), "{args:?}: {msg}");
+        assert!(msg.contains("not a regular file"), "{args:?}: {msg}");
+    }
+}
+
+/// An error reading stdin names it `<stdin>`, as every other message about it does (it said
+/// `-: Is a directory` for `profconv tree - < /`).
+#[cfg(unix)]
+#[test]
+fn an_error_reading_stdin_names_stdin() {
+    let d = tmp();
+    let out = profconv()
+        .args(["tree", "-"])
+        .stdin(Stdio::from(std::fs::File::open(d.path()).unwrap()))
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.starts_with("profconv: error: <stdin>: "), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+/// A relative `XDG_DATA_HOME` is ignored, as the XDG spec says: it named a directory under the
+/// current one, so running profconv in a directory of downloaded files could load a plugin from
+/// it ("the current directory is never searched unless you name it").
+#[test]
+fn a_relative_xdg_data_home_is_ignored() {
+    let d = tmp();
+    let plugins = d.path().join("data/profconv/plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let lib = lib_path("profconv_plugin_folded");
+    std::fs::copy(&lib, plugins.join(lib.file_name().unwrap())).unwrap();
+    let out = profconv()
+        .current_dir(d.path())
+        .env("XDG_DATA_HOME", "data")
+        .arg("formats")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let s = text(&out.stdout);
+    assert!(!s.contains("data/profconv/plugins"), "{s}");
+}
+
+/// `profconv convert - -o in.folded < in.folded`: stdin is the output file, which is refused
+/// like any other input given as the output (it was replaced: the check skipped `-`).
+#[cfg(target_os = "linux")]
+#[test]
+fn stdin_redirected_from_the_output_file_is_refused_as_the_input() {
+    let d = tmp();
+    let input = write(d.path(), "in.folded", b"a;b 1\nxx;yy 2\n");
+    let out = profconv()
+        .args(["convert", "-", "--to", "folded", "-O", "max-size=0", "-o"])
+        .arg(&input)
+        .stdin(Stdio::from(std::fs::File::open(&input).unwrap()))
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("refusing to overwrite the input"), "{err}");
+    assert_eq!(std::fs::read(&input).unwrap(), b"a;b 1\nxx;yy 2\n");
+}
+
+/// `/dev/null` as both input and output is no file to protect: it converts (an empty profile).
+#[cfg(unix)]
+#[test]
+fn dev_null_as_input_and_output_converts() {
+    let out = profconv()
+        .args([
+            "convert",
+            "-",
+            "-f",
+            "folded",
+            "--to",
+            "folded",
+            "-o",
+            "/dev/null",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run(&[
+        "convert",
+        "/dev/null",
+        "-f",
+        "folded",
+        "--to",
+        "folded",
+        "-o",
+        "/dev/null",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
