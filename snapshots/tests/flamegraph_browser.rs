@@ -535,3 +535,137 @@ fn search_and_zoom_in_chromium() {
         eprintln!("screenshot: {}", png.display());
     }
 }
+
+/// Positions beyond 2^53 (here fractional counts with nine decimals, stored as integers ×10^9):
+/// the sum of two doubles is rounded there, and the script used to decide with `x + w` which
+/// frames lie inside the zoomed one, so a frame ending exactly where its parent ends could seem
+/// to stick out: zooming into `B` hid its last child `C2` and left it out of "Matched". The
+/// values are chosen so that `fl(fl(x_C2) + fl(w_C2)) > fl(fl(x_B) + fl(w_B))`. The link keeps
+/// the exact position of the zoomed frame.
+#[test]
+fn zoom_beyond_2_pow_53_keeps_every_child() {
+    let Some(browser) = chromium() else {
+        let msg = "SKIPPED flamegraph browser test (2^53): no chromium found";
+        assert!(
+            std::env::var_os("PROFCONV_REQUIRE_BROWSER").is_none(),
+            "{msg}"
+        );
+        eprintln!("{msg}");
+        return;
+    };
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("flamegraph-browser-2p53");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let folded =
+        b"root;A 24732489.209496226\nroot;B;C1 3859155.010614073\nroot;B;C2 1201056.140443356\n";
+    let profile = parse_folded(
+        &mut Input::from_slice(folded),
+        false,
+        &mut Context::silent(),
+    )
+    .unwrap();
+    let mut svg = Vec::new();
+    {
+        let mut out = Output::from_writer(&mut svg);
+        Flamegraph::emit(
+            &profile.view(),
+            &mut out,
+            &Options::default(),
+            &mut Context::silent(),
+        )
+        .unwrap();
+        out.flush().unwrap();
+    }
+    let svg = String::from_utf8(svg).unwrap();
+    let (frames, _) = read_frames(&svg);
+    let by_name = |n: &str| frames.iter().find(|f| f.name == n).unwrap().clone();
+    let (b, c2) = (by_name("B"), by_name("C2"));
+    // The case this test is about: exact containment, but not in doubles.
+    assert_eq!(c2.fg_x + c2.fg_w, b.fg_x + b.fg_w);
+    assert!(
+        (c2.fg_x as f64) + (c2.fg_w as f64) > (b.fg_x as f64) + (b.fg_w as f64),
+        "the values no longer round past the parent's edge"
+    );
+    let script = r#"
+(function () {
+  var lines = [];
+  function put(k, v) { lines.push(k + "=" + String(v)); }
+  function node(name) {
+    for (var i = 0; i < fg_nodes.length; i++) if (fg_nodes[i].name === name) return fg_nodes[i];
+    throw new Error("no frame " + name);
+  }
+  function run() {
+    try {
+      var b = node("B");
+      b.rect.dispatchEvent(new MouseEvent("click", {bubbles: true, cancelable: true}));
+      ["A", "B", "C1", "C2", "root"].forEach(function (n) {
+        var g = node(n).g.classList;
+        put(n, g.contains("hide") ? "hidden" : g.contains("parent") ? "parent" : "shown");
+      });
+      put("c2_rect", node("C2").rect.getAttribute("x") + " " + node("C2").rect.getAttribute("width"));
+      fg_do_search("^C");
+      put("matched", document.getElementById("matched").textContent);
+      put("location", window.location.search);
+    } catch (e) {
+      put("error", e && e.stack ? e.stack : e);
+    }
+    var t = document.createElementNS("http://www.w3.org/2000/svg", "text");
+    t.setAttribute("id", "fg-test-result");
+    t.setAttribute("class", "hide");
+    t.textContent = "\n" + lines.join("\n") + "\n";
+    document.documentElement.appendChild(t);
+  }
+  window.addEventListener("load", function () { setTimeout(run, 0); });
+})();
+"#;
+    let driven = out_dir.join("exact.svg");
+    std::fs::write(
+        &driven,
+        svg.replacen(
+            "</svg>",
+            &format!("<script type=\"text/ecmascript\"><![CDATA[{script}]]></script>\n</svg>"),
+            1,
+        ),
+    )
+    .unwrap();
+    let dom_file = out_dir.join("dom.xml");
+    run_browser(
+        &browser,
+        &out_dir.join("profile"),
+        &["--dump-dom"],
+        &file_url(&driven),
+        &dom_file,
+    );
+    let dom = std::fs::read_to_string(&dom_file).unwrap();
+    let start = dom
+        .find("id=\"fg-test-result\"")
+        .unwrap_or_else(|| panic!("the driver left no result; page: {}", dom_file.display()));
+    let body = &dom[dom[start..].find('>').unwrap() + start + 1..];
+    let body = &body[..body.find("</text>").unwrap()];
+    let results: Vec<(&str, &str)> = body.lines().filter_map(|l| l.split_once('=')).collect();
+    let want = [
+        ("A", "hidden"),
+        ("B", "shown"),
+        ("C1", "shown"),
+        ("C2", "shown"),
+        ("root", "parent"),
+        // After C1, from 10 px: 1180 × 3859155.010614073 / 5060211.151057429 px = 899.92 px.
+        ("c2_rect", "909.92 280.08"),
+        ("matched", "Matched: 100.00%"),
+    ];
+    for (k, v) in want {
+        assert!(
+            results.contains(&(k, v)),
+            "{k}: want {v:?}; the page says {results:?}"
+        );
+    }
+    let location = results
+        .iter()
+        .find(|(k, _)| *k == "location")
+        .map(|(_, v)| *v)
+        .unwrap_or("");
+    assert!(
+        location.contains(&format!("x={}", b.fg_x)),
+        "the link keeps B's exact position {}: {location}",
+        b.fg_x
+    );
+}

@@ -23,6 +23,11 @@ use std::io::{BufWriter, Write};
 /// The schema URL speedscope recognises the format by.
 pub const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
 
+/// Stacks deeper than this get a warning: speedscope itself fails on them ("Something went
+/// wrong"; 1.25.0 in Chromium 148 opens a chain of 3 800 functions, not one of 4 000, sampled or
+/// evented). The limit is the browser's JavaScript stack, so the warning starts lower.
+pub const SPEEDSCOPE_DEPTH_WARNING: u64 = 3_000;
+
 /// What the emitter was asked for.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SpeedscopeOptions<'a> {
@@ -146,6 +151,9 @@ struct SizeBound {
     /// Bytes projected so far: each sample's stack, its separator and a one-digit weight.
     bytes: u128,
     samples: usize,
+    /// The deepest stack added, when one may be deeper than [`SPEEDSCOPE_DEPTH_WARNING`]
+    /// (else 0).
+    deep: u64,
 }
 
 impl SizeBound {
@@ -159,6 +167,14 @@ impl SizeBound {
             .map(|&s| self.len[s as usize] as u128 + 3)
             .sum::<u128>();
         self.samples += stacks.len();
+        // Each frame takes at least two bytes (a digit and a comma): a stack shorter than twice
+        // the depth warned about is not that deep, so depths are counted only for a long one.
+        let longest = stacks.iter().map(|&s| self.len[s as usize]).max();
+        if longest.is_some_and(|l| l > 2 * SPEEDSCOPE_DEPTH_WARNING) {
+            let depth = path_sums(p.n_stacks(), |s| p.stack_prefix[s], |_| 1);
+            let deepest = stacks.iter().map(|&s| depth[s as usize]).max();
+            self.deep = self.deep.max(deepest.unwrap_or(0));
+        }
         if self.bytes <= self.max as u128 {
             return Ok(());
         }
@@ -304,12 +320,14 @@ fn build_file<'r, 'p>(
         }
     };
     let mut dropped = 0usize;
-    let mut bound = opts.max_size.map(|max| SizeBound {
-        max,
+    // Without a bound (max-size=0) its per-stack lengths still tell which stacks may be deep.
+    let mut bound = SizeBound {
+        max: opts.max_size.unwrap_or(u64::MAX),
         len: Vec::new(),
         bytes: 0,
         samples: 0,
-    });
+        deep: 0,
+    };
     let mut profiles = Vec::new();
     // The path nodes of the whole profile, made once for every thread (per thread, a trace of
     // many runs took their number times its stacks).
@@ -386,6 +404,7 @@ fn build_file<'r, 'p>(
                     open.push(f);
                     open_nodes.push(n);
                 }
+                bound.deep = bound.deep.max(open.len() as u64);
                 let end = start + (value(i) as i128).abs();
                 prev_end = Some(end);
                 running = end;
@@ -425,9 +444,7 @@ fn build_file<'r, 'p>(
             weights.push(num(v as i128));
             total += v as i128;
         }
-        if let Some(bound) = &mut bound {
-            bound.add(p, &stacks)?;
-        }
+        bound.add(p, &stacks)?;
         profiles.push(Profile::Sampled(Sampled {
             kind: "sampled",
             name,
@@ -441,6 +458,14 @@ fn build_file<'r, 'p>(
     if dropped > 0 {
         cx.warn(&format!(
             "speedscope cannot show negative weights: {dropped} samples left out"
+        ));
+    }
+    if bound.deep > SPEEDSCOPE_DEPTH_WARNING {
+        cx.warn(&format!(
+            "stacks up to {} frames deep: speedscope may fail to open the file (1.25 in \
+             Chromium opens 3 800 frames, and shows \"Something went wrong\" at 4 000); cut them \
+             with -T max-depth:N or -T collapse-rec, or write firefox or flamegraph",
+            bound.deep
         ));
     }
     Ok(File {

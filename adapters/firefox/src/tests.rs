@@ -714,3 +714,75 @@ fn threads_with_few_of_many_stacks_and_a_large_table() {
     let n3 = thread(&v, 2)["stackTable"]["length"].as_u64().unwrap();
     assert!(n3 > 500 && n3 < 1600, "{n3}");
 }
+
+/// The warnings speedscope's emitter gives for `p` with `options`.
+fn speedscope_warnings(p: &Profile, options: &[(&str, &str)]) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let mut sink = |_: u32, m: &str| warnings.push(m.to_string());
+    let opts = Options::new(
+        options
+            .iter()
+            .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+            .collect(),
+    );
+    let mut buf = Vec::new();
+    {
+        let mut out = Output::from_writer(&mut buf);
+        Speedscope::emit(
+            &p.view(),
+            &mut out,
+            &opts,
+            &mut Context::with_sink(&mut sink),
+        )
+        .unwrap();
+        out.flush().unwrap();
+    }
+    // Not `check_speedscope`: its tree keeps every node's path (quadratic in the depth).
+    let _: Value = serde_json::from_slice(&buf).unwrap();
+    warnings
+}
+
+/// speedscope (1.25.0 in Chromium 148) shows "Something went wrong" for a chain of 4 000
+/// functions, sampled or evented, though the file passes its schema: stacks deeper than
+/// `SPEEDSCOPE_DEPTH_WARNING` get a warning, with and without the size bound.
+#[test]
+fn speedscope_warns_about_stacks_too_deep_for_speedscope() {
+    let deep = 3_000; // crate::speedscope::SPEEDSCOPE_DEPTH_WARNING
+    let chain = |n: usize| {
+        let names: Vec<String> = (0..n).map(|i| format!("f{i}")).collect();
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        b.add_stack(&refs, &[1]).unwrap();
+        b.add_stack(&["f0"], &[1]).unwrap();
+        b.finish()
+    };
+    let is_depth = |w: &Vec<String>| w.iter().any(|m| m.contains("Something went wrong"));
+    assert!(!is_depth(&speedscope_warnings(&chain(deep), &[])));
+    for opts in [&[][..], &[("max-size", "0")][..]] {
+        let w = speedscope_warnings(&chain(deep + 1), opts);
+        assert!(is_depth(&w), "{opts:?}: {w:?}");
+        assert!(w[0].starts_with("stacks up to 3001 frames deep"), "{w:?}");
+    }
+
+    // An evented trace: nested calls, as a PVM trace gives.
+    let trace = |n: i64| {
+        let mut b = ProfileBuilder::new();
+        let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);
+        let calls = b.add_value_type("calls", "count", ValueKind::Count);
+        let mut t = TraceBuilder::new(&b, vec![ticks], Some(calls), true);
+        let frames = profconv_plugin::ir::testing::numbered_frames(&mut b, n as usize);
+        for i in 0..n {
+            t.enter(&mut b, frames[i as usize], &[i]).unwrap();
+        }
+        for i in 0..n {
+            t.exit(&mut b, &[n + i]).unwrap();
+        }
+        b.set_flags(flags::ORDERED);
+        b.add_meta("time_unit", "ticks");
+        b.finish()
+    };
+    assert!(!is_depth(&speedscope_warnings(&trace(deep as i64), &[])));
+    let w = speedscope_warnings(&trace(deep as i64 + 1), &[]);
+    assert!(is_depth(&w), "{w:?}");
+}

@@ -34,18 +34,31 @@ function fg_init(evt) {
   fg_search = document.getElementById("search");
   fg_ic = document.getElementById("ignorecase");
 
+  // fg:x and fg:w are exact integers that may pass 2^53, where the sum of two doubles is
+  // rounded and a frame ending where its parent ends can seem to stick out of it: which frames
+  // a zoom shows and which matches count are decided on BigInts (exact), when the browser has
+  // them and every position is an integer.
   var groups = fg_frames.children;
+  var exact = typeof BigInt === "function";
+  var integer = /^-?[0-9]+$/;
+  for (var i = 0; exact && i < groups.length; i++) {
+    var r = groups[i].querySelector("rect");
+    if (r) exact = integer.test(r.getAttribute("fg:x")) && integer.test(r.getAttribute("fg:w"));
+  }
+  var num = exact ? BigInt : Number;
   for (var i = 0; i < groups.length; i++) {
     var g = groups[i];
     var title = g.querySelector("title"), rect = g.querySelector("rect"), text = g.querySelector("text");
     if (!title || !rect || !text) continue;
     var t = title.textContent, cut = t.lastIndexOf(" (");
     var y = +rect.getAttribute("y");
+    var lo = num(rect.getAttribute("fg:x"));
     g.fg_index = fg_nodes.length;
     fg_nodes.push({
       g: g, rect: rect, text: text, title: t,
       name: cut >= 0 ? t.substring(0, cut) : t,
       x: +rect.getAttribute("fg:x"), w: +rect.getAttribute("fg:w"),
+      lo: lo, hi: lo + num(rect.getAttribute("fg:w")), // exact left and right edges
       level: fg_inverted ? y : -y, // larger is deeper
       fill: rect.getAttribute("fill"), match: false
     });
@@ -154,7 +167,7 @@ function fg_zoom(z) {
   for (var i = 0; i < fg_nodes.length; i++) {
     var n = fg_nodes[i], cl = n.g.classList;
     if (n.level < zl) {
-      if (n.x <= zx && n.x + n.w >= zx + zw) {
+      if (n.lo <= z.lo && n.hi >= z.hi) {
         // An ancestor: drawn dimmed across the whole width.
         cl.remove("hide");
         cl.add("parent");
@@ -162,7 +175,7 @@ function fg_zoom(z) {
       } else {
         cl.add("hide");
       }
-    } else if (n.x >= zx && n.x + n.w <= zx + zw) {
+    } else if (n.lo >= z.lo && n.hi <= z.hi) {
       cl.remove("hide");
       cl.remove("parent");
       fg_place(n, fg_xpad + (n.x - zx) / zw * fg_plotw, n.w / zw * fg_plotw);
@@ -238,13 +251,11 @@ function fg_toggle_ignorecase() {
 // a match inside another match counted once.
 function fg_update_matched() {
   if (fg_term === null) { fg_set_text(fg_matched, "\u00a0"); return; }
-  var lo = fg_zoomed ? fg_zoomed.x : 0;
-  var hi = fg_zoomed ? fg_zoomed.x + fg_zoomed.w : fg_total;
-  var zl = fg_zoomed ? fg_zoomed.level : -Infinity;
+  var z = fg_zoomed, zl = z ? z.level : -Infinity;
   var hits = [];
   for (var i = 0; i < fg_nodes.length; i++) {
     var n = fg_nodes[i];
-    if (n.match && n.level >= zl && n.x >= lo && n.x + n.w <= hi) hits.push(n);
+    if (n.match && n.level >= zl && (!z || (n.lo >= z.lo && n.hi <= z.hi))) hits.push(n);
   }
   hits.sort(function (a, b) { return a.x - b.x || b.w - a.w; });
   var covered = 0, end = -Infinity;
@@ -252,7 +263,7 @@ function fg_update_matched() {
     var s = hits[j].x, e = hits[j].x + hits[j].w;
     if (s >= end) { covered += e - s; end = e; } else if (e > end) { covered += e - end; end = e; }
   }
-  fg_set_text(fg_matched, "Matched: " + fg_percent(covered, hi - lo));
+  fg_set_text(fg_matched, "Matched: " + fg_percent(covered, z ? z.w : fg_total));
 }
 
 function fg_save_state() {
@@ -260,7 +271,7 @@ function fg_save_state() {
     var params = new URLSearchParams(window.location.search);
     ["x", "y", "s", "i"].forEach(function (k) { params.delete(k); });
     if (fg_zoomed) {
-      params.set("x", String(fg_zoomed.x));
+      params.set("x", fg_zoomed.rect.getAttribute("fg:x")); // exact, as written
       params.set("y", fg_zoomed.rect.getAttribute("y"));
     }
     if (fg_term !== null) params.set("s", fg_term);
@@ -280,11 +291,16 @@ function fg_restore() {
     fg_ic.classList.add("show");
   }
   if (params.has("x")) {
-    var x = +params.get("x"), y = params.get("y");
-    for (var i = 0; i < fg_nodes.length; i++) {
+    var xs = params.get("x"), x = +xs, y = params.get("y"), found = null;
+    for (var i = 0; i < fg_nodes.length && !found; i++) {
       var n = fg_nodes[i];
-      if (n.x === x && n.rect.getAttribute("y") === y) { fg_zoom(n); break; }
+      if (n.rect.getAttribute("y") === y && n.rect.getAttribute("fg:x") === xs) found = n;
     }
+    // A link written before positions were kept exactly: the nearest double.
+    for (var j = 0; j < fg_nodes.length && !found; j++) {
+      if (fg_nodes[j].x === x && fg_nodes[j].rect.getAttribute("y") === y) found = fg_nodes[j];
+    }
+    if (found) fg_zoom(found);
   }
   if (params.has("s") && params.get("s") !== "") fg_do_search(params.get("s"));
 }

@@ -130,6 +130,10 @@ fn warn_if_all_pruned(layout: &Layout, cx: &mut Context<'_>) {
 /// plain `count` (`samples`, `calls`; `samples` for the `before` and `after` of a differential
 /// profile). Characters XML does not allow (a control byte in a callgrind event's name) are
 /// replaced, as in frame names: it is written into every frame's title.
+///
+/// The viewer takes a frame's name as the title before its last ` (`, so a count name holding
+/// ` (` (`-O countname="ms (wall)"`) would cut names short for search and zoom labels: its
+/// space before `(` is written as a no-break space (U+00A0), which looks the same.
 fn count_name(p: &ProfileRef<'_>, col: Option<usize>, o: &FlameOptions) -> String {
     let name = match (&o.countname, col) {
         (Some(c), _) => c.as_str(),
@@ -146,7 +150,7 @@ fn count_name(p: &ProfileRef<'_>, col: Option<usize>, o: &FlameOptions) -> Strin
             }
         }
     };
-    svg::xml_safe(name).into_owned()
+    svg::xml_safe(name).replace(" (", "\u{a0}(")
 }
 
 /// Frames named by their function, coloured by name.

@@ -283,6 +283,26 @@ fn names_with_markup_and_control_characters_stay_valid_xml() {
     assert_eq!(nametype.1, "Fn: <'");
 }
 
+/// The viewer's name is the title before its last ` (`: a count name with ` (` in it must not
+/// move that cut, in a flame graph or a differential one (where the count name is written twice).
+#[test]
+fn a_count_name_with_parentheses_keeps_frame_names_whole() {
+    let p = folded(&[("main;a (b)", 3), ("main;c", 1)]);
+    let o = opts(&[("countname", Some("ms (wall) (x"))]);
+    let (svg, _) = emit(&p, &o);
+    let s = parse_svg(&svg);
+    let names: Vec<&str> = s.frames.iter().map(|f| title_name(&f.title)).collect();
+    assert_eq!(names, ["main", "a (b)", "c"]);
+    assert_eq!(
+        s.frames[1].title,
+        "a (b) (3 ms\u{a0}(wall)\u{a0}(x, 75.00%)"
+    );
+    let before = folded(&[("main;a (b)", 1), ("main;c", 1)]);
+    let (d, _) = emit_diff_svg(&before, &p, &o);
+    let names: Vec<&str> = d.frames.iter().map(|f| title_name(&f.title)).collect();
+    assert_eq!(names, ["main", "a (b)", "c"]);
+}
+
 #[test]
 fn narrow_frames_are_pruned_and_labels_truncated() {
     // 1180 px for 100 000 samples: 1 sample is 0.0118 px.
