@@ -240,7 +240,6 @@ pub fn to_profile(
     let mut row = [0i64; COLUMNS.len()];
     let mut ms = Measures::default();
     for k in 0..n {
-        prefetch_measures(f, &t.csd, k);
         let parent = t.parent[k];
         let pre = if parent == NONE {
             NONE
@@ -271,8 +270,7 @@ pub fn to_profile(
     }
     // The other links: their costs into the row of the node they reach, their calls as
     // recursive calls.
-    for (j, &c) in t.link_csds.iter().enumerate() {
-        prefetch_measures(f, &t.link_csds, j);
+    for &c in &t.link_csds {
         let k = t.node_of[f.csd[c as usize].callee as usize];
         f.measures_into(c, &mut ms)?;
         fill_row(&mut row, &ms, 0, ms.calls);
@@ -282,11 +280,13 @@ pub fn to_profile(
     Ok(b.finish())
 }
 
-/// How many nodes ahead the walks over the tree start loading records. A node's proc-static and
-/// call-site records are at random places in the input and in the record tables, each reached
-/// through a table entry that is itself a cache (and TLB) miss on a large file; the loads are
-/// started in stages `AHEAD` nodes apart, each stage using what the one before loaded, so they
-/// are in the caches when their node's turn comes.
+/// How many nodes ahead the naming walk over the tree starts loading records. A node's
+/// proc-static and call-site records are at random places in the input and in the record
+/// tables, each reached through a table entry that is itself a cache (and TLB) miss on a large
+/// file; the loads are started in stages `AHEAD` nodes apart, each stage using what the one
+/// before loaded, so they are in the caches when their node's turn comes. (The measurements
+/// read in the second walk were tried the same way: no change, as the tree's order follows the
+/// file's there.)
 const AHEAD: usize = 8;
 
 /// Starts loading what naming a later node needs: the proc-dynamic entry of node
@@ -304,19 +304,6 @@ fn prefetch_proc_head(f: &DeepFile<'_>, t: &PdTree, k: usize) {
     if let Some(&pd) = t.pd.get(k + AHEAD) {
         let ps = f.pd.get(pd as usize).map_or(0, |p| p.ps);
         let at = f.ps.get(ps as usize).map_or(0, |p| p.offset);
-        prefetch_index::prefetch_index(f.data, at as usize);
-    }
-}
-
-/// Starts loading the measurements of a later call-site-dynamic: the table entry of
-/// `csds[k + 2 * AHEAD]` and the record in the input of `csds[k + AHEAD]`.
-#[inline]
-fn prefetch_measures(f: &DeepFile<'_>, csds: &[u32], k: usize) {
-    if let Some(&c) = csds.get(k + 2 * AHEAD) {
-        prefetch_index::prefetch_index(&f.csd, c as usize);
-    }
-    if let Some(&c) = csds.get(k + AHEAD) {
-        let at = f.csd.get(c as usize).map_or(0, |c| c.offset);
         prefetch_index::prefetch_index(f.data, at as usize);
     }
 }
