@@ -931,3 +931,31 @@ fn list_formats(registry: &Registry, defaults_searched: bool) -> Result<(), Fail
         Err(e) => Err(Failure::Io(format!("<stdout>: {e}"))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// `-T`'s help lists the transforms in its own words (clap takes doc comments, not
+    /// constants): it must name every spec the IR's parser knows, as the parser's error lists
+    /// them.
+    #[test]
+    fn the_transform_help_lists_what_the_parser_knows() {
+        let cli = Cli::command();
+        let convert = cli.find_subcommand("convert").expect("convert");
+        let t = convert
+            .get_arguments()
+            .find(|a| a.get_id() == "transforms")
+            .expect("-T");
+        let help = t.get_help().expect("a help text").to_string();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        let specs = profconv_ir::transform::SPEC_HELP
+            .split(';')
+            .next()
+            .expect("a list");
+        for spec in specs.split(", ") {
+            assert!(help.contains(spec), "-T's help lacks {spec}: {help}");
+        }
+    }
+}

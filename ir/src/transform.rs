@@ -630,10 +630,10 @@ fn single_name(text: &str) -> Result<String, String> {
 }
 
 /// The transform spec grammar, listed in the error for an unknown transform (the CLI's `-T` help
-/// lists the same specs in its own text: keep them in step).
+/// lists the same specs in its own text, and a test of the CLI checks that it has every one).
 pub const SPEC_HELP: &str = "merge:PATH, merge-func:NAME, prune:PATH, drop:PATH, focus:PATH, \
 focus-func:NAME, collapse-direct-rec[:NAME], collapse-rec[:NAME], invert, max-depth:N, \
-min-total:FRACTION (or PERCENT%); PATH is NAME;NAME;... from a root, `\\;` and `\\\\` escape";
+min-total:FRACTION|PERCENT%; PATH is NAME;NAME;... from a root, `\\;` and `\\\\` escape";
 
 impl std::str::FromStr for Transform {
     type Err = String;
