@@ -175,11 +175,18 @@ impl<R: BufRead> BufRead for Compressed<R> {
 /// one after the other, so that data after the last one that is not a gzip member is reported
 /// where it starts.
 struct GzipReader<R: BufRead> {
-    /// The current member's decoder; `None` once the input is done.
+    /// The current member's decoder (once it is at its end, its reader is where the next
+    /// member starts); `None` once the input is done.
     decoder: Option<GzDecoder<Compressed<R>>>,
     /// Compressed offset where the current member starts, and how many members came before.
     member_start: u64,
     members_done: u64,
+    /// Where the member just finished ends, while what follows it is being looked at (kept
+    /// across a read interrupted there).
+    member_end: Option<u64>,
+    /// The current member (not the first) starts with gzip's magic bytes: if it fails before
+    /// its header is read, it was cut short, not data of another kind.
+    starts_as_gzip: bool,
 }
 
 impl<R: BufRead> GzipReader<R> {
@@ -192,12 +199,20 @@ impl<R: BufRead> GzipReader<R> {
             })),
             member_start: 0,
             members_done: 0,
+            member_end: None,
+            starts_as_gzip: true,
         }
     }
 
-    /// The decoder's error `e`, as a [`CorruptGzip`] when the data is at fault; `trailing` is
-    /// where the data after the last member starts, when it is what failed.
-    fn error(e: io::Error, compressed: &Compressed<R>, trailing: Option<u64>) -> io::Error {
+    /// The decoder's error `e`, as a [`CorruptGzip`] when the data is at fault. `trailing` is
+    /// where a member after the first starts when it failed before its header was read: data
+    /// after the last member, or (`starts_as_gzip`) a member cut short in its header.
+    fn error(
+        e: io::Error,
+        compressed: &Compressed<R>,
+        trailing: Option<u64>,
+        starts_as_gzip: bool,
+    ) -> io::Error {
         if compressed.read_failed || e.kind() == io::ErrorKind::Interrupted {
             return e;
         }
@@ -208,8 +223,13 @@ impl<R: BufRead> GzipReader<R> {
         };
         let mut offset = compressed.consumed;
         if let Some(start) = trailing {
-            // A member ended well and what follows does not start another one: point at it.
-            detail.push_str(" (data after the last gzip member, which ends here)");
+            // A member ended well and what follows is not a whole member: point at its start.
+            detail = match starts_as_gzip {
+                true => {
+                    "a gzip member cut short in its header (the member before it ends here)".into()
+                }
+                false => format!("{detail} (data after the last gzip member, which ends here)"),
+            };
             offset = start;
         }
         io::Error::new(io::ErrorKind::InvalidData, CorruptGzip { offset, detail })
@@ -225,15 +245,21 @@ impl<R: BufRead> Read for GzipReader<R> {
             };
             match decoder.read(buf) {
                 Ok(0) if !buf.is_empty() => {
-                    // The member ended (trailer checked): another may follow.
-                    let mut compressed = self.decoder.take().expect("a decoder").into_inner();
+                    // The member ended (trailer checked): another may follow. The decoder
+                    // stays in place until it does, so that an error or an interruption here
+                    // is met again by the next read, never taken for the input's end.
+                    let compressed = decoder.get_mut();
+                    let end = *self.member_end.get_or_insert(compressed.consumed);
                     // Zero bytes after the last member (padding to a block size, as tar and dd
                     // leave) are skipped, as gzip(1) skips them.
-                    let end = compressed.consumed;
                     loop {
                         let zeros = match compressed.fill_buf() {
-                            Ok([]) => return Ok(0),
+                            Ok([]) => {
+                                self.decoder = None;
+                                return Ok(0);
+                            }
                             Ok(b) => b.iter().take_while(|&&x| x == 0).count(),
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                             Err(e) => return Err(e),
                         };
                         if zeros == 0 {
@@ -252,16 +278,26 @@ impl<R: BufRead> Read for GzipReader<R> {
                             },
                         ));
                     }
+                    // Not empty (the loop stopped on a byte that is not zero).
+                    let next = compressed.fill_buf().unwrap_or_default();
+                    self.starts_as_gzip = next.starts_with(&[0x1f, 0x8b]) || next == [0x1f];
+                    let compressed = self.decoder.take().expect("a decoder").into_inner();
+                    self.member_end = None;
                     self.members_done += 1;
                     self.member_start = compressed.consumed;
                     self.decoder = Some(GzDecoder::new(compressed));
                 }
                 Ok(n) => return Ok(n),
                 Err(e) => {
-                    // The header not read yet, after a member: not another member.
+                    // The header not read yet, after a member: not a whole member.
                     let trailing =
                         (members_done > 0 && decoder.header().is_none()).then_some(member_start);
-                    return Err(Self::error(e, decoder.get_ref(), trailing));
+                    return Err(Self::error(
+                        e,
+                        decoder.get_ref(),
+                        trailing,
+                        self.starts_as_gzip,
+                    ));
                 }
             }
         }
@@ -297,7 +333,7 @@ fn progress_bar(name: &str, size: Option<u64>) -> Option<indicatif::ProgressBar>
         ),
     };
     Some(
-        bar.with_message(name.to_string())
+        bar.with_message(one_line(name))
             .with_finish(ProgressFinish::AndClear),
     )
 }
@@ -341,6 +377,19 @@ pub fn remove_pending_temp_and_exit(code: i32) -> ! {
     std::process::exit(code)
 }
 
+/// A file name as the progress bar's label: every control character escaped (`\u{1b}`, `\n`),
+/// so that a name cannot move the cursor, retitle the terminal or break the bar's line.
+fn one_line(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        match c.is_control() {
+            true => out.extend(c.escape_debug()),
+            false => out.push(c),
+        }
+    }
+    out
+}
+
 impl Sink {
     /// `-` is stdout; an existing non-regular file is written directly; anything else goes to a
     /// temp file beside the target (after following symlinks), so the final rename is atomic
@@ -363,12 +412,16 @@ impl Sink {
                     io::stdout(),
                 )));
             }
-            // Appended: a regular file behind another descriptor is written at its end, where
-            // that descriptor's writes stand (a pipe or a device does not care).
-            Some(_) => {
-                let f = std::fs::OpenOptions::new().append(true).open(target)?;
+            // Another descriptor: written through a duplicate of it, at the position its other
+            // writes share (opening the path again would start a position of its own, which
+            // the shell's next write to the descriptor overwrites, and fails for a socket).
+            #[cfg(unix)]
+            Some(n) => {
+                let f = profconv_plugin::host::duplicate_descriptor(n)?;
                 return Ok(Sink::Direct(io::BufWriter::with_capacity(DIRECT_BUFFER, f)));
             }
+            #[cfg(not(unix))]
+            Some(_) => {}
             None => {}
         }
         let target = match std::fs::metadata(target) {
@@ -518,4 +571,70 @@ fn open_descriptor(path: &Path) -> Option<u32> {
 /// True when writing failed because the reader went away (`| head`): exit quietly.
 pub fn is_broken_pipe(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::BrokenPipe
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{GzipReader, one_line};
+    use std::io::{BufRead, Cursor, Read, Write};
+
+    /// A reader whose first `fill_buf` at `at` is interrupted (EINTR), as a signal can do.
+    struct InterruptedOnce {
+        data: Cursor<Vec<u8>>,
+        at: u64,
+        done: bool,
+    }
+
+    impl Read for InterruptedOnce {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = std::io::Read::read(&mut self.fill_buf()?, buf)?;
+            self.consume(n);
+            Ok(n)
+        }
+    }
+
+    impl BufRead for InterruptedOnce {
+        fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+            if !self.done && self.data.position() == self.at {
+                self.done = true;
+                return Err(std::io::ErrorKind::Interrupted.into());
+            }
+            self.data.fill_buf()
+        }
+        fn consume(&mut self, n: usize) {
+            self.data.consume(n)
+        }
+    }
+
+    /// A read interrupted just after a member (where the reader looks for the next one) is
+    /// retried and the next member read; it used to end the input there, silently.
+    #[test]
+    fn an_interrupted_read_between_gzip_members_loses_nothing() {
+        let member = |text: &str| {
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            enc.write_all(text.as_bytes()).unwrap();
+            enc.finish().unwrap()
+        };
+        let first = member("a;b 1\n");
+        let data = [first.clone(), member("a;c 2\n")].concat();
+        let mut reader = GzipReader::new(InterruptedOnce {
+            data: Cursor::new(data),
+            at: first.len() as u64,
+            done: false,
+        });
+        let mut out = String::new();
+        reader.read_to_string(&mut out).unwrap();
+        assert_eq!(out, "a;b 1\na;c 2\n");
+    }
+
+    /// The progress bar's label keeps no control character of a file name (an OSC title
+    /// sequence, a line break), and leaves other names as they are.
+    #[test]
+    fn a_file_name_in_the_progress_bar_is_one_line_without_control_characters() {
+        assert_eq!(
+            one_line("x\u{1b}]0;pwned\u{7}\n.folded.gz"),
+            "x\\u{1b}]0;pwned\\u{7}\\n.folded.gz"
+        );
+        assert_eq!(one_line("perf é.folded"), "perf é.folded");
+    }
 }

@@ -457,7 +457,7 @@ fn parse(
         m.on_truncation(
             &format!(
                 "profconv: error: {}: the file shrank while it was being read (another program \
-                 truncated or rewrote it); nothing was written\n",
+                 truncated or rewrote it), or its device failed to read it; nothing was written\n",
                 printable(&name)
             ),
             4,
@@ -659,18 +659,39 @@ fn check_not_an_input(out_path: &Path, inputs: &[&Path]) -> Result<(), Failure> 
     if !out.is_file() {
         return Ok(()); // a device or FIFO (`/dev/null` both in and out) is no file to lose
     }
-    for input in inputs {
-        // `-` is stdin, which may be redirected from the very file (`< out.folded`); where the
-        // system names it (`/dev/stdin`), that file is compared too.
-        let input = match *input == Path::new("-") {
-            true => Path::new("/dev/stdin"),
-            false => *input,
+    let refuse = || {
+        Err(Failure::Usage(format!(
+            "refusing to overwrite the input {} with the output",
+            out_path.display()
+        )))
+    };
+    #[cfg(unix)]
+    {
+        // The same file is the same device and inode, whatever the names (links, hard links,
+        // `..`); `-` is stdin, which may be redirected from the very file (`< out.folded`),
+        // and is compared by its descriptor, on every unix, with or without `/dev/stdin`.
+        use std::os::fd::AsFd;
+        use std::os::unix::fs::MetadataExt;
+        let Ok(out) = std::fs::metadata(&out) else {
+            return Ok(());
         };
-        if input.canonicalize().is_ok_and(|i| i == out) {
-            return Err(Failure::Usage(format!(
-                "refusing to overwrite the input {} with the output",
-                out_path.display()
-            )));
+        for input in inputs {
+            let meta = match *input == Path::new("-") {
+                true => std::io::stdin()
+                    .as_fd()
+                    .try_clone_to_owned()
+                    .and_then(|fd| std::fs::File::from(fd).metadata()),
+                false => std::fs::metadata(input),
+            };
+            if meta.is_ok_and(|m| (m.dev(), m.ino()) == (out.dev(), out.ino())) {
+                return refuse();
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    for input in inputs {
+        if **input != *Path::new("-") && input.canonicalize().is_ok_and(|i| i == out) {
+            return refuse();
         }
     }
     Ok(())

@@ -7,21 +7,11 @@
 mod run;
 mod support;
 
-use run::{profconv, run, text, tmp, write};
-use std::io::{Seek, Write};
-use std::path::{Path, PathBuf};
+use run::{profconv, run, temp_files, text, tmp, write};
+use std::io::Write;
+use std::path::Path;
 use std::process::Stdio;
 use support::{SEED_001, lib_path};
-
-/// The `.profconv-*.tmp` files in `dir`.
-fn temp_files(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with(".profconv-"))
-        .map(|e| e.path())
-        .collect()
-}
 
 /// `{ echo header; profconv … -o /dev/stdout; echo footer; } > out.txt`: `/dev/stdout` (and
 /// `/dev/fd/1`, `/proc/self/fd/1`) is the descriptor the shell opened, so the output goes
@@ -43,8 +33,8 @@ fn output_to_dev_stdout_writes_to_the_open_descriptor_not_over_its_file() {
             .status()
             .unwrap();
         assert!(status.success(), "{target}");
-        // The shell's descriptor carries on where profconv stopped, in the same file.
-        file.seek(std::io::SeekFrom::End(0)).unwrap();
+        // The shell's descriptor carries on where profconv stopped, in the same file (the
+        // position is the descriptor's, shared: no seek).
         file.write_all(b"footer\n").unwrap();
         assert_eq!(
             std::fs::read_to_string(&out_path).unwrap(),
@@ -53,26 +43,38 @@ fn output_to_dev_stdout_writes_to_the_open_descriptor_not_over_its_file() {
         );
         assert!(temp_files(d.path()).is_empty(), "{target}");
     }
-    // Another descriptor of the process, open on a regular file, is written where it stands
-    // too (appended), not replaced.
+    // Another descriptor (here stderr, opened without append, as `2> file` opens it) is
+    // written through, at the position the shell's own writes share: a footer written after
+    // profconv follows its output instead of overwriting it. It used to be opened again by its
+    // path, at a position of its own.
     let other = d.path().join("other.txt");
-    std::fs::write(&other, "kept\n").unwrap();
+    let mut file = std::fs::File::create(&other).unwrap();
+    file.write_all(b"kept\n").unwrap();
     let out = profconv()
         .args(["convert", input.to_str().unwrap(), "--to", "folded", "-o"])
         .arg("/dev/stderr")
-        .stderr(Stdio::from(
-            std::fs::OpenOptions::new()
-                .append(true)
-                .open(&other)
-                .unwrap(),
-        ))
+        .stderr(Stdio::from(file.try_clone().unwrap()))
         .output()
         .unwrap();
     assert!(out.status.success());
+    file.write_all(b"footer\n").unwrap();
     assert_eq!(
         std::fs::read_to_string(&other).unwrap(),
-        format!("kept\n{SEED_001}")
+        format!("kept\n{SEED_001}footer\n")
     );
+    // A socket (stderr under systemd is journald's): it cannot be opened by its path at all.
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let out = profconv()
+        .args(["convert", input.to_str().unwrap(), "--to", "folded", "-o"])
+        .arg("/dev/stderr")
+        .stderr(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    let mut got = String::new();
+    ours.set_nonblocking(true).unwrap();
+    let _ = std::io::Read::read_to_string(&mut &ours, &mut got);
+    assert_eq!(got, SEED_001);
 }
 
 /// Writing past a file-size limit (`ulimit -f`) is an I/O error naming the output, exit 4, and
@@ -187,7 +189,8 @@ fn a_plugin_in_a_directory_anyone_can_write_is_refused_by_bare_name_and_through_
 }
 
 /// Data after the last gzip member is reported at the byte where it starts (the end of the
-/// last good member), not where the decoder gave up inside it.
+/// last good member), not where the decoder gave up inside it; a member cut short in its
+/// header is reported there too, as what it is.
 #[test]
 fn data_after_the_last_gzip_member_is_reported_where_it_starts() {
     let d = tmp();
@@ -212,7 +215,11 @@ fn data_after_the_last_gzip_member_is_reported_where_it_starts() {
                 err.contains(&format!("{}: byte {at}: ", path.display())),
                 "{what}: offset {at} expected: {err}"
             );
-            assert!(err.contains("after the last gzip member"), "{what}: {err}");
+            let says = match what {
+                "half-a-header" => "a gzip member cut short in its header",
+                _ => "after the last gzip member",
+            };
+            assert!(err.contains(says), "{what}: {err}");
         }
     }
     // Zero padding after the last member (tar, dd) is skipped, as gzip(1) skips it.
@@ -341,12 +348,31 @@ fn a_relative_xdg_data_home_is_ignored() {
 }
 
 /// `profconv convert - -o in.folded < in.folded`: stdin is the output file, which is refused
-/// like any other input given as the output (it was replaced: the check skipped `-`).
-#[cfg(target_os = "linux")]
+/// like any other input given as the output (it was replaced: the check skipped `-`). The file
+/// is known by its device and inode, so a hard link to the input is refused too, and stdin is
+/// compared by its descriptor (no `/dev/stdin` needed: every unix).
+#[cfg(unix)]
 #[test]
 fn stdin_redirected_from_the_output_file_is_refused_as_the_input() {
     let d = tmp();
     let input = write(d.path(), "in.folded", b"a;b 1\nxx;yy 2\n");
+    let link = d.path().join("link.folded");
+    std::fs::hard_link(&input, &link).unwrap();
+    let out = profconv()
+        .args(["convert", input.to_str().unwrap(), "--to", "folded", "-o"])
+        .arg(&link)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("refusing to overwrite the input"), "{err}");
+    stdin_redirected_from_the_output_file(&d);
+}
+
+/// `convert - -o FILE < FILE` is refused and FILE kept.
+#[cfg(unix)]
+fn stdin_redirected_from_the_output_file(d: &tempfile::TempDir) {
+    let input = write(d.path(), "stdin.folded", b"a;b 1\nxx;yy 2\n");
     let out = profconv()
         .args(["convert", "-", "--to", "folded", "-O", "max-size=0", "-o"])
         .arg(&input)

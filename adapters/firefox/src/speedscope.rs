@@ -148,6 +148,8 @@ struct SizeBound {
     max: u64,
     /// `written_stack_len`, made for the first sampled profile.
     len: Vec<u64>,
+    /// Each stack's depth, made once, when a stack long enough to be deep is first added.
+    depth: Vec<u64>,
     /// Bytes projected so far: each sample's stack, its separator and a one-digit weight.
     bytes: u128,
     samples: usize,
@@ -170,17 +172,22 @@ impl SizeBound {
         // Each frame takes at least two bytes (a digit and a comma): a stack shorter than twice
         // the depth warned about is not that deep, so depths are counted only for a long one.
         let longest = stacks.iter().map(|&s| self.len[s as usize]).max();
-        if longest.is_some_and(|l| l > 2 * SPEEDSCOPE_DEPTH_WARNING) {
-            let depth = path_sums(p.n_stacks(), |s| p.stack_prefix[s], |_| 1);
-            let deepest = stacks.iter().map(|&s| depth[s as usize]).max();
-            self.deep = self.deep.max(deepest.unwrap_or(0));
+        let long = longest.is_some_and(|l| l > 2 * SPEEDSCOPE_DEPTH_WARNING);
+        if long || self.bytes > self.max as u128 {
+            // Depths in one pass over the stacks, made once (a walk per sample would be
+            // quadratic in the depth, a pass per thread quadratic in the threads).
+            if self.depth.is_empty() {
+                self.depth = path_sums(p.n_stacks(), |s| p.stack_prefix[s], |_| 1);
+            }
+        }
+        let deepest = || stacks.iter().map(|&s| self.depth[s as usize]).max();
+        if long {
+            self.deep = self.deep.max(deepest().unwrap_or(0));
         }
         if self.bytes <= self.max as u128 {
             return Ok(());
         }
-        // Depths only for the message (a walk per sample would be quadratic in the depth).
-        let depth = path_sums(p.n_stacks(), |s| p.stack_prefix[s], |_| 1);
-        let deepest = stacks.iter().map(|&s| depth[s as usize]).max().unwrap_or(0);
+        let deepest = deepest().unwrap_or(0);
         Err(PluginError::unsupported(format!(
             "the speedscope output would take at least {}: {} samples, stacks up to {deepest} \
              frames deep, each sample holding its whole stack; over the {}-byte bound. Shorten \
@@ -324,6 +331,7 @@ fn build_file<'r, 'p>(
     let mut bound = SizeBound {
         max: opts.max_size.unwrap_or(u64::MAX),
         len: Vec::new(),
+        depth: Vec::new(),
         bytes: 0,
         samples: 0,
         deep: 0,

@@ -557,6 +557,25 @@ pub fn ignore_file_size_signal() {
     }
 }
 
+/// Descriptor `n` of this process as a file of its own: a duplicate (`F_DUPFD_CLOEXEC`) that
+/// shares the open file, its position and its flags with `n`, so that writes to it land where
+/// the process's other writes to `n` land, as the shell's `> /dev/fd/N` writes (opening
+/// `/dev/fd/N` again would give a new position, or fail for a socket). An error (`EBADF`) if `n`
+/// is not open.
+#[cfg(unix)]
+pub fn duplicate_descriptor(n: u32) -> io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    let n = libc::c_int::try_from(n).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    // SAFETY: `fcntl(F_DUPFD_CLOEXEC)` reads and writes no memory of the process; given a
+    // descriptor that is not open it fails with EBADF.
+    let fd = unsafe { libc::fcntl(n, libc::F_DUPFD_CLOEXEC, 3) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just made by `fcntl` and nothing else owns it; the file closes it.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
 /// A regular file mapped read-only into memory: a parser given its bytes as the whole input
 /// reads them in place, where a stream would have the kernel copy every byte into a buffer
 /// first (a tenth of the CPU of a 1 GB folded conversion). The pages a parser has released
@@ -677,38 +696,50 @@ impl Drop for MappedFile {
 }
 
 /// The SIGBUS handler of [`MappedFile::on_truncation`]: only async-signal-safe calls (`write`,
-/// `_exit`, `signal`) and atomics in the handler; the message is a leaked buffer.
+/// `_exit`, `signal`, `raise`) and atomics in the handler. What is watched is one leaked
+/// [`Watch`] behind one pointer, so the handler reads a range, a message and a code that belong
+/// together whatever another thread is doing.
 #[cfg(target_os = "linux")]
 mod truncation {
     use std::sync::Once;
-    use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering::SeqCst};
+    use std::sync::atomic::{AtomicPtr, Ordering::SeqCst};
 
-    static START: AtomicUsize = AtomicUsize::new(0);
-    /// 0: nothing watched.
-    static LEN: AtomicUsize = AtomicUsize::new(0);
-    static MESSAGE: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
-    static MESSAGE_LEN: AtomicUsize = AtomicUsize::new(0);
-    static CODE: AtomicI32 = AtomicI32::new(1);
+    struct Watch {
+        start: usize,
+        len: usize,
+        message: &'static [u8],
+        code: i32,
+    }
+
+    /// Null: nothing watched. Every `Watch` stored here is leaked (never freed), so a pointer
+    /// the handler loaded stays valid even if another is stored meanwhile.
+    static WATCHED: AtomicPtr<Watch> = AtomicPtr::new(std::ptr::null_mut());
     static INSTALL: Once = Once::new();
 
     extern "C" fn on_sigbus(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
-        // SAFETY: the kernel passes an SA_SIGINFO handler a valid `siginfo_t`; for SIGBUS
-        // `si_addr` is the faulting address.
-        let addr = unsafe { (*info).si_addr() } as usize;
-        let (start, len) = (START.load(SeqCst), LEN.load(SeqCst));
-        if len > 0 && addr.wrapping_sub(start) < len {
-            let (message, n) = (MESSAGE.load(SeqCst), MESSAGE_LEN.load(SeqCst));
-            // SAFETY: `write` and `_exit` are async-signal-safe; `message` points at `n` bytes
-            // of a leaked (never freed) buffer, stored before `LEN` was set.
+        // SAFETY: the kernel passes an SA_SIGINFO handler a valid `siginfo_t`; for a fault
+        // `si_addr` is the faulting address (a signal sent by a process has `si_code` <= 0).
+        let (code, addr) = unsafe { ((*info).si_code, (*info).si_addr() as usize) };
+        let w = WATCHED.load(SeqCst);
+        // SAFETY: a non-null `WATCHED` points at a leaked, never-freed `Watch`.
+        if let Some(w) = unsafe { w.as_ref() }
+            && code > 0
+            && addr.wrapping_sub(w.start) < w.len
+        {
+            // SAFETY: `write` and `_exit` are async-signal-safe; `message` is a leaked buffer.
             unsafe {
-                libc::write(2, message.cast(), n);
-                libc::_exit(CODE.load(SeqCst));
+                libc::write(2, w.message.as_ptr().cast(), w.message.len());
+                libc::_exit(w.code);
             }
         }
-        // SAFETY: `signal` is async-signal-safe. Not a watched mapping: with the default action
-        // back, the faulting access runs again on return and ends the process as before.
+        // Not a fault in the watched mapping: with the default action back, a fault runs again
+        // on return and ends the process as before; a signal sent by a process is raised again.
+        // SAFETY: `signal` and `raise` are async-signal-safe.
         unsafe {
             libc::signal(libc::SIGBUS, libc::SIG_DFL);
+            if code <= 0 {
+                libc::raise(libc::SIGBUS);
+            }
         }
     }
 
@@ -729,18 +760,21 @@ mod truncation {
 
     pub fn watch(start: usize, len: usize, message: &str, code: i32) {
         install();
-        LEN.store(0, SeqCst);
-        let leaked: &'static mut [u8] = Box::leak(message.as_bytes().into());
-        MESSAGE.store(leaked.as_mut_ptr(), SeqCst);
-        MESSAGE_LEN.store(leaked.len(), SeqCst);
-        CODE.store(code, SeqCst);
-        START.store(start, SeqCst);
-        LEN.store(len, SeqCst);
+        let w = Box::leak(Box::new(Watch {
+            start,
+            len,
+            message: Box::leak(message.as_bytes().into()),
+            code,
+        }));
+        WATCHED.store(w, SeqCst);
     }
 
     pub fn unwatch(start: usize) {
-        if START.load(SeqCst) == start {
-            LEN.store(0, SeqCst);
+        let w = WATCHED.load(SeqCst);
+        // SAFETY: a non-null `WATCHED` points at a leaked, never-freed `Watch`.
+        if unsafe { w.as_ref() }.is_some_and(|w| w.start == start) {
+            // Only if it is still the one loaded: a later watch stays.
+            let _ = WATCHED.compare_exchange(w, std::ptr::null_mut(), SeqCst, SeqCst);
         }
     }
 }
