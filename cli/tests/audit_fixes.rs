@@ -5,22 +5,11 @@
 mod run;
 mod support;
 
-use run::{profconv, run, spawn_piped, text, tmp, write};
+use run::{profconv, run, spawn_piped, temp_files, text, tmp, write};
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use support::{SEED_001, lib_path};
-
-/// The `.profconv-*.tmp` files in `dir`.
-fn temp_files(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with(".profconv-"))
-        .map(|e| e.path())
-        .collect()
-}
 
 fn gzip(data: &[u8]) -> Vec<u8> {
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());

@@ -173,10 +173,26 @@ fn js_string(s: &str) -> String {
     out
 }
 
+/// The end of a driver script (after its `try` block): a failure is put as `error`, and the
+/// lines put go into a hidden `<text id="fg-test-result">` that [`driver_result`] reads.
+const DRIVER_END: &str = r#"    } catch (e) {
+      put("error", e && e.stack ? e.stack : e);
+    }
+    var t = document.createElementNS("http://www.w3.org/2000/svg", "text");
+    t.setAttribute("id", "fg-test-result");
+    t.setAttribute("class", "hide");
+    t.textContent = "\n" + lines.join("\n") + "\n";
+    document.documentElement.appendChild(t);
+  }
+  window.addEventListener("load", function () { setTimeout(run, 0); });
+})();
+"#;
+
 /// The driver: runs after the page's own `fg_init`, exercises the viewer through DOM events,
 /// and writes `key=value` lines into a hidden `<text id="fg-test-result">`.
 fn driver(zoom: &Frame, child: &Frame) -> String {
-    let script = r#"
+    let script = [
+        r#"
 (function () {
   var lines = [];
   function put(k, v) { lines.push(k + "=" + String(v).replace(/\n/g, " ")); }
@@ -234,18 +250,10 @@ fn driver(zoom: &Frame, child: &Frame) -> String {
       mouse(z.rect, "click");
       mouse(c.rect, "mouseover");
       put("done", 1);
-    } catch (e) {
-      put("error", e && e.stack ? e.stack : e);
-    }
-    var t = document.createElementNS("http://www.w3.org/2000/svg", "text");
-    t.setAttribute("id", "fg-test-result");
-    t.setAttribute("class", "hide");
-    t.textContent = "\n" + lines.join("\n") + "\n";
-    document.documentElement.appendChild(t);
-  }
-  window.addEventListener("load", function () { setTimeout(run, 0); });
-})();
-"#;
+"#,
+        DRIVER_END,
+    ]
+    .concat();
     script
         .replace("ZOOM_X", &zoom.fg_x.to_string())
         .replace("ZOOM_Y", &js_string(&zoom.y))
@@ -315,6 +323,31 @@ fn png_size(path: &Path) -> (u32, u32) {
     );
     let be = |i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
     (be(16), be(20))
+}
+
+/// Opens `page` (an SVG with a driver script) in headless Chromium with its own profile
+/// directory `profile` under `out_dir`, and returns what the driver wrote into its hidden
+/// `<text id="fg-test-result">`, unescaped (the DOM is kept in `out_dir/dom.xml`).
+fn driver_result(browser: &Path, out_dir: &Path, profile: &str, page: &Path) -> String {
+    let dom_file = out_dir.join("dom.xml");
+    run_browser(
+        browser,
+        &out_dir.join(profile),
+        &["--dump-dom"],
+        &file_url(page),
+        &dom_file,
+    );
+    let dom = std::fs::read_to_string(&dom_file).unwrap();
+    let start = dom
+        .find("id=\"fg-test-result\"")
+        .unwrap_or_else(|| panic!("the driver left no result; page: {}", dom_file.display()));
+    let body = &dom[dom[start..].find('>').unwrap() + start + 1..];
+    body[..body.find("</text>").unwrap()]
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
 }
 
 fn file_url(path: &Path) -> String {
@@ -398,26 +431,7 @@ fn search_and_zoom_in_chromium() {
     std::fs::write(&driven, &driven_svg).unwrap();
 
     // 1. What the page shows after the driver ran.
-    let dom_file = out_dir.join("dom.xml");
-    run_browser(
-        &browser,
-        &out_dir.join("profile-dom"),
-        &["--dump-dom"],
-        &file_url(&driven),
-        &dom_file,
-    );
-    let dom = std::fs::read_to_string(&dom_file).unwrap();
-    let start = dom
-        .find("id=\"fg-test-result\"")
-        .unwrap_or_else(|| panic!("the driver left no result; page: {}", dom_file.display()));
-    let body = &dom[dom[start..].find('>').unwrap() + start + 1..];
-    let body = &body[..body.find("</text>").unwrap()];
-    let body = body
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&amp;", "&");
+    let body = driver_result(&browser, &out_dir, "profile-dom", &driven);
     let results: Vec<(&str, &str)> = body.lines().filter_map(|l| l.split_once('=')).collect();
     let get = |k: &str| -> &str {
         results
@@ -585,7 +599,8 @@ fn zoom_beyond_2_pow_53_keeps_every_child() {
         (c2.fg_x as f64) + (c2.fg_w as f64) > (b.fg_x as f64) + (b.fg_w as f64),
         "the values no longer round past the parent's edge"
     );
-    let script = r#"
+    let script = [
+        r#"
 (function () {
   var lines = [];
   function put(k, v) { lines.push(k + "=" + String(v)); }
@@ -605,18 +620,10 @@ fn zoom_beyond_2_pow_53_keeps_every_child() {
       fg_do_search("^C");
       put("matched", document.getElementById("matched").textContent);
       put("location", window.location.search);
-    } catch (e) {
-      put("error", e && e.stack ? e.stack : e);
-    }
-    var t = document.createElementNS("http://www.w3.org/2000/svg", "text");
-    t.setAttribute("id", "fg-test-result");
-    t.setAttribute("class", "hide");
-    t.textContent = "\n" + lines.join("\n") + "\n";
-    document.documentElement.appendChild(t);
-  }
-  window.addEventListener("load", function () { setTimeout(run, 0); });
-})();
-"#;
+"#,
+        DRIVER_END,
+    ]
+    .concat();
     let driven = out_dir.join("exact.svg");
     std::fs::write(
         &driven,
@@ -627,20 +634,7 @@ fn zoom_beyond_2_pow_53_keeps_every_child() {
         ),
     )
     .unwrap();
-    let dom_file = out_dir.join("dom.xml");
-    run_browser(
-        &browser,
-        &out_dir.join("profile"),
-        &["--dump-dom"],
-        &file_url(&driven),
-        &dom_file,
-    );
-    let dom = std::fs::read_to_string(&dom_file).unwrap();
-    let start = dom
-        .find("id=\"fg-test-result\"")
-        .unwrap_or_else(|| panic!("the driver left no result; page: {}", dom_file.display()));
-    let body = &dom[dom[start..].find('>').unwrap() + start + 1..];
-    let body = &body[..body.find("</text>").unwrap()];
+    let body = driver_result(&browser, &out_dir, "profile", &driven);
     let results: Vec<(&str, &str)> = body.lines().filter_map(|l| l.split_once('=')).collect();
     let want = [
         ("A", "hidden"),

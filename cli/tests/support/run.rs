@@ -44,3 +44,13 @@ pub fn write(dir: &Path, name: &str, content: &[u8]) -> PathBuf {
     std::fs::write(&p, content).unwrap();
     p
 }
+
+/// The `.profconv-*.tmp` files in `dir` (the temp files of outputs not yet renamed).
+pub fn temp_files(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".profconv-"))
+        .map(|e| e.path())
+        .collect()
+}
