@@ -210,7 +210,18 @@ impl Failure {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // A usage error quotes what was typed (a file name, a `-T` spec): printed uncoloured,
+        // with control characters escaped as in profconv's own messages, so that an escape
+        // sequence in an argument does not reach the terminal. Help and version print as clap
+        // prints them.
+        Err(e) if e.use_stderr() => {
+            let _ = write!(std::io::stderr(), "{}", printable(&e.render().to_string()));
+            return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
+        }
+        Err(e) => e.exit(),
+    };
     // Ctrl-C, SIGTERM (`timeout`, `kill`) and SIGHUP (the terminal closed): remove the
     // half-written temp file, then exit as interrupted processes do (one handler serves the
     // three, so it cannot tell them apart: 130 for each).

@@ -259,6 +259,17 @@ fn control_characters_in_names_are_escaped_in_messages() {
     let err = text(&out.stderr);
     assert!(err.contains("matched nothing"), "{err}");
     assert!(!err.contains(['\u{1b}', '\u{7}', '\r']), "{err:?}");
+    // A usage error, which clap words and which quotes the value typed: the same.
+    let out = run(&[
+        "tree",
+        input.to_str().unwrap(),
+        "-T",
+        "bad\u{1b}]0;pwned\u{7}\r",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("invalid value"), "{err}");
+    assert!(!err.contains(['\u{1b}', '\u{7}', '\r']), "{err:?}");
 }
 
 /// A plugin path that is a FIFO (or another special file) is refused before the system loader
