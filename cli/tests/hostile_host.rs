@@ -7,7 +7,7 @@
 mod run;
 mod support;
 
-use run::{profconv, run, temp_files, text, tmp, write};
+use run::{profconv, run, spawn_piped, temp_files, text, tmp, write};
 use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
@@ -298,12 +298,7 @@ fn a_plugin_path_that_is_a_fifo_is_refused_not_waited_on() {
         vec!["plugin-check", fifo.to_str().unwrap()],
     ];
     for args in runs {
-        let mut child = profconv()
-            .args(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_piped(&args);
         let deadline = Instant::now() + Duration::from_secs(20);
         while child.try_wait().unwrap().is_none() {
             if Instant::now() > deadline {

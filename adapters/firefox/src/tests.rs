@@ -8,6 +8,15 @@ use serde_json::Value;
 use std::io::Write;
 
 fn emit<F: Format>(p: &Profile, options: &[(&str, &str)]) -> Result<Vec<u8>, PluginError> {
+    emit_with::<F>(p, options, &mut Context::silent())
+}
+
+/// [`emit`] with the messages going to `cx`.
+fn emit_with<F: Format>(
+    p: &Profile,
+    options: &[(&str, &str)],
+    cx: &mut Context<'_>,
+) -> Result<Vec<u8>, PluginError> {
     let opts = Options::new(
         options
             .iter()
@@ -17,7 +26,7 @@ fn emit<F: Format>(p: &Profile, options: &[(&str, &str)]) -> Result<Vec<u8>, Plu
     let mut buf = Vec::new();
     {
         let mut out = Output::from_writer(&mut buf);
-        F::emit(&p.view(), &mut out, &opts, &mut Context::silent())?;
+        F::emit(&p.view(), &mut out, &opts, cx)?;
         out.flush()?;
     }
     Ok(buf)
@@ -719,24 +728,7 @@ fn threads_with_few_of_many_stacks_and_a_large_table() {
 fn speedscope_warnings(p: &Profile, options: &[(&str, &str)]) -> Vec<String> {
     let mut warnings = Vec::new();
     let mut sink = |_: u32, m: &str| warnings.push(m.to_string());
-    let opts = Options::new(
-        options
-            .iter()
-            .map(|(k, v)| (k.to_string(), Some(v.to_string())))
-            .collect(),
-    );
-    let mut buf = Vec::new();
-    {
-        let mut out = Output::from_writer(&mut buf);
-        Speedscope::emit(
-            &p.view(),
-            &mut out,
-            &opts,
-            &mut Context::with_sink(&mut sink),
-        )
-        .unwrap();
-        out.flush().unwrap();
-    }
+    let buf = emit_with::<Speedscope>(p, options, &mut Context::with_sink(&mut sink)).unwrap();
     // Not `check_speedscope`: its tree keeps every node's path (quadratic in the depth).
     let _: Value = serde_json::from_slice(&buf).unwrap();
     warnings
