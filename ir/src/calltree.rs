@@ -78,7 +78,7 @@ impl CallTree {
             stack_node.push(node);
         }
         let n = parent.len();
-        let mut sample_count = vec![0u32; n];
+        let mut sample_count: Vec<u32> = crate::zeros(n);
         for &s in p.sample_stack {
             let c = &mut sample_count[stack_node[s as usize] as usize];
             *c = c.saturating_add(1);
@@ -91,7 +91,7 @@ impl CallTree {
                 total_values.push(Vec::new());
                 continue;
             }
-            let mut selfv = vec![0i64; n];
+            let mut selfv: Vec<i64> = crate::zeros(n);
             for (&s, &v) in p.sample_stack.iter().zip(col.iter()) {
                 let cell = &mut selfv[stack_node[s as usize] as usize];
                 *cell = cell.checked_add(v).ok_or_else(|| overflow(*cell, v))?;

@@ -31,7 +31,7 @@ pub use builder::{BulkBuilder, PathStart, PieceMaps, ProfileBuilder, TraceBuilde
 pub use calltree::{CallNodePath, CallTree};
 pub use profile::{
     FrameTable, FuncTable, IrError, NO_ADDRESS, NONE, Profile, ProfileRef, SampleTable, StackTable,
-    StringsRef, ValueKind, ValueType, flags, format_fixed, path_sums, write_fixed,
+    StringsRef, ValueKind, ValueType, flags, format_fixed, path_sums, write_fixed, zeros,
 };
 pub use strings::{StrId, StringTable};
 pub use text::{TreeOrder, TreeTextOptions, render_tree, write_tree};

@@ -13,7 +13,7 @@
 //! call tree is proportional to what is drawn. Both walk iteratively, never recursively.
 
 use crate::attrs::SortOrder;
-use profconv_plugin::ir::{CallTree, NONE, ProfileRef, ValueKind};
+use profconv_plugin::ir::{CallTree, NONE, ProfileRef, ValueKind, zeros};
 use std::borrow::Cow;
 
 /// One frame to draw, in value units.
@@ -260,7 +260,8 @@ impl Total for i64 {
 /// and how many stacks had a negative self value. `None` on overflow.
 fn stack_totals<T: Total>(p: &ProfileRef<'_>, col: Option<usize>) -> Option<(Vec<T>, i64, usize)> {
     let n = p.n_stacks();
-    let mut w = vec![T::default(); n];
+    // Written zeros: the passes below add to scattered cells (see `zeros`).
+    let mut w: Vec<T> = zeros(n);
     match col {
         Some(c) => {
             for (&s, &v) in p.sample_stack.iter().zip(p.sample_values[c]) {
