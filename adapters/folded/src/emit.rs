@@ -15,6 +15,7 @@ use crate::parse::is_comment;
 use profconv_plugin::ir::diff::DIFF_COLUMNS;
 use profconv_plugin::ir::{CallTree, IrError, NONE, ProfileRef, ValueKind, path_sums, write_fixed};
 use profconv_plugin::{PluginError, human_bytes, value_column};
+use std::borrow::Cow;
 use std::io::Write;
 
 /// What to write.
@@ -135,7 +136,7 @@ fn merged(
     if try_stacks && let Some(stacks) = StackTree::new(p, &w.cols, &rank)? {
         let lines = (0..p.n_stacks()).filter(|&s| stacks.has[s]);
         w.project_stacks(p, lines)?;
-        let selfv: Vec<&[i64]> = stacks.selfv.iter().map(Vec::as_slice).collect();
+        let selfv: Vec<&[i64]> = stacks.selfv.iter().map(|c| &c[..]).collect();
         return w.write(
             p,
             &stacks.order,
@@ -233,15 +234,16 @@ impl Ordered {
 /// building it: about 25 bytes per stack instead of 60 per node, and no child lookups. Folded
 /// stacks and PVM traces always qualify; a profile whose funcs have several frames (lines,
 /// addresses) usually does not.
-struct StackTree {
+struct StackTree<'p> {
     order: Ordered,
-    /// Self values of each written column.
-    selfv: Vec<Vec<i64>>,
+    /// Self values of each written column: the profile's own column when its sample rows are
+    /// its stacks, one for one and in order (an aggregated PVM trace), else summed here.
+    selfv: Vec<Cow<'p, [i64]>>,
     has: Vec<bool>,
 }
 
-impl StackTree {
-    fn new(p: &ProfileRef<'_>, cols: &[usize], rank: &[u32]) -> Result<Option<Self>, PluginError> {
+impl<'p> StackTree<'p> {
+    fn new(p: &ProfileRef<'p>, cols: &[usize], rank: &[u32]) -> Result<Option<Self>, PluginError> {
         // Only tried where funcs have one frame each (else siblings of one func are likely,
         // and finding one after ordering every list would be wasted work).
         let mut framed = vec![false; p.n_funcs()];
@@ -269,21 +271,34 @@ impl StackTree {
         }
         // Not needed any more: off the peak before the value vectors.
         drop(key);
-        let mut has = vec![false; ns];
-        for &s in p.sample_stack {
-            has[s as usize] = true;
+        // Row i on stack i for every stack: the rows are the self values already.
+        let one_row_per_stack = p.sample_stack.len() == ns
+            && p.sample_stack
+                .iter()
+                .enumerate()
+                .all(|(i, &s)| s as usize == i);
+        let mut has = vec![one_row_per_stack; ns];
+        if !one_row_per_stack {
+            for &s in p.sample_stack {
+                has[s as usize] = true;
+            }
         }
         let mut columns = Vec::with_capacity(cols.len());
         for &col in cols {
-            let mut selfv = vec![0i64; ns];
-            for (&s, &v) in p.sample_stack.iter().zip(p.sample_values[col]) {
-                let cell = &mut selfv[s as usize];
-                *cell = cell.checked_add(v).ok_or_else(|| overflow(*cell, v))?;
-            }
+            let selfv: Cow<'p, [i64]> = if one_row_per_stack {
+                Cow::Borrowed(p.sample_values[col])
+            } else {
+                let mut selfv = vec![0i64; ns];
+                for (&s, &v) in p.sample_stack.iter().zip(p.sample_values[col]) {
+                    let cell = &mut selfv[s as usize];
+                    *cell = cell.checked_add(v).ok_or_else(|| overflow(*cell, v))?;
+                }
+                Cow::Owned(selfv)
+            };
             // The call tree checks that every node's total fits; so does this, with a pass over
             // every stack unless the column's sum says that every total fits.
             if p.value_types[col].kind == ValueKind::Weight && p.nonnegative_sum(col).is_none() {
-                let mut total = selfv.clone();
+                let mut total = selfv.to_vec();
                 for s in (0..ns).rev() {
                     let prefix = p.stack_prefix[s];
                     if prefix != NONE {
@@ -876,6 +891,33 @@ mod tests {
         let (stacks, tree) = both_ways(&b.finish());
         assert_eq!(stacks, tree);
         assert_eq!(stacks, format!("a {}\na;b {}\n", 1u64 << 61, 1u64 << 61));
+    }
+
+    /// Rows that are the stacks one for one (an aggregated PVM trace) are used as they are;
+    /// rows in another order, or fewer, are summed per stack; the lines are the same.
+    #[test]
+    fn rows_one_per_stack_are_the_self_values_as_they_are() {
+        let build = |order: &[&[&str]]| {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("ticks", "ticks", ValueKind::Weight);
+            for names in order {
+                b.add_stack(names, &[names.len() as i64 * 10]).unwrap();
+            }
+            b.finish()
+        };
+        let in_order = build(&[&["a"], &["a", "b"], &["a", "b", "c"], &["d"]]);
+        let other = build(&[&["a", "b", "c"], &["d"], &["a", "b"], &["a"]]);
+        assert_eq!(in_order.samples.stack, vec![0, 1, 2, 3]);
+        assert_ne!(other.samples.stack, vec![0, 1, 2, 3]);
+        for (p, borrowed) in [(&in_order, true), (&other, false)] {
+            let v = p.view();
+            let tree = StackTree::new(&v, &[0], &name_ranks(&v)).unwrap().unwrap();
+            assert_eq!(matches!(tree.selfv[0], Cow::Borrowed(_)), borrowed);
+            assert!(tree.has.iter().all(|&h| h));
+            let (stacks, calls) = both_ways(p);
+            assert_eq!(stacks, calls);
+            assert_eq!(stacks, "a 10\na;b 20\na;b;c 30\nd 10\n");
+        }
     }
 
     #[test]
