@@ -21,7 +21,9 @@ use profconv_firefox::{
     Firefox, FirefoxOptions, Speedscope, SpeedscopeOptions, firefox_json_pretty,
     speedscope_json_pretty,
 };
-use profconv_ir::{CallTree, NONE, Profile, ProfileBuilder, TraceBuilder, ValueKind, flags};
+use profconv_ir::{
+    CallTree, NONE, Profile, ProfileBuilder, ProfileRef, TraceBuilder, ValueKind, flags,
+};
 use profconv_plugin::{Context, Format, Input, Options, Output};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -475,4 +477,479 @@ fn every_other_fixture_converts() {
         }
     }
     eprintln!("{n} deep/pvm/callgrind fixtures converted");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The real Firefox Profiler
+
+/// The Firefox Profiler's command-line interface (npm package `@firefox-devtools/profiler-cli`,
+/// pinned in `clients/firefox-profiler/package.json`): the profiler's own code for loading a
+/// file, upgrading its version and building the Call Tree panel's tree, bundled for Node.js.
+/// It runs each loaded profile in a daemon (a session) and answers commands with JSON.
+struct ProfilerCli {
+    node: PathBuf,
+    script: PathBuf,
+    /// Where its daemons keep their sockets and logs (`PROFILER_CLI_SESSION_DIR`).
+    sessions: PathBuf,
+}
+
+/// The first program of `names` on `PATH`.
+fn on_path(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .flat_map(|d| names.iter().map(move |n| d.join(n)))
+        .find(|p| p.is_file())
+}
+
+impl ProfilerCli {
+    /// The CLI, installed with `npm ci` the first time, with a session directory of its own
+    /// named `name` (tests run at the same time); `None` (the test skips, or fails with
+    /// `PROFCONV_REQUIRE_CLIENTS=1`, as in CI) without `node` and `npm`.
+    fn find(name: &str) -> Option<ProfilerCli> {
+        let (Some(node), Some(npm)) = (on_path(&["node", "nodejs"]), on_path(&["npm"])) else {
+            let msg = "SKIPPED Firefox Profiler test: no node and npm (apt-get install nodejs npm) \
+                       to install and run @firefox-devtools/profiler-cli";
+            assert!(
+                std::env::var_os("PROFCONV_REQUIRE_CLIENTS").is_none(),
+                "{msg}"
+            );
+            eprintln!("{msg}");
+            return None;
+        };
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/firefox-profiler");
+        let script = dir.join("node_modules/@firefox-devtools/profiler-cli/dist/profiler-cli.js");
+        // One install at a time: the tests of this file run at the same time.
+        static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let installing = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
+        if !script.is_file() {
+            let status = Command::new(&npm)
+                .args(["ci", "--no-audit", "--no-fund"])
+                .current_dir(&dir)
+                .status()
+                .expect("run npm ci");
+            assert!(
+                status.success(),
+                "`npm ci` in {} failed: cannot install the Firefox Profiler's CLI",
+                dir.display()
+            );
+        }
+        assert!(script.is_file(), "no {}", script.display());
+        drop(installing);
+        let sessions =
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("firefox-profiler-{name}"));
+        let _ = std::fs::remove_dir_all(&sessions);
+        std::fs::create_dir_all(&sessions).expect("session dir");
+        Some(ProfilerCli {
+            node,
+            script,
+            sessions,
+        })
+    }
+
+    /// Runs the CLI with `args`; (exit status success, stdout, stderr). Killed after 60 s.
+    fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let mut child = Command::new(&self.node)
+            .arg(&self.script)
+            .args(args)
+            .env("PROFILER_CLI_SESSION_DIR", &self.sessions)
+            // Profiles are symbolicated already; nothing is asked of a symbol server.
+            .env("PROFILER_CLI_NO_SYMBOLICATE", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start node");
+        let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+        let out = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = std::io::Read::read_to_string(&mut out, &mut s);
+            s
+        });
+        let err = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = std::io::Read::read_to_string(&mut err, &mut s);
+            s
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait for node") {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("profiler-cli {args:?} did not finish within 60 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        (
+            status.success(),
+            out.join().expect("stdout"),
+            err.join().expect("stderr"),
+        )
+    }
+
+    /// Loads `file` in a new session named `id`; the session stops when the result is dropped.
+    fn load<'c>(&'c self, file: &Path, id: &str) -> Result<Session<'c>, String> {
+        let session = Session {
+            cli: self,
+            id: id.to_string(),
+        };
+        let (ok, out, err) = self.run(&["load", &file.display().to_string(), "--session", id]);
+        match ok {
+            true => Ok(session),
+            false => Err(format!("{}{}", out.trim(), err.trim())),
+        }
+    }
+}
+
+/// A profile loaded in the profiler's daemon.
+struct Session<'c> {
+    cli: &'c ProfilerCli,
+    id: String,
+}
+
+impl Session<'_> {
+    /// A command's `--json` answer.
+    fn query(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.extend(["--json", "--session", &self.id]);
+        let (ok, out, err) = self.cli.run(&all);
+        assert!(ok, "profiler-cli {all:?} failed: {out}{err}");
+        // The tree nests two levels per call node, 200 call nodes deep: past serde_json's
+        // default limit of 128.
+        let mut json = serde_json::Deserializer::from_str(&out);
+        json.disable_recursion_limit();
+        serde::Deserialize::deserialize(&mut json)
+            .unwrap_or_else(|e| panic!("profiler-cli {all:?}: {e}: {out}"))
+    }
+}
+
+impl Drop for Session<'_> {
+    fn drop(&mut self) {
+        self.cli.run(&["stop", &self.id]);
+    }
+}
+
+/// One thread's call tree from profconv's IR as the emitter weighs it: self and total of the
+/// default weight per call node, in the Firefox file's unit.
+struct ThreadTree<'t> {
+    tree: &'t CallTree,
+    names: Vec<&'t str>,
+    self_value: Vec<f64>,
+    total: Vec<f64>,
+}
+
+impl<'t> ThreadTree<'t> {
+    fn new(p: &ProfileRef<'t>, tree: &'t CallTree, thread: usize) -> Self {
+        let col = p
+            .default_weight()
+            .or((!p.value_types.is_empty()).then_some(0));
+        let scale = col.map_or(1.0, |c| {
+            let exp10 = firefox_exp10(p.value_type_unit(c));
+            10f64.powi(exp10 - p.value_types[c].decimals as i32)
+        });
+        let n = tree.len();
+        let mut self_value = vec![0f64; n];
+        for (i, &s) in p.sample_stack.iter().enumerate() {
+            if p.n_threads() > 1 && p.sample_thread_of(i) as usize != thread {
+                continue;
+            }
+            let v = col.map_or(1, |c| p.sample_values[c][i]);
+            self_value[tree.stack_node[s as usize] as usize] += v as f64 * scale;
+        }
+        let mut total = self_value.clone();
+        // Parents come before their children.
+        for i in (0..n).rev() {
+            if tree.parent[i] != NONE {
+                total[tree.parent[i] as usize] += total[i];
+            }
+        }
+        let names = tree.func.iter().map(|&f| p.func_name_str(f)).collect();
+        ThreadTree {
+            tree,
+            names,
+            self_value,
+            total,
+        }
+    }
+
+    fn children(&self, nodes: &[u32]) -> Vec<u32> {
+        match nodes {
+            [] => self.tree.roots.clone(),
+            _ => nodes.iter().flat_map(|&n| self.tree.children(n)).collect(),
+        }
+    }
+}
+
+/// Compares the profiler's top-down tree of one thread (`regularCallTree`) with profconv's.
+/// The CLI lists at most 100 children per node and stops 200 levels down; what it leaves out it
+/// sums in the parent's `childrenTruncated`, which must then hold exactly profconv's children
+/// that are not listed. Call nodes of one name under one path are taken together on both sides
+/// (the profiler tells them apart by func, profconv's tree by func too, but the test matches by
+/// name). Returns the number of name paths compared.
+fn compare_top_down(got: &Value, want: &ThreadTree<'_>, what: &str) -> usize {
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
+    let num = |v: &Value, key: &str| {
+        v.get(key)
+            .and_then(Value::as_f64)
+            .unwrap_or_else(|| panic!("{what}: no number `{key}` in {v}"))
+    };
+    let mut compared = 0;
+    // (the profiler's nodes of one name path, profconv's call nodes of that path, its text)
+    let mut todo: Vec<(Vec<&Value>, Vec<u32>, String)> =
+        vec![(vec![got], Vec::new(), String::new())];
+    while let Some((nodes, ours, path)) = todo.pop() {
+        let mut kids: std::collections::BTreeMap<&str, Vec<&Value>> = Default::default();
+        let (mut cut_count, mut cut_total) = (0usize, 0f64);
+        for node in &nodes {
+            let list = node
+                .get("children")
+                .and_then(Value::as_array)
+                .unwrap_or_else(|| panic!("{what}: {path}: no children list"));
+            for kid in list {
+                let name = kid.get("name").and_then(Value::as_str).expect("name");
+                kids.entry(name).or_default().push(kid);
+            }
+            if let Some(cut) = node.get("childrenTruncated") {
+                cut_count += num(cut, "count") as usize;
+                cut_total += num(cut, "combinedSamples");
+            }
+        }
+        let ours_kids = want.children(&ours);
+        for (name, kid_nodes) in kids {
+            let same: Vec<u32> = ours_kids
+                .iter()
+                .copied()
+                .filter(|&k| want.names[k as usize] == name)
+                .collect();
+            let kid_path = format!("{path};{name}");
+            assert!(
+                !same.is_empty(),
+                "{what}: the profiler shows {kid_path}, which profconv's tree does not have"
+            );
+            let theirs = |key: &str| kid_nodes.iter().map(|k| num(k, key)).sum::<f64>();
+            let ours = |v: &[f64]| same.iter().map(|&k| v[k as usize]).sum::<f64>();
+            let (s, t) = (theirs("selfSamples"), theirs("totalSamples"));
+            assert!(
+                close(s, ours(&want.self_value)) && close(t, ours(&want.total)),
+                "{what}: {kid_path}: the profiler shows self {s} total {t}, profconv self {} total {}",
+                ours(&want.self_value),
+                ours(&want.total)
+            );
+            compared += 1;
+            todo.push((kid_nodes, same, kid_path));
+        }
+        // What is not listed: nothing but nodes without weight, and what the summary counts.
+        let listed: std::collections::HashSet<&str> = nodes
+            .iter()
+            .flat_map(|n| {
+                n.get("children")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+            })
+            .filter_map(|k| k.get("name").and_then(Value::as_str))
+            .collect();
+        let left: Vec<u32> = ours_kids
+            .iter()
+            .copied()
+            .filter(|&k| !listed.contains(want.names[k as usize]) && want.total[k as usize] != 0.0)
+            .collect();
+        let left_total: f64 = left.iter().map(|&k| want.total[k as usize]).sum();
+        assert!(
+            cut_count == left.len() && close(cut_total, left_total),
+            "{what}: {path}: the profiler leaves out {cut_count} call nodes with total {cut_total}; \
+             profconv's children not listed: {:?}, total {left_total}",
+            left.iter()
+                .map(|&k| want.names[k as usize])
+                .collect::<Vec<_>>()
+        );
+    }
+    compared
+}
+
+/// Loads `p`'s Firefox output into the real profiler and compares every thread's call tree
+/// with profconv's. Returns the number of call nodes compared.
+fn check_in_firefox_profiler(cli: &ProfilerCli, p: &Profile, what: &str, id: &str) -> usize {
+    let file = cli.sessions.join(format!("{id}.json.gz"));
+    std::fs::write(&file, emit::<Firefox>(p)).expect("write profile");
+    let session = cli
+        .load(&file, id)
+        .unwrap_or_else(|e| panic!("{what}: the Firefox Profiler cannot load the file: {e}"));
+    // (`profile info` fails on a profile without samples: the CLI names times in a range of
+    // length zero, an assertion of its own; `thread list` does not.)
+    let list = session.query(&["thread", "list", "--limit", "0"]);
+    assert_eq!(
+        list.get("hiddenByLimit").and_then(Value::as_u64),
+        Some(0),
+        "{what}: every thread listed"
+    );
+    let threads: Vec<(u64, String)> = list
+        .get("threads")
+        .and_then(Value::as_array)
+        .expect("threads")
+        .iter()
+        .map(|t| {
+            let index = t.get("threadIndex").and_then(Value::as_u64).expect("index");
+            let name = t
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            (index, name)
+        })
+        .collect();
+    let v = p.view();
+    assert_eq!(
+        threads.len(),
+        v.n_threads().max(1),
+        "{what}: the profiler's threads {threads:?}"
+    );
+    let tree = CallTree::build(&v).expect("call tree");
+    let mut compared = 0;
+    for (index, name) in &threads {
+        if v.n_threads() > 0 {
+            let ours = v.strings.get(v.thread_name[*index as usize]);
+            assert_eq!(name, ours, "{what}: thread {index}'s name");
+        }
+        let handle = format!("t-{index}");
+        let top_down = session.query(&[
+            "thread",
+            "samples-top-down",
+            "--thread",
+            &handle,
+            "--include-idle",
+            "--max-lines",
+            "1000000",
+        ]);
+        let root = top_down.get("regularCallTree").expect("regularCallTree");
+        let want = ThreadTree::new(&v, &tree, *index as usize);
+        compared += compare_top_down(root, &want, &format!("{what} ({handle})"));
+    }
+    let _ = std::fs::remove_file(&file);
+    compared
+}
+
+/// The real Firefox Profiler loads the Firefox output of every fixture of every input format and
+/// shows, thread by thread, profconv's call tree: the same names, self and total values.
+#[test]
+fn the_firefox_profiler_shows_profconvs_call_tree_for_every_fixture() {
+    let Some(cli) = ProfilerCli::find("fixtures") else {
+        return;
+    };
+    let dir = fixtures_dir();
+    let skip = Options::new(vec![("skip-bad-lines".to_string(), None)]);
+    let none = Options::default();
+    let mut profiles: Vec<(String, Profile)> = vec![("seed 000".into(), pvm_seed())];
+    let mut add = |parsed: Result<Profile, String>, path: &Path| {
+        if let Ok(p) = parsed {
+            let rel = path
+                .strip_prefix(&dir)
+                .unwrap_or(path)
+                .display()
+                .to_string();
+            profiles.push((rel, p));
+        }
+    };
+    for path in files_under(&dir.join("folded")) {
+        add(parse_with::<profconv_folded::Folded>(&path, &skip), &path);
+    }
+    for path in files_under(&dir.join("deep")) {
+        if path.extension().is_some_and(|e| e == "data") {
+            add(parse_with::<profconv_deep::Deep>(&path, &none), &path);
+        }
+    }
+    for path in files_under(&dir.join("pvm")) {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.ends_with(".pvmtrace") || path.parent().is_some_and(|d| d.ends_with("octez-format"))
+        {
+            add(parse_with::<profconv_pvm::Pvm>(&path, &none), &path);
+        }
+    }
+    for path in files_under(&dir.join("callgrind")) {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.ends_with(".callgrind") || name.contains("callgrind.out") {
+            add(
+                parse_with::<profconv_callgrind::Callgrind>(&path, &none),
+                &path,
+            );
+        }
+    }
+    assert!(profiles.len() >= 40, "fixtures: {}", profiles.len());
+    // Two at a time: each load starts a Node.js daemon.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let compared = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((what, p)) = profiles.get(i) else {
+                        break;
+                    };
+                    let n = check_in_firefox_profiler(&cli, p, what, &format!("fixture-{i}"));
+                    compared.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    eprintln!(
+        "the Firefox Profiler showed profconv's call tree for {} profiles ({} call nodes)",
+        profiles.len(),
+        compared.into_inner()
+    );
+}
+
+/// The real Firefox Profiler places a trace's calls in time (its Stack Chart, and the samples
+/// a time range selects): seed 000's f [0,10), g [10,30), h [30,60), g [60,100), f [100,160),
+/// one tick drawn as one millisecond. A range selects the samples that start in it.
+#[test]
+fn the_firefox_profiler_places_a_traces_calls_in_time() {
+    let Some(cli) = ProfilerCli::find("timeline") else {
+        return;
+    };
+    let file = cli.sessions.join("seed-000-timeline.json.gz");
+    std::fs::write(&file, emit::<Firefox>(&pvm_seed())).expect("write profile");
+    let session = cli.load(&file, "seed-000-timeline").expect("load");
+    // (range in seconds, the self values it selects by call path)
+    let cases: [(&str, &[(&str, f64)]); 4] = [
+        ("0,0.161", &[("f", 70.0), ("f;g", 60.0), ("f;g;h", 30.0)]),
+        ("0.005,0.015", &[("f;g", 20.0)]),
+        ("0.025,0.065", &[("f;g", 40.0), ("f;g;h", 30.0)]),
+        ("0.095,0.105", &[("f", 60.0)]),
+    ];
+    for (range, want) in cases {
+        session.query(&["zoom", "clear"]);
+        session.query(&["zoom", "push", range]);
+        let tree = session.query(&["thread", "samples-top-down", "--include-idle"]);
+        let mut got = Vec::new();
+        let mut todo = vec![(tree.get("regularCallTree").expect("tree"), String::new())];
+        while let Some((node, path)) = todo.pop() {
+            for kid in node
+                .get("children")
+                .and_then(Value::as_array)
+                .expect("children")
+            {
+                let name = kid.get("name").and_then(Value::as_str).expect("name");
+                let kid_path = match path.is_empty() {
+                    true => name.to_string(),
+                    false => format!("{path};{name}"),
+                };
+                let self_value = kid
+                    .get("selfSamples")
+                    .and_then(Value::as_f64)
+                    .expect("self");
+                if self_value != 0.0 {
+                    got.push((kid_path.clone(), self_value));
+                }
+                todo.push((kid, kid_path));
+            }
+        }
+        got.sort_by(|a, b| a.0.cmp(&b.0));
+        let want: Vec<(String, f64)> = want.iter().map(|&(p, v)| (p.to_string(), v)).collect();
+        assert_eq!(got, want, "the samples the range {range} s selects");
+    }
+    drop(session);
+    let _ = std::fs::remove_file(&file);
 }

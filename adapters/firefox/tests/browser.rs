@@ -13,7 +13,9 @@
 //!
 //! Needs: `chromium` (Debian package; or `PROFCONV_CHROMIUM=/path`), `npm` with the npm registry
 //! reachable the first time (the test runs `npm ci` in `tests/` when `node_modules` is missing).
-//! Without chromium or npm the test prints `SKIPPED: ...` and passes.
+//! Without chromium or npm the test prints `SKIPPED: ...` and passes, unless
+//! `PROFCONV_REQUIRE_BROWSER=1` (no chromium) or `PROFCONV_REQUIRE_CLIENTS=1` (no node or npm) is
+//! set, as CI sets them: then it fails.
 
 use profconv_firefox::Speedscope;
 use profconv_plugin::ir::{Profile, ProfileBuilder, TraceBuilder, ValueKind, flags};
@@ -28,6 +30,16 @@ use std::time::{Duration, Instant};
 
 fn tests_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests")
+}
+
+/// Says why the test does not run, or fails with that message when `required` is set (CI sets
+/// it: there a missing client must not pass unnoticed).
+fn skip(required: &str, msg: &str) {
+    assert!(
+        std::env::var_os(required).is_none(),
+        "{msg} ({required} is set)"
+    );
+    eprintln!("{msg}");
 }
 
 /// The first of these programs that runs (`--version` exits 0).
@@ -285,13 +297,17 @@ fn speedscope_json(p: &Profile) -> Vec<u8> {
 #[test]
 fn speedscope_in_headless_chromium_shows_names_and_totals() {
     let Some(chromium) = chromium() else {
-        eprintln!(
-            "SKIPPED: speedscope browser test: no chromium (apt-get install chromium, or set PROFCONV_CHROMIUM)"
+        skip(
+            "PROFCONV_REQUIRE_BROWSER",
+            "SKIPPED: speedscope browser test: no chromium (apt-get install chromium, or set PROFCONV_CHROMIUM)",
         );
         return;
     };
     let (Some(_node), Some(npm)) = (find_program(&["node"]), find_program(&["npm"])) else {
-        eprintln!("SKIPPED: speedscope browser test: no node/npm to install speedscope");
+        skip(
+            "PROFCONV_REQUIRE_CLIENTS",
+            "SKIPPED: speedscope browser test: no node/npm to install speedscope",
+        );
         return;
     };
     let dist = speedscope_dist(&npm);
