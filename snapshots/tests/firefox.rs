@@ -841,7 +841,22 @@ fn the_firefox_profiler_shows_profconvs_call_tree_for_every_fixture() {
     let dir = fixtures_dir();
     let skip = Options::new(vec![("skip-bad-lines".to_string(), None)]);
     let none = Options::default();
-    let mut profiles: Vec<(String, Profile)> = vec![("seed 000".into(), pvm_seed())];
+    // Names JSON must escape and the profiler must show as they are, and a sum past 2^53 (a
+    // JavaScript number keeps 53 bits: the profiler's totals are then as close as a double
+    // gets, which the comparison allows).
+    let names = "main;fn \"quoted\";back\\\\slash 3\nmain;tab\there;uni\u{e9}\u{2028}sep 2\n\
+                 main;ctl\u{1}\u{1f}char 1\nmain;emoji\u{1f600};  spaced   5\nmain;a;a;a;a 7\n\
+                 #root;x 1\nmain;</script>;&amp; 4\nmain;big 9007199254740993\n";
+    let names = profconv_folded::parse_folded(
+        &mut Input::from_slice(names.as_bytes()),
+        false,
+        &mut Context::silent(),
+    )
+    .expect("names");
+    let mut profiles: Vec<(String, Profile)> = vec![
+        ("seed 000".into(), pvm_seed()),
+        ("names to escape".into(), names),
+    ];
     let mut add = |parsed: Result<Profile, String>, path: &Path| {
         if let Ok(p) = parsed {
             let rel = path
