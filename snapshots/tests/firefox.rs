@@ -489,7 +489,8 @@ fn every_other_fixture_converts() {
 struct ProfilerCli {
     node: PathBuf,
     script: PathBuf,
-    /// Where its daemons keep their sockets and logs (`PROFILER_CLI_SESSION_DIR`).
+    /// Where its daemons keep their sockets and logs (`PROFILER_CLI_SESSION_DIR`), and the
+    /// tests their files; removed when done.
     sessions: PathBuf,
 }
 
@@ -535,8 +536,10 @@ impl ProfilerCli {
         }
         assert!(script.is_file(), "no {}", script.display());
         drop(installing);
+        // A short path: each session's socket is in it, and a socket's path has at most 107
+        // bytes (a checkout's target directory can be deeper than that leaves room for).
         let sessions =
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("firefox-profiler-{name}"));
+            std::env::temp_dir().join(format!("profconv-ffp-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&sessions);
         std::fs::create_dir_all(&sessions).expect("session dir");
         Some(ProfilerCli {
@@ -600,6 +603,12 @@ impl ProfilerCli {
             true => Ok(session),
             false => Err(format!("{}{}", out.trim(), err.trim())),
         }
+    }
+}
+
+impl Drop for ProfilerCli {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.sessions);
     }
 }
 
