@@ -761,14 +761,27 @@ fn aggregated_samples(
 ) -> Result<Vec<RawSample>, PluginError> {
     let rows = aggregate_per_stack(p, samples, weight.col, rank, acc)?;
     let mut out = Vec::with_capacity(rows.len());
+    // Weights in ms are the time axis; counts and bytes advance it by the interval a unit.
+    let exact = weight.weight_type == "tracing-ms" || interval == 1.0;
+    let ms = |at: i128| match exact {
+        true => at as f64 * 10f64.powi(weight.exp10 - weight.decimals as i32),
+        false => at as f64 / 10f64.powi(weight.decimals as i32) * interval,
+    };
+    // The profiler reads times as doubles and keeps the samples before the profile's end, the
+    // last sample's time plus the interval. From 2^52 intervals on, that sum rounds back to the
+    // last time, and the last samples would leave its call tree (weights adding up to that
+    // much: 10^7 samples of 10^9 cycles). Such a timeline is scaled to end at 2^51 intervals:
+    // its shape is kept, and the weights, which make the call tree, are not changed.
+    let total: i128 = rows.iter().map(|&(_, v)| (v as i128).abs()).sum();
+    let limit = interval * 2f64.powi(51);
+    let squeeze = (ms(total) > limit).then(|| limit / ms(total));
     // Running time in the weight column's fixed point (i128: sums of i64 cannot overflow it).
     let mut at: i128 = 0;
     for (stack, v) in rows {
-        // Weights in ms are the time axis; counts and bytes advance it by the interval a unit.
-        let time = if weight.weight_type == "tracing-ms" || interval == 1.0 {
-            scaled(at, weight.exp10 - weight.decimals as i32)
-        } else {
-            float_num(at as f64 / 10f64.powi(weight.decimals as i32) * interval)
+        let time = match squeeze {
+            Some(k) => float_num(ms(at) * k),
+            None if exact => scaled(at, weight.exp10 - weight.decimals as i32),
+            None => float_num(ms(at)),
         };
         out.push(RawSample {
             stack,

@@ -182,6 +182,47 @@ fn aggregated_trace_has_one_sample_per_stack() {
     assert_eq!(s.tree[0], node("f", 70.0, 160.0));
 }
 
+/// Weights adding up past 2^53: the real profiler keeps only samples before the last one's time
+/// plus the interval, a sum that rounds back to the last time there, so the timeline is scaled
+/// to end at 2^51 intervals (found by `snapshots/tests/firefox.rs`'s real-profiler test).
+#[test]
+fn an_aggregated_timeline_past_2_pow_52_is_scaled_to_fit_a_double() {
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("samples", "count", ValueKind::Weight);
+    b.add_stack(&["main", "big"], &[9_007_199_254_740_993])
+        .unwrap();
+    b.add_stack(&["main", "small"], &[1]).unwrap();
+    let p = b.finish();
+    let (_, v) = firefox(&p, &[]);
+    let samples = &thread(&v, 0)["samples"];
+    let times: Vec<f64> = samples["time"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_f64().unwrap())
+        .collect();
+    let interval = v["meta"]["interval"].as_f64().unwrap();
+    let last = *times.last().unwrap();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    assert!(
+        last + interval > last,
+        "{times:?}: the last sample is in the profile"
+    );
+    assert!(last <= interval * 2f64.powi(51), "{times:?}");
+    assert!(
+        last >= interval * 2f64.powi(50),
+        "{times:?}: the shape is kept"
+    );
+    // The weights are not scaled.
+    assert_eq!(
+        samples["weight"],
+        serde_json::json!([9_007_199_254_740_993i64, 1])
+    );
+    // Below the bound, times stay the exact running sums.
+    let (_, v) = firefox(&seed_000(false), &[]);
+    assert_eq!(ints(&thread(&v, 0)["samples"]["time"]), [0, 70, 130]);
+}
+
 #[test]
 fn gaps_in_a_trace_get_a_null_sample() {
     let mut b = ProfileBuilder::new();
