@@ -440,40 +440,50 @@ fn every_folded_fixture_converts() {
     .bind(|| insta::assert_snapshot!("firefox__folded_fixtures", summary));
 }
 
-/// Fixtures of the other input formats, when they have landed in `fixtures/`. A fixture its
-/// parser rejects (an error case of that format) is skipped; every profile that parses must
-/// convert and check.
-#[test]
-fn every_other_fixture_converts() {
+/// Every fixture of the other input formats (Deep.data, PVM traces, callgrind), each parsed
+/// by its format: (path, the profile or the parser's error).
+fn other_fixtures() -> Vec<(PathBuf, Result<Profile, String>)> {
     let dir = fixtures_dir();
     let none = Options::default();
-    let mut n = 0;
-    let mut check = |parsed: Result<Profile, String>, path: &Path| match parsed {
-        Ok(p) => {
-            convert_and_check(&p, &path.display().to_string());
-            n += 1;
-        }
-        Err(e) => eprintln!("skipped, the parser rejects it: {e}"),
-    };
+    let mut out = Vec::new();
     for path in files_under(&dir.join("deep")) {
         if path.extension().is_some_and(|e| e == "data") {
-            check(parse_with::<profconv_deep::Deep>(&path, &none), &path);
+            out.push((
+                path.clone(),
+                parse_with::<profconv_deep::Deep>(&path, &none),
+            ));
         }
     }
     for path in files_under(&dir.join("pvm")) {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if name.ends_with(".pvmtrace") || path.parent().is_some_and(|d| d.ends_with("octez-format"))
         {
-            check(parse_with::<profconv_pvm::Pvm>(&path, &none), &path);
+            out.push((path.clone(), parse_with::<profconv_pvm::Pvm>(&path, &none)));
         }
     }
     for path in files_under(&dir.join("callgrind")) {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if name.ends_with(".callgrind") || name.contains("callgrind.out") {
-            check(
-                parse_with::<profconv_callgrind::Callgrind>(&path, &none),
-                &path,
-            );
+            let parsed = parse_with::<profconv_callgrind::Callgrind>(&path, &none);
+            out.push((path, parsed));
+        }
+    }
+    out
+}
+
+/// Fixtures of the other input formats, when they have landed in `fixtures/`. A fixture its
+/// parser rejects (an error case of that format) is skipped; every profile that parses must
+/// convert and check.
+#[test]
+fn every_other_fixture_converts() {
+    let mut n = 0;
+    for (path, parsed) in other_fixtures() {
+        match parsed {
+            Ok(p) => {
+                convert_and_check(&p, &path.display().to_string());
+                n += 1;
+            }
+            Err(e) => eprintln!("skipped, the parser rejects it: {e}"),
         }
     }
     eprintln!("{n} deep/pvm/callgrind fixtures converted");
@@ -874,7 +884,6 @@ fn check_in_firefox_profiler(cli: &ProfilerCli, p: &Profile, what: &str, id: &st
 fn fixture_profiles() -> Vec<(String, Profile)> {
     let dir = fixtures_dir();
     let skip = Options::new(vec![("skip-bad-lines".to_string(), None)]);
-    let none = Options::default();
     let folded = |text: &str| {
         profconv_folded::parse_folded(
             &mut Input::from_slice(text.as_bytes()),
@@ -937,26 +946,8 @@ fn fixture_profiles() -> Vec<(String, Profile)> {
     for path in files_under(&dir.join("folded")) {
         add(parse_with::<profconv_folded::Folded>(&path, &skip), &path);
     }
-    for path in files_under(&dir.join("deep")) {
-        if path.extension().is_some_and(|e| e == "data") {
-            add(parse_with::<profconv_deep::Deep>(&path, &none), &path);
-        }
-    }
-    for path in files_under(&dir.join("pvm")) {
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if name.ends_with(".pvmtrace") || path.parent().is_some_and(|d| d.ends_with("octez-format"))
-        {
-            add(parse_with::<profconv_pvm::Pvm>(&path, &none), &path);
-        }
-    }
-    for path in files_under(&dir.join("callgrind")) {
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if name.ends_with(".callgrind") || name.contains("callgrind.out") {
-            add(
-                parse_with::<profconv_callgrind::Callgrind>(&path, &none),
-                &path,
-            );
-        }
+    for (path, parsed) in other_fixtures() {
+        add(parsed, &path);
     }
     profiles
 }
