@@ -140,14 +140,18 @@ fn firefox_exp10(unit: &str) -> i32 {
     }
 }
 
+/// The column the Firefox emitter weighs samples by: the first weight, else the first column.
+fn weight_column(v: &ProfileRef<'_>) -> Option<usize> {
+    v.default_weight()
+        .or((!v.value_types.is_empty()).then_some(0))
+}
+
 /// profconv's call tree in the checker's shape: nodes reached by some sample (or, with
 /// `positive`, with a positive total), values of the default weight times 10^exp10.
 fn ir_tree(p: &Profile, exp10: i32, positive: bool) -> Vec<TreeNode> {
     let v = p.view();
     let tree = CallTree::build(&v).expect("call tree");
-    let col = v
-        .default_weight()
-        .or((!v.value_types.is_empty()).then_some(0));
+    let col = weight_column(&v);
     let scale = |x: i64| {
         let d = col.map_or(0, |c| v.value_types[c].decimals) as i32;
         x as f64 * 10f64.powi(exp10 - d)
@@ -690,9 +694,7 @@ struct ThreadTree<'t> {
 
 impl<'t> ThreadTree<'t> {
     fn new(p: &ProfileRef<'t>, tree: &'t CallTree, thread: usize) -> Self {
-        let col = p
-            .default_weight()
-            .or((!p.value_types.is_empty()).then_some(0));
+        let col = weight_column(p);
         let scale = col.map_or(1.0, |c| {
             let exp10 = firefox_exp10(p.value_type_unit(c));
             10f64.powi(exp10 - p.value_types[c].decimals as i32)
@@ -765,6 +767,7 @@ fn compare_top_down(got: &Value, want: &ThreadTree<'_>, what: &str) -> usize {
             }
         }
         let ours_kids = want.children(&ours);
+        let listed: Vec<&str> = kids.keys().copied().collect();
         for (name, kid_nodes) in kids {
             let same: Vec<u32> = ours_kids
                 .iter()
@@ -789,20 +792,13 @@ fn compare_top_down(got: &Value, want: &ThreadTree<'_>, what: &str) -> usize {
             todo.push((kid_nodes, same, kid_path));
         }
         // What is not listed: nothing but nodes without weight, and what the summary counts.
-        let listed: std::collections::HashSet<&str> = nodes
-            .iter()
-            .flat_map(|n| {
-                n.get("children")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-            })
-            .filter_map(|k| k.get("name").and_then(Value::as_str))
-            .collect();
         let left: Vec<u32> = ours_kids
             .iter()
             .copied()
-            .filter(|&k| !listed.contains(want.names[k as usize]) && want.total[k as usize] != 0.0)
+            .filter(|&k| {
+                listed.binary_search(&want.names[k as usize]).is_err()
+                    && want.total[k as usize] != 0.0
+            })
             .collect();
         let left_total: f64 = left.iter().map(|&k| want.total[k as usize]).sum();
         assert!(
