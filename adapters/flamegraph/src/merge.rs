@@ -124,13 +124,20 @@ fn sort_siblings(
     order: SortOrder,
     nodes: &mut [u32],
 ) {
-    // Names compare as if followed by `;`: the order of sorting folded lines, which is the
-    // order inferno and flamegraph.pl draw (`a-b` before `a`, since `-` sorts before `;`).
+    // Names compare as they do in sorted folded lines, the order inferno and flamegraph.pl
+    // draw: followed by `;` when the node has callees (`a-b` before `a;c`, since `-` sorts
+    // before `;`), else by the space before the line's count (`a` before `a-b`). (A node with
+    // both self value and callees is two frames there when a sibling sorts between `a ` and
+    // `a;`; here it is one, placed by its callees.)
     let key = |n: u32| {
+        let end: &[u8] = match tree.first_child[n as usize] {
+            NONE => b" ",
+            _ => b";",
+        };
         p.func_name_str(tree.func[n as usize])
             .as_bytes()
             .iter()
-            .chain(b";")
+            .chain(end)
     };
     // Stable sorts: equal names (two functions of one name) keep first-seen order.
     match order {
@@ -329,11 +336,22 @@ fn merged_from_totals<T: Total>(
         NONE => 0u64,
         pre => u64::from(pre) + 1,
     };
+    // Names end as in `sort_siblings`: `;` for a stack with callees, else a space.
+    let mut has_callees = vec![0u64; n.div_ceil(64)];
+    for &pre in p.stack_prefix.iter() {
+        if pre != NONE {
+            has_callees[pre as usize / 64] |= 1 << (pre % 64);
+        }
+    }
     let name = |s: u32| {
+        let end: &[u8] = match is_kept(&has_callees, s) {
+            true => b";",
+            false => b" ",
+        };
         p.func_name_str(p.stack_func(s))
             .as_bytes()
             .iter()
-            .chain(b";")
+            .chain(end)
     };
     placed.sort_by(|&a, &b| {
         parent_key(a)
@@ -347,6 +365,7 @@ fn merged_from_totals<T: Total>(
     };
     // Left edge and depth of each drawn stack, looked up when its children are placed.
     let mut at: std::collections::HashMap<u32, (i64, u32)> = std::collections::HashMap::new();
+    let mut funcs: Vec<u32> = Vec::new();
     let mut i = 0;
     while i < placed.len() {
         let key = parent_key(placed[i]);
@@ -356,16 +375,11 @@ fn merged_from_totals<T: Total>(
         }
         let group = &mut placed[i..j];
         // Two siblings of one function: the stack table is not the call tree here.
-        for a in 0..group.len() {
-            let fa = p.stack_func(group[a]);
-            let same_name = group[a + 1..]
-                .iter()
-                .take_while(|&&b| name(b).eq(name(group[a])));
-            for &b in same_name {
-                if p.stack_func(b) == fa {
-                    return None;
-                }
-            }
+        funcs.clear();
+        funcs.extend(group.iter().map(|&c| p.stack_func(c)));
+        funcs.sort_unstable();
+        if funcs.windows(2).any(|f| f[0] == f[1]) {
+            return None;
         }
         if order == SortOrder::Weight {
             group.sort_by_key(|&c| std::cmp::Reverse(w(c)));
@@ -557,12 +571,27 @@ mod tests {
             show(&p, &tree, &l),
             ["a@0 0+11", "c@1 2+5", "b@1 7+3", "z@1 10+1", "d@0 11+4"]
         );
-        // Names sort as folded lines do: `a-b` before `a` (`-` < `;`).
-        let p = folded(&[("a", 1), ("a-b", 1), ("B", 1)]);
-        let tree = CallTree::build(&p.view()).unwrap();
-        let (w, _) = node_widths(&p.view(), &tree, Some(0));
-        let l = merged(&p.view(), &tree, &w, 0.0, SortOrder::Name);
-        assert_eq!(show(&p, &tree, &l), ["B@0 0+1", "a-b@0 1+1", "a@0 2+1"]);
+        // Names sort as folded lines do: a leaf `a` before `a-b` (`a 1` < `a-b 1`), a caller
+        // `a` after it (`a-b 1` < `a;c 1`), as inferno draws them; through the call tree and
+        // through the stack table alike.
+        let by_name = |lines: &[(&str, i64)]| {
+            let p = folded(lines);
+            let tree = CallTree::build(&p.view()).unwrap();
+            let (w, _) = node_widths(&p.view(), &tree, Some(0));
+            let l = merged(&p.view(), &tree, &w, 0.0, SortOrder::Name);
+            let (from_stacks, _) =
+                merged_from_stacks(&p.view(), Some(0), |_| 0.0, SortOrder::Name).unwrap();
+            assert_eq!(show(&p, &tree, &from_stacks), show(&p, &tree, &l));
+            show(&p, &tree, &l)
+        };
+        assert_eq!(
+            by_name(&[("a", 1), ("a-b", 1), ("B", 1)]),
+            ["B@0 0+1", "a@0 1+1", "a-b@0 2+1"]
+        );
+        assert_eq!(
+            by_name(&[("a;c", 1), ("a-b", 1), ("B", 1)]),
+            ["B@0 0+1", "a-b@0 1+1", "a@0 2+1", "c@1 2+1"]
+        );
     }
 
     #[test]
