@@ -30,7 +30,7 @@ use crate::common::{
 use crate::compact::{CHUNK, Chunks, Item};
 use flate2::{Compression, GzBuilder};
 use profconv_plugin::ir::{NO_ADDRESS, NONE, ProfileRef, ValueKind};
-use profconv_plugin::{Context, PluginError, value_column};
+use profconv_plugin::{Context, PluginError, one_value_column};
 use serde::ser::SerializeSeq;
 use serde::{Serialize, Serializer};
 use std::io::{self, Write};
@@ -583,7 +583,7 @@ pub fn build_profile<'r, 'p>(
     opts: FirefoxOptions<'_>,
     cx: &mut Context<'_>,
 ) -> Result<FxProfile<'r, 'p>, PluginError> {
-    let col = value_column(p, opts.value)?;
+    let col = one_value_column(p, opts.value, cx)?;
     let weight = Weight::of(p, col);
     if let Some(c) = col {
         if weight.weight_type == "samples" && !matches!(p.value_type_unit(c), "count" | "samples") {

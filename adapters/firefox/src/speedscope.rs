@@ -15,7 +15,7 @@ use crate::common::{
     thread_name, time_column, unit_kind,
 };
 use profconv_plugin::ir::{NONE, ProfileRef, path_sums};
-use profconv_plugin::{Context, PluginError, human_bytes, value_column};
+use profconv_plugin::{Context, PluginError, human_bytes, one_value_column};
 use serde::ser::SerializeSeq;
 use serde::{Serialize, Serializer};
 use std::io::{BufWriter, Write};
@@ -295,7 +295,7 @@ fn build_file<'r, 'p>(
     opts: SpeedscopeOptions<'_>,
     cx: &mut Context<'_>,
 ) -> Result<File<'r, 'p>, PluginError> {
-    let col = value_column(p, opts.value)?;
+    let col = one_value_column(p, opts.value, cx)?;
     let (unit, decimals) = match col {
         Some(c) => (
             speedscope_unit(p.value_type_unit(c)),

@@ -835,6 +835,27 @@ pub fn value_column(p: &ProfileRef<'_>, name: Option<&str>) -> Result<Option<usi
     }
 }
 
+/// [`value_column`] for an emitter that writes one value column. Of a differential profile
+/// (`profconv diff`: metadata `diff` = [`DIFF_COLUMNS`](crate::ir::diff::DIFF_COLUMNS)) with no
+/// column named, that is the `after` column (the profile as it is now, whose shape the
+/// differential flame graph draws), with a warning that `before` is left out.
+pub fn one_value_column(
+    p: &ProfileRef<'_>,
+    name: Option<&str>,
+    cx: &mut Context<'_>,
+) -> Result<Option<usize>, PluginError> {
+    let unnamed = name.is_none_or(str::is_empty);
+    if unnamed && p.meta("diff") == Some(crate::ir::diff::DIFF_COLUMNS) {
+        if let Some(after) = p.value_type_index("after") {
+            cx.warn(
+                "a differential profile (profconv diff) has two value types and this format shows one: writing `after` (`-O value=before` writes the other)",
+            );
+            return Ok(Some(after));
+        }
+    }
+    value_column(p, name)
+}
+
 /// `option value=NAME: no value type 'NAME' in this profile (it has: …)`, a bad option.
 pub fn unknown_value_type(p: &ProfileRef<'_>, name: &str) -> PluginError {
     let known: Vec<&str> = (0..p.value_types.len())
@@ -947,6 +968,35 @@ mod tests {
                 .message
                 .ends_with("(it has: none)")
         );
+    }
+
+    #[test]
+    fn one_value_column_of_a_differential_profile_is_after_with_a_warning() {
+        use profconv_ir::{ProfileBuilder, ValueKind, diff::DIFF_COLUMNS};
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("before", "count", ValueKind::Weight);
+        b.add_value_type("after", "count", ValueKind::Weight);
+        b.add_meta("diff", DIFF_COLUMNS);
+        let p = b.finish();
+        let mut messages = Vec::new();
+        let mut sink = |_: u32, m: &str| messages.push(m.to_string());
+        let mut cx = Context::with_sink(&mut sink);
+        assert_eq!(one_value_column(&p.view(), None, &mut cx), Ok(Some(1)));
+        assert_eq!(one_value_column(&p.view(), Some(""), &mut cx), Ok(Some(1)));
+        // Named: as asked, and nothing to warn about.
+        assert_eq!(
+            one_value_column(&p.view(), Some("before"), &mut cx),
+            Ok(Some(0))
+        );
+        assert_eq!(messages.len(), 2, "{messages:?}");
+        assert!(messages[0].contains("writing `after`"), "{messages:?}");
+        // Not differential: the first weight, silently.
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("before", "count", ValueKind::Weight);
+        b.add_value_type("after", "count", ValueKind::Weight);
+        let p = b.finish();
+        let mut cx = Context::silent();
+        assert_eq!(one_value_column(&p.view(), None, &mut cx), Ok(Some(0)));
     }
 
     #[test]
