@@ -11,7 +11,7 @@
 //!   parser reads from `STACK BEFORE AFTER` lines) is written with both counts on each line,
 //!   inferno's differential format, unless `value` picks one column.
 
-use crate::parse::is_comment;
+use crate::parse::{count, is_comment};
 use profconv_plugin::ir::diff::DIFF_COLUMNS;
 use profconv_plugin::ir::{CallTree, IrError, NONE, ProfileRef, ValueKind, path_sums, write_fixed};
 use profconv_plugin::{PluginError, human_bytes, value_column};
@@ -334,6 +334,10 @@ struct LineWriter {
     max_size: Option<u64>,
     /// Bytes and lines of the blocks checked so far (`per-thread` writes several).
     projected: Projected,
+    /// Bytes and lines written so far: the projection is a lower bound (one digit per count),
+    /// so the bound is checked again as lines are written.
+    written: u64,
+    lines: u64,
 }
 
 /// What the output will take, at least: every line's stack, a space and one digit per value,
@@ -362,6 +366,8 @@ impl LineWriter {
             num: String::new(),
             max_size: None,
             projected: Projected::default(),
+            written: 0,
+            lines: 0,
         }
     }
 
@@ -456,8 +462,14 @@ impl LineWriter {
         )))
     }
 
-    /// A line: `path`, then the first `cols.len()` of `values`, each at its column's scale.
-    fn line(&mut self, path: &[u8], values: [i64; 2], out: &mut impl Write) -> std::io::Result<()> {
+    /// A line: `path`, then the first `cols.len()` of `values`, each at its column's scale. An
+    /// error, before writing it, when it would end past the bound.
+    fn line(
+        &mut self,
+        path: &[u8],
+        values: [i64; 2],
+        out: &mut impl Write,
+    ) -> Result<(), PluginError> {
         self.num.clear();
         for (&value, &decimals) in values.iter().zip(&self.decimals) {
             self.num.push(' ');
@@ -473,9 +485,24 @@ impl LineWriter {
                 self.num.truncate(keep);
             }
         }
+        if let Some(max) = self.max_size {
+            let len = path.len() as u64 + self.num.len() as u64 + 1;
+            self.written = self.written.saturating_add(len);
+            self.lines += 1;
+            if self.written > max {
+                return Err(PluginError::unsupported(format!(
+                    "the folded output would take more than {max} bytes, the bound: line {} would \
+                     end at byte {}. Shorten the stacks (-T collapse-rec, -T max-depth:N), write \
+                     a format that does not repeat them (flamegraph, callgrind, firefox), or raise \
+                     the bound: -O max-size=BYTES (0: none)",
+                    self.lines, self.written
+                )));
+            }
+        }
         out.write_all(path)?;
         out.write_all(self.num.as_bytes())?;
-        out.write_all(b"\n")
+        out.write_all(b"\n")?;
+        Ok(())
     }
 
     /// One line per node with `has`, depth first, siblings in line-sort order (`order`);
@@ -606,6 +633,7 @@ impl LineWriter {
         }
         let stacks = lines.iter().map(|&(s, _)| s as usize);
         self.project_stacks(p, stacks)?;
+        let written = WrittenNames::new(p);
         let mut names: Vec<u32> = Vec::new();
         let mut path = std::mem::take(&mut self.path);
         for (s, v) in lines {
@@ -620,10 +648,7 @@ impl LineWriter {
                 if k > 0 {
                     path.push(b';');
                 }
-                push_name(&mut path, p.func_name_str(f));
-                if k == 0 && is_comment(&path) {
-                    path.insert(0, ROOT_MARK);
-                }
+                written.push(&mut path, f, k == 0);
             }
             self.line(&path, v, out)?;
         }
@@ -655,6 +680,79 @@ fn unwritable(b: u8) -> bool {
     matches!(b, b';' | b'\n' | b'\r')
 }
 
+/// Where a func's name starts a line ([`ROOT`]) or ends its stack ([`LEAF`]) on some line.
+type Places = u8;
+/// The func is a root (its name starts the lines of its stacks).
+const ROOT: Places = 1;
+/// The func is the leaf of some sample (its name ends that line's stack, before the count).
+const LEAF: Places = 2;
+
+/// Per func, its [`Places`] where they matter: a root's, if its name starts with whitespace, and
+/// a leaf's (the func of some sample's stack), if its name ends with whitespace or a spaced
+/// number. Such names are rare, so the passes over the stacks and samples are made only when
+/// some name has them.
+fn places(p: &ProfileRef<'_>) -> Vec<Places> {
+    let mut at: Vec<Places> = (0..p.n_funcs() as u32)
+        .map(|f| {
+            let name = p.func_name_str(f).as_bytes();
+            let (Some(first), Some(last)) = (name.first(), name.last()) else {
+                return 0;
+            };
+            let root = if first.is_ascii_whitespace() { ROOT } else { 0 };
+            let leaf = last.is_ascii_whitespace()
+                || (last.is_ascii_digit() || *last == b'.') && ends_in_spaced_count(name);
+            root | if leaf { LEAF } else { 0 }
+        })
+        .collect();
+    // `at` holds what each name would need; keep it where the func is in that place.
+    let need = at.clone();
+    if need.iter().all(|&n| n == 0) {
+        return at;
+    }
+    at.iter_mut().for_each(|a| *a = 0);
+    if need.iter().any(|&n| n & ROOT != 0) {
+        for s in (0..p.n_stacks()).filter(|&s| p.stack_prefix[s] == NONE) {
+            let f = p.stack_func(s as u32) as usize;
+            at[f] |= need[f] & ROOT;
+        }
+    }
+    if need.iter().any(|&n| n & LEAF != 0) {
+        for &s in p.sample_stack.iter() {
+            let f = p.stack_func(s) as usize;
+            at[f] |= need[f] & LEAF;
+        }
+    }
+    at
+}
+
+/// True when a name would not read back as itself, or would change how its line reads: it holds
+/// a byte that cannot be written ([`unwritable`]); a root's starts with whitespace (readers trim
+/// lines); a leaf's ends with whitespace (trimmed before the count) or in a space or tab and a
+/// number (its line's stack would end in what reads as a count: the first line of a file so
+/// written reads as a differential `STACK BEFORE AFTER` line). Whitespace inside a stack is
+/// written as it is (`[T; N]` in a Rust name, split at its `;`, gives frames that start with a
+/// space).
+fn needs_rewrite(name: &[u8], at: Places) -> bool {
+    let (Some(first), Some(last)) = (name.first(), name.last()) else {
+        return false;
+    };
+    at & ROOT != 0 && first.is_ascii_whitespace()
+        || at & LEAF != 0
+            && (last.is_ascii_whitespace()
+                || (last.is_ascii_digit() || *last == b'.') && ends_in_spaced_count(name))
+        || name.iter().copied().any(unwritable)
+}
+
+/// Where the last space or tab of `name` is, when what follows it is a count.
+fn spaced_count(name: &[u8]) -> Option<usize> {
+    let sp = name.iter().rposition(|&b| b == b' ' || b == b'\t')?;
+    count(&name[sp + 1..]).is_ok().then_some(sp)
+}
+
+fn ends_in_spaced_count(name: &[u8]) -> bool {
+    spaced_count(name).is_some()
+}
+
 /// Every func's name as written (separators and line breaks replaced), computed once.
 struct WrittenNames {
     text: Vec<u8>,
@@ -663,11 +761,12 @@ struct WrittenNames {
 
 impl WrittenNames {
     fn new(p: &ProfileRef<'_>) -> Self {
+        let at = places(p);
         let mut text = Vec::new();
         let mut end = Vec::with_capacity(p.n_funcs() + 1);
         end.push(0);
-        for f in 0..p.n_funcs() as u32 {
-            push_name(&mut text, p.func_name_str(f));
+        for (f, &at) in at.iter().enumerate() {
+            push_name(&mut text, p.func_name_str(f as u32), at);
             end.push(text.len());
         }
         WrittenNames { text, end }
@@ -679,51 +778,78 @@ impl WrittenNames {
     fn push(&self, path: &mut Vec<u8>, func: u32, root: bool) {
         let f = func as usize;
         let name = &self.text[self.end[f]..self.end[f + 1]];
-        if root && is_comment(name) {
+        if root && needs_root_mark(name) {
             path.push(ROOT_MARK);
         }
         path.extend_from_slice(name);
     }
 }
 
-/// Appends a frame name as it can be written: a `;` (the frame separator: Rust's `<[u8; 8]>`,
-/// names from other formats) becomes `:`, as collapsers write it, and line breaks become
-/// spaces. [`unwritable_names`] counts the names this changes, for a warning.
-fn push_name(path: &mut Vec<u8>, name: &str) {
-    if name.bytes().any(unwritable) {
-        path.extend(name.bytes().map(|b| match b {
-            b';' => b':',
-            b'\n' | b'\r' => b' ',
-            b => b,
-        }));
-    } else {
-        path.extend_from_slice(name.as_bytes());
+/// Appends a frame name as it can be written ([`needs_rewrite`]; `at`: its [`Places`]): a `;`
+/// (the frame separator: Rust's `<[u8; 8]>`, names from other formats) becomes `:`, as
+/// collapsers write it, and line breaks become spaces; a root's leading whitespace and a
+/// leaf's trailing whitespace become `_`, and so does the space or tab before a number that
+/// ends a leaf's name (`attempt 3` → `attempt_3`). A func's name is written the same on every
+/// line. [`rewritten_names`] counts the names this changes, for a warning.
+fn push_name(path: &mut Vec<u8>, name: &str, at: Places) {
+    let name = name.as_bytes();
+    if !needs_rewrite(name, at) {
+        path.extend_from_slice(name);
+        return;
+    }
+    let start = path.len();
+    path.extend(name.iter().map(|&b| match b {
+        b';' => b':',
+        b'\n' | b'\r' => b' ',
+        b => b,
+    }));
+    let written = &mut path[start..];
+    if at & ROOT != 0 {
+        for b in written.iter_mut() {
+            if !b.is_ascii_whitespace() {
+                break;
+            }
+            *b = b'_';
+        }
+    }
+    if at & LEAF != 0 {
+        for b in written.iter_mut().rev() {
+            if !b.is_ascii_whitespace() {
+                break;
+            }
+            *b = b'_';
+        }
+        if let Some(sp) = spaced_count(written) {
+            written[sp] = b'_';
+        }
     }
 }
 
 /// How many funcs have names that folded stacks cannot hold as they are (see [`push_name`]).
-pub fn unwritable_names(p: &ProfileRef<'_>) -> usize {
-    (0..p.n_funcs() as u32)
-        .filter(|&f| p.func_name_str(f).bytes().any(unwritable))
+pub fn rewritten_names(p: &ProfileRef<'_>) -> usize {
+    let at = places(p);
+    (0..p.n_funcs())
+        .filter(|&f| needs_rewrite(p.func_name_str(f as u32).as_bytes(), at[f]))
         .count()
 }
 
 /// Written before a root name that would make its lines comments (`#`, or `#` and whitespace:
-/// austin's `# key: value`), so that they read back with their samples.
+/// austin's `# key: value`), so that they read back with their samples, and before a root
+/// named by a number (`42`), whose line of its own would read as two counts and no stack.
 const ROOT_MARK: u8 = b'_';
 
-/// How many funcs are roots whose lines would read back as comments, so are written with
-/// [`ROOT_MARK`] before them.
+/// True for a root name written with [`ROOT_MARK`] before it.
+fn needs_root_mark(name: &[u8]) -> bool {
+    is_comment(name) || count(name).is_ok()
+}
+
+/// How many funcs are roots written with [`ROOT_MARK`] before them ([`needs_root_mark`]).
 pub fn comment_like_roots(p: &ProfileRef<'_>) -> usize {
+    let names = WrittenNames::new(p);
     let mut marked = vec![false; p.n_funcs()];
-    let mut name = Vec::new();
     for s in (0..p.n_stacks()).filter(|&s| p.stack_prefix[s] == NONE) {
         let f = p.stack_func(s as u32) as usize;
-        if !marked[f] {
-            name.clear();
-            push_name(&mut name, p.func_name_str(f as u32));
-            marked[f] = is_comment(&name);
-        }
+        marked[f] = needs_root_mark(&names.text[names.end[f]..names.end[f + 1]]);
     }
     marked.iter().filter(|&&m| m).count()
 }
@@ -1004,14 +1130,62 @@ mod tests {
             .unwrap();
         b.add_stack(&["main", "plain"], &[1]).unwrap();
         let p = b.finish();
-        assert_eq!(unwritable_names(&p.view()), 2);
+        assert_eq!(rewritten_names(&p.view()), 2);
         assert_eq!(
             emit(&p, EmitOptions::default()),
             "main;<[u8: 8] as Debug>::fmt;two lines 3\nmain;plain 1\n"
         );
         // The flame chart writes names the same way.
         let p = trace(&["C f;g 0", "C h\r\n 10", "E 60", "E 100"]);
-        assert_eq!(emit(&p, CHART), "f:g 50\nf:g;h   50\n");
+        assert_eq!(emit(&p, CHART), "f:g 50\nf:g;h__ 50\n");
+    }
+
+    /// Whitespace that the reader would trim or split at (a root's leading, a leaf's trailing,
+    /// the space before a number ending a leaf's name) becomes `_` (inside a stack it stays),
+    /// and a root named by a number
+    /// gets `_` before it: every line reads back with its own stack and count, and the file is
+    /// not taken for a differential one (`attempt 3 5` reads as two counts).
+    #[test]
+    fn whitespace_and_numbers_that_would_read_back_otherwise_are_rewritten() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        for (stack, n) in [
+            (&["attempt 3"][..], 5),
+            (&["main", "attempt 3"][..], 2),
+            (&[" lead", "trail "][..], 1),
+            (&[" "][..], 1),
+            (&["42"][..], 7),
+            (&["42", "x 1.5"][..], 1),
+            (&["main", "a\tb", "tab 7 x"][..], 1),
+            // Inside a stack, whitespace stays: `[T; 2]` split at its `;`.
+            (&["main", "[T", " 2]>::f 1", "g"][..], 1),
+        ] {
+            b.add_stack(stack, &[n]).unwrap();
+        }
+        let p = b.finish();
+        assert_eq!(rewritten_names(&p.view()), 5);
+        assert_eq!(comment_like_roots(&p.view()), 1);
+        let text = emit(&p, EmitOptions::default());
+        assert_eq!(
+            text,
+            // In the order of the names as they are (` ` < ` lead` < `42`).
+            "_ 1\n_lead;trail_ 1\n_42 7\n_42;x_1.5 1\nattempt_3 5\nmain;[T; 2]>::f 1;g 1\nmain;a\tb;tab 7 x 1\nmain;attempt_3 2\n"
+        );
+        let back = crate::parse::parse_folded(
+            &mut profconv_plugin::Input::from_slice(text.as_bytes()),
+            false,
+            &mut profconv_plugin::Context::silent(),
+        )
+        .unwrap();
+        assert_eq!(back.view().meta("diff"), None);
+        assert_eq!(back.samples.values[0].iter().sum::<i64>(), 19);
+        // The same lines (in the order of the names as written).
+        let lines = |t: &str| {
+            let mut l: Vec<String> = t.lines().map(str::to_string).collect();
+            l.sort();
+            l
+        };
+        assert_eq!(lines(&emit(&back, EmitOptions::default())), lines(&text));
     }
 
     /// A root named `#`, or `#` and whitespace, would turn its lines into comments (samples
@@ -1116,8 +1290,9 @@ mod tests {
 
     #[test]
     fn output_over_the_size_bound_is_an_error_before_any_line() {
-        // Seed 000's trace: `f 70\nf;g 60\nf;g;h 30\n`, 30 bytes, is projected as 18: each line's
-        // stack, a space, one digit and a newline.
+        // Seed 000's trace: `f 70\nf;g 60\nf;g;h 30\n`, 21 bytes, is projected as 18: each line's
+        // stack, a space, one digit and a newline. Under 18, nothing is written; from 18 to 20,
+        // the lines that fit, then an error at the line that would end past the bound.
         let p = trace(&["C f 0", "C g 10", "C h 30", "E 60", "E 100", "E 160"]);
         for flamechart in [false, true] {
             for per_thread in [false, true] {
@@ -1127,7 +1302,16 @@ mod tests {
                     max_size: Some(max),
                     ..EmitOptions::default()
                 };
-                assert_eq!(emit(&p, opts(18)), "f 70\nf;g 60\nf;g;h 30\n");
+                assert_eq!(emit(&p, opts(21)), "f 70\nf;g 60\nf;g;h 30\n");
+                let mut out = Vec::new();
+                let e = emit_folded(&p.view(), &mut out, opts(20)).unwrap_err();
+                assert_eq!(String::from_utf8_lossy(&out), "f 70\nf;g 60\n");
+                assert!(
+                    e.message
+                        .contains("more than 20 bytes, the bound: line 3 would end at byte 21"),
+                    "{}",
+                    e.message
+                );
                 let mut out = Vec::new();
                 let e = emit_folded(&p.view(), &mut out, opts(17)).unwrap_err();
                 assert!(out.is_empty(), "nothing written");

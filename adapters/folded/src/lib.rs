@@ -112,16 +112,16 @@ impl Format for Folded {
             flamechart: options.flag("flamechart"),
             max_size: options.max_output_size("max-size")?,
         };
-        let changed = emit::unwritable_names(profile);
+        let changed = emit::rewritten_names(profile);
         if changed > 0 {
             cx.warn(&format!(
-                "{changed} function name(s) contain `;` (the folded frame separator) or line breaks; written with `:` and spaces instead"
+                "{changed} function name(s) contain `;` (the folded frame separator) or line breaks, or whitespace that reads back otherwise (at either end, or before a number that ends the name); written with `:`, spaces and `_` instead"
             ));
         }
         let marked = emit::comment_like_roots(profile);
         if marked > 0 {
             cx.warn(&format!(
-                "{marked} root function name(s) are `#` or start with `#` and whitespace, which folded readers skip as a comment line; written with `_` before them"
+                "{marked} root function name(s) are `#` or start with `#` and whitespace, which folded readers skip as a comment line, or are a number, which a line of its own reads as a count; written with `_` before them"
             ));
         }
         emit::emit_folded(profile, output, opts)
