@@ -183,7 +183,12 @@ impl Registry {
             .file_name()
             .map(|n| n.to_string_lossy())
             .unwrap_or_default();
-        let by_ext = self.by_file_name(&file_name, FormatHandle::can_parse);
+        let mut by_ext = self.by_file_name(&file_name, FormatHandle::can_parse);
+        // A compressed input is read decompressed: `perf.folded.gz` is named as `perf.folded`.
+        let lower = file_name.to_ascii_lowercase();
+        if by_ext.is_empty() && lower.ends_with(".gz") {
+            by_ext = self.by_file_name(&lower[..lower.len() - 3], FormatHandle::can_parse);
+        }
         let mut scores: Vec<(u32, &FormatHandle)> = self
             .formats
             .iter()

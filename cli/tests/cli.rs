@@ -67,6 +67,14 @@ fn gzip_input_is_decompressed() {
     let out = run(&["convert", gz.to_str().unwrap(), "--to", "folded"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), SEED_001);
+    // Detection by name looks through `.gz`: an input whose content says nothing (empty) is
+    // read as the format its name gives, as it is uncompressed.
+    let empty = d.path().join("empty.folded.gz");
+    let enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::fs::write(&empty, enc.finish().unwrap()).unwrap();
+    let out = run(&["convert", empty.to_str().unwrap(), "--to", "folded"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "");
 }
 
 #[test]

@@ -54,7 +54,7 @@ type StackCounts<'a> = (&'a [u8], [i64; 2]);
 use profconv_plugin::UTF8_BOM as BOM;
 
 /// `123` or `123.45` (inferno accepts decimal counts).
-fn count(i: &[u8]) -> IResult<&[u8], CountDigits<'_>> {
+pub(crate) fn count(i: &[u8]) -> IResult<&[u8], CountDigits<'_>> {
     all_consuming((digit1, opt(preceded(tag(&b"."[..]), digit0)))).parse(i)
 }
 
@@ -1388,30 +1388,36 @@ pub fn sniff(head: &[u8]) -> u32 {
         None if head.len() < 4096 => head,
         None => return 0,
     };
-    let (mut good, mut with_semicolon) = (0, 0);
+    let (mut good, mut with_semicolon, mut bad) = (0, 0, 0);
     for line in complete.split(|&c| c == b'\n').take(64) {
         let (_, line) = trim_line(line);
         if line.is_empty() || is_comment(line) {
             continue;
         }
         let Some(sp) = memrchr2(b' ', b'\t', line) else {
-            if count(line).is_ok() {
-                continue; // a count without a stack (py-spy): the parser skips it too
-            }
-            return 0;
+            if count(line).is_err() {
+                bad += 1;
+            } // else a count without a stack (py-spy): the parser skips it too
+            continue;
         };
         if count(&line[sp + 1..]).is_err() || line[..sp].trim_ascii().is_empty() {
-            return 0;
+            bad += 1;
+            continue;
         }
         good += 1;
         if memchr(b';', &line[..sp]).is_some() {
             with_semicolon += 1;
         }
     }
-    match (good, with_semicolon) {
-        (0, _) => 0,
-        (_, 0) => 30,
-        _ => 70,
+    match (good, with_semicolon, bad) {
+        (0, _, _) => 0,
+        (_, 0, 0) => 30,
+        (_, _, 0) => 70,
+        // Stacks with a bad line among them (a truncated or hand-edited file): a weak score, so
+        // that with nothing else recognising the input it is read as folded, and the parser
+        // says which line is bad (or skips it, with `-O skip-bad-lines`).
+        (good, with_semicolon, bad) if with_semicolon >= 4 && bad * 10 <= good => 10,
+        _ => 0,
     }
 }
 
@@ -1835,6 +1841,17 @@ mod tests {
         assert_eq!(sniff(b"\xef\xbb\xbfevents: Ir\n"), 0);
         // Differential files are folded stacks too.
         assert!(sniff(b"a;b 1 2\nc;d 3 4\n") >= 50);
+        // A bad line among ten good ones (four with `;`) is a weak 10, so that the parser can
+        // say where it is; more bad lines, or fewer stacks, say nothing.
+        let mut text: Vec<u8> = (0..10)
+            .flat_map(|i| format!("main;f{i} {i}\n").into_bytes())
+            .collect();
+        text.extend_from_slice(b"main;truncated\n");
+        assert_eq!(sniff(&text), 10);
+        text.extend_from_slice(b"another bad line\n");
+        assert_eq!(sniff(&text), 0);
+        assert_eq!(sniff(b"a;b 1\nc;d 2\ne;f 3\nbad\n"), 0);
+        assert_eq!(sniff(b"events: Ir\nfn=main\n1 5\n"), 0);
     }
 
     /// A streamed line longer than the bound is an error at the byte where it starts, on one
