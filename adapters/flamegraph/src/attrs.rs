@@ -194,32 +194,18 @@ impl FlameOptions {
     pub fn from_options(o: &Options) -> Result<FlameOptions, PluginError> {
         let d = FlameOptions::default();
         let text = |key: &str| o.get(key).filter(|v| !v.is_empty()).map(str::to_string);
-        let width = o.parse::<u32>("width")?.unwrap_or(d.width);
-        let min_image = 2 * XPAD + 10;
-        if !(min_image..=1_000_000).contains(&width) {
-            return Err(PluginError::bad_option(format!(
-                "option width={width}: expected a width in pixels from {min_image} to 1000000"
-            )));
-        }
-        let frame_height = o.parse::<u32>("height")?.unwrap_or(d.frame_height);
-        if !(2..=1000).contains(&frame_height) {
-            return Err(PluginError::bad_option(format!(
-                "option height={frame_height}: expected a frame height in pixels from 2 to 1000"
-            )));
-        }
-        let font_size = o.parse::<f64>("fontsize")?.unwrap_or(d.font_size);
-        if !(font_size.is_finite() && (1.0..=200.0).contains(&font_size)) {
-            return Err(PluginError::bad_option(format!(
-                "option fontsize={font_size}: expected a size in pixels from 1 to 200"
-            )));
-        }
-        let font_width = o.parse::<f64>("fontwidth")?.unwrap_or(d.font_width);
-        if !(font_width.is_finite() && (0.05..=5.0).contains(&font_width)) {
-            return Err(PluginError::bad_option(format!(
-                "option fontwidth={font_width}: expected a fraction of the font size from 0.05 \
-                 to 5"
-            )));
-        }
+        let width = o
+            .parse_in("width", 2 * XPAD + 10..=1_000_000, "a width in pixels")?
+            .unwrap_or(d.width);
+        let frame_height = o
+            .parse_in("height", 2..=1000, "a frame height in pixels")?
+            .unwrap_or(d.frame_height);
+        let font_size = o
+            .parse_in("fontsize", 1.0..=200.0, "a size in pixels")?
+            .unwrap_or(d.font_size);
+        let font_width = o
+            .parse_in("fontwidth", 0.05..=5.0, "a fraction of the font size")?
+            .unwrap_or(d.font_width);
         let min_width = match o.get("minwidth") {
             None | Some("") => d.min_width,
             Some(v) => parse_min_width(v)?,
@@ -372,7 +358,21 @@ mod tests {
     fn bad_values_name_the_key_and_what_is_expected() {
         for (k, v, want) in [
             ("width", "5", "option width=5: expected a width"),
-            ("width", "wide", "option width=wide"),
+            (
+                "width",
+                "wide",
+                "option width=wide: expected a width in pixels from 30 to",
+            ),
+            (
+                "width",
+                "-5",
+                "option width=-5: expected a width in pixels from 30 to 1000000",
+            ),
+            (
+                "fontsize",
+                "1e308",
+                "option fontsize=1e308: expected a size in pixels from 1 to 200",
+            ),
             ("height", "0", "option height=0"),
             ("fontsize", "NaN", "option fontsize=NaN"),
             ("minwidth", "-1", "option minwidth=-1: expected pixels"),

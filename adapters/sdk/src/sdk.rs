@@ -242,6 +242,32 @@ impl Options {
             })
             .transpose()
     }
+    /// Option `key` parsed as a `T` within `range`; `what` names what it is (`a width in
+    /// pixels`). A value that does not parse or is out of range is a bad option that says
+    /// `option KEY=TEXT: expected WHAT from LOW to HIGH`, quoting the text as given.
+    pub fn parse_in<T>(
+        &self,
+        key: &str,
+        range: std::ops::RangeInclusive<T>,
+        what: &str,
+    ) -> Result<Option<T>, PluginError>
+    where
+        T: std::str::FromStr + PartialOrd + fmt::Display,
+    {
+        let Some(v) = self.get(key) else {
+            return Ok(None);
+        };
+        match v.trim().parse::<T>() {
+            Ok(x) if range.contains(&x) => Ok(Some(x)),
+            _ => Err(PluginError::bad_option(format!(
+                "option {key}={}: expected {what} from {} to {}",
+                crate::quote_input(v.as_bytes(), 40),
+                range.start(),
+                range.end()
+            ))),
+        }
+    }
+
     /// A bound on the output's size from option `key` (bytes; `0`: none), [`MAX_OUTPUT_SIZE`]
     /// when the option is not given. For emitters whose output can grow faster than the
     /// profile (formats that repeat each line's whole stack).
