@@ -37,8 +37,9 @@ pub struct TreeTextOptions {
 }
 
 /// Appends a func's name, its control characters other than tab escaped (`\n`, `\r`,
-/// `\u{1b}`): one node per line, and nothing that a terminal would act on.
-fn push_name(line: &mut String, name: &str) {
+/// `\u{1b}`): one node per line, and nothing that a terminal would act on. For every
+/// line-oriented text output that shows names.
+pub fn push_name(line: &mut String, name: &str) {
     let control = |c: char| c.is_control() && c != '\t';
     if !name.contains(control) {
         line.push_str(name);

@@ -620,6 +620,12 @@ fn malformed_inputs_name_the_line() {
             "line 2, column 5: bad hex name",
         ),
         (
+            "empty_hex_name",
+            b"PVMTRACE 1\nC 0 fnx:\n",
+            ordered(),
+            "line 2, column 5: empty identifier `fnx:`",
+        ),
+        (
             "trap_nothing_open",
             b"PVMTRACE 1\nX 5 unreachable\n",
             ordered(),

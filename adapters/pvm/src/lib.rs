@@ -311,6 +311,22 @@ mod tests {
 
     const SEED: &str = "PVMTRACE 1\nC 0 f\n C 10 g\n  C 30 h\n  E 60 h\n E 100 g\nE 160 f\n";
 
+    /// A name with a line break or an escape byte stays on its line, escaped as `profconv tree`
+    /// shows it.
+    #[test]
+    fn summary_names_keep_to_their_lines() {
+        let p = parse_opts(
+            "PVMTRACE 1\nC 0 fnx:780a79\nE 5\nC 5 fnx:1b5b306d\nE 7\n",
+            ParseOptions::default(),
+        )
+        .0
+        .unwrap();
+        assert_eq!(
+            summary(&p),
+            "run 1\nx\\ny: 5 ticks\n\\u{1b}[0m: 2 ticks\nFull execution: 7 ticks\n"
+        );
+    }
+
     /// Past the first ten warnings of a kind, one line counts the rest and names their kind
     /// (the warning shown just before it may be of another kind).
     #[test]

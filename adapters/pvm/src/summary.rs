@@ -13,6 +13,7 @@
 //! order; otherwise toplevel calls of one name are merged, in first-seen order.
 
 use profconv_plugin::PluginError;
+use profconv_plugin::ir::text::push_name;
 use profconv_plugin::ir::{NONE, ProfileRef, ValueKind, format_fixed};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -109,17 +110,22 @@ pub fn emit_summary(p: &ProfileRef<'_>, out: &mut impl Write) -> Result<(), Plug
     let tick_decimals = p.value_types[ticks].decimals;
     let time_decimals = time.map_or(0, |t| p.value_types[t].decimals);
     for (k, entries) in runs.iter().enumerate() {
+        // Names with their control characters escaped, as `profconv tree` shows them: one
+        // entry per line whatever a name holds.
+        let mut name = String::new();
         if p.n_threads() > 0 {
-            writeln!(out, "{}", p.strings.get(p.thread_name[k]))?;
+            push_name(&mut name, p.strings.get(p.thread_name[k]));
+            writeln!(out, "{name}")?;
         } else {
             writeln!(out, "run 1")?;
         }
         let (mut sum, mut sum_time) = (0i64, 0i64);
         for e in entries {
+            name.clear();
+            push_name(&mut name, p.func_name_str(e.func));
             write!(
                 out,
-                "{}: {} {label}",
-                p.func_name_str(e.func),
+                "{name}: {} {label}",
                 format_fixed(e.ticks, tick_decimals)
             )?;
             if time.is_some() {

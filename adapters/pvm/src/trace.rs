@@ -1162,6 +1162,9 @@ fn parse_id(text: &[u8]) -> Result<Id<'_>, (&[u8], String)> {
         ));
     }
     if let Some(body) = text.strip_prefix(b"fnx:") {
+        if body.is_empty() {
+            return Err(empty());
+        }
         let bytes = hex(body).ok_or_else(|| {
             (
                 text,
