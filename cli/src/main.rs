@@ -483,10 +483,14 @@ fn parse(
         }
         // A stream (stdin, gzip) has no size to trust: a gzip bomb or an endless pipe stops at
         // a bound instead of filling memory. A regular file may be as large as it is.
-        let bound = std::env::var("PROFCONV_MAX_WHOLE_STREAM")
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or(MAX_WHOLE_STREAM);
+        let bound = match std::env::var("PROFCONV_MAX_WHOLE_STREAM") {
+            Err(_) => MAX_WHOLE_STREAM,
+            Ok(v) => v.trim().parse::<u64>().map_err(|_| {
+                Failure::Usage(format!(
+                    "PROFCONV_MAX_WHOLE_STREAM={v}: expected a number of bytes (digits only)"
+                ))
+            })?,
+        };
         let limit = size_hint.unwrap_or(0).max(bound);
         (&mut reader)
             .take(limit.saturating_add(1))
