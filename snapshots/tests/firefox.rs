@@ -140,10 +140,10 @@ fn firefox_exp10(unit: &str) -> i32 {
     }
 }
 
-/// The column the Firefox emitter weighs samples by: the first weight, else the first column.
+/// The column the Firefox and speedscope emitters weigh samples by: the first weight, else the
+/// first column; `after` of a differential profile.
 fn weight_column(v: &ProfileRef<'_>) -> Option<usize> {
-    v.default_weight()
-        .or((!v.value_types.is_empty()).then_some(0))
+    profconv_plugin::one_value_column(v, None, &mut Context::silent()).expect("no name to miss")
 }
 
 /// profconv's call tree in the checker's shape: nodes reached by some sample (or, with
@@ -213,9 +213,7 @@ fn convert_and_check(p: &Profile, what: &str) -> (Vec<u8>, Vec<u8>) {
         check_firefox(&json).unwrap_or_else(|e| panic!("{what}: invalid Firefox profile: {e}"));
     assert_eq!(fx.version, 55);
     let v = p.view();
-    let exp10 = v
-        .default_weight()
-        .map_or(0, |c| firefox_exp10(v.value_type_unit(c)));
+    let exp10 = weight_column(&v).map_or(0, |c| firefox_exp10(v.value_type_unit(c)));
     assert_same_tree(
         fx.tree,
         ir_tree(p, exp10, false),
@@ -234,9 +232,7 @@ fn convert_and_check(p: &Profile, what: &str) -> (Vec<u8>, Vec<u8>) {
         v.n_threads().max(1),
         "{what}: one profile per thread"
     );
-    let negative = v
-        .default_weight()
-        .is_some_and(|c| v.sample_values[c].iter().any(|&x| x < 0));
+    let negative = weight_column(&v).is_some_and(|c| v.sample_values[c].iter().any(|&x| x < 0));
     // Evented profiles (ordered, exact calls) open every call, however short; sampled ones
     // leave out samples that weigh nothing.
     let evented = v.is_ordered()
