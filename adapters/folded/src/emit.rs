@@ -1171,21 +1171,20 @@ mod tests {
             // In the order of the names as they are (` ` < ` lead` < `42`).
             "_ 1\n_lead;trail_ 1\n_42 7\n_42;x_1.5 1\nattempt_3 5\nmain;[T; 2]>::f 1;g 1\nmain;a\tb;tab 7 x 1\nmain;attempt_3 2\n"
         );
-        let back = crate::parse::parse_folded(
-            &mut profconv_plugin::Input::from_slice(text.as_bytes()),
-            false,
-            &mut profconv_plugin::Context::silent(),
-        )
-        .unwrap();
+        let back = parse(text.as_bytes());
         assert_eq!(back.view().meta("diff"), None);
         assert_eq!(back.samples.values[0].iter().sum::<i64>(), 19);
         // The same lines (in the order of the names as written).
-        let lines = |t: &str| {
-            let mut l: Vec<String> = t.lines().map(str::to_string).collect();
-            l.sort();
-            l
-        };
-        assert_eq!(lines(&emit(&back, EmitOptions::default())), lines(&text));
+        assert_eq!(
+            sorted_lines(&emit(&back, EmitOptions::default())),
+            sorted_lines(&text)
+        );
+    }
+
+    fn sorted_lines(text: &str) -> Vec<&str> {
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.sort_unstable();
+        lines
     }
 
     /// A root named `#`, or `#` and whitespace, would turn its lines into comments (samples
@@ -1210,19 +1209,12 @@ mod tests {
             "_# x 2\n_# key: value 1\n_# key: value;# inner 3\n#1 worker;# 4\n_# 2\n"
         );
         // Read back, every sample is there.
-        let back = crate::parse::parse_folded(
-            &mut profconv_plugin::Input::from_slice(text.as_bytes()),
-            false,
-            &mut profconv_plugin::Context::silent(),
-        )
-        .unwrap();
+        let back = parse(text.as_bytes());
         assert_eq!(back.samples.values[0].iter().sum::<i64>(), 12);
-        let sorted = |t: &str| {
-            let mut l: Vec<String> = t.lines().map(String::from).collect();
-            l.sort();
-            l
-        };
-        assert_eq!(sorted(&emit(&back, EmitOptions::default())), sorted(&text));
+        assert_eq!(
+            sorted_lines(&emit(&back, EmitOptions::default())),
+            sorted_lines(&text)
+        );
         // The flame chart marks the same roots.
         let p = trace(&["C #\trun 0", "C g 10", "E 60", "E 100"]);
         assert_eq!(emit(&p, CHART), "_#\trun 50\n_#\trun;g 50\n");
