@@ -13,15 +13,17 @@
 //!    What is left is acyclic.
 //! 3. Functions are visited in topological order (Kahn's algorithm, ties in file order), so all
 //!    call-tree nodes of a function exist before it is visited. A function nobody calls gets one
-//!    root node. Each of its self costs, call edges and call counts is split over its nodes in
-//!    proportion to the nodes' weights (per event column; equal shares when a column's weights
-//!    are all zero), with cumulative rounding, so the shares of every item add up to the item
-//!    exactly. An edge's share at a node becomes a child node whose weight is that share.
+//!    root node. Each node gets a capacity, its share of the function's total (per event column,
+//!    in proportion to the nodes' weights; equal shares when a column's weights are all zero),
+//!    and each of the function's self costs and call edges is split over what the capacities
+//!    have left (see [`Split`]): the shares of every item add up to the item, and every node gets
+//!    its capacity exactly. An edge's share at a node becomes a child node whose weight is that
+//!    share, and the edge's call count is split over those children like its cost.
 //! 4. A child is not created when its share is zero in every column, when it would be deeper
 //!    than `max_depth`, or when `max_nodes` nodes exist (fewer with more than 16 event columns,
 //!    see [`NODE_CELLS`]): its function's costs then go to its other nodes (or, if it has none,
 //!    to a root node of its own).
-//! 5. The work is bounded (see [`WORK_PER_NODE`]): shares are found by binary search when an
+//! 5. The work is bounded (see [`WORK_PER_NODE`]): shares are found by a tree search when an
 //!    item is smaller than its function's node count; past a limit of node shares, a call edge
 //!    makes no child (as in 4.) and a function's self costs are split as one item, at its
 //!    first position. Splits that can make no child (only counting the nodes not made, for the
@@ -63,7 +65,7 @@ pub const NODE_CELLS: usize = 1 << 24;
 
 /// The work limit of the reconstruction, in node shares. Splitting an item (a self cost, a call
 /// edge) over a function's `n` nodes costs `n` when done densely, or, when the item is smaller
-/// than that, one binary search per nonzero share; so the fan-out shape (2^L paths to one
+/// than that, one tree search per nonzero share; so the fan-out shape (2^L paths to one
 /// function with K call edges) costs about nodes made, not 2^L × K. What is left, splitting every
 /// item over every node, is nodes × items: the limit is `WORK_PER_NODE` per node of the (possibly
 /// lowered) `max_nodes`, or of the default [`crate::DEFAULT_MAX_NODES`] (lowered the same way)
@@ -310,7 +312,7 @@ fn build(
     let mut nodes_of: Vec<Vec<u32>> = vec![Vec::new(); nf];
     let mut row = vec![0i64; nc + any_calls as usize];
     let mut split = Split::default();
-    let mut totals: Vec<Option<u64>> = Vec::new();
+    let (mut sums, mut totals): (Vec<i128>, Vec<Option<u64>>) = (Vec::new(), Vec::new());
     let mut calls: Vec<i64> = Vec::new();
     let mut parts = Parts::default();
     let mut merged = vec![0i64; nc];
@@ -368,7 +370,8 @@ fn build(
         let nodes = std::mem::take(&mut nodes_of[fu]);
         let edge_cost = |e: u32| &costs[edges[e as usize].cost..edges[e as usize].cost + nc];
         // The totals of the function's items, per column, for the nodes' capacities.
-        let mut sums = vec![0i128; nc];
+        sums.clear();
+        sums.resize(nc, 0);
         let rows = self_of[fu].iter().map(|&s| g.self_costs.row(s as usize));
         for row in rows.chain(kept.iter().map(|&e| edge_cost(e))) {
             for (sum, &v) in sums.iter_mut().zip(row) {
@@ -571,9 +574,10 @@ fn build(
 /// column (the sum of all of the function's items: self costs and call edges), split over the
 /// nodes in proportion to their weights (all 1 when the column's weights are all zero) with
 /// cumulative rounding. Each item is split over what the capacities have left, in proportion to
-/// it, again with cumulative rounding — node `j` gets `⌊t × P[j] / Σ⌋ − ⌊t × P[j−1] / Σ⌋` of an
-/// item `t`, where `P` are the prefix sums of what is left and `Σ` their total — and its shares
-/// are taken out of them. So an item's shares add up to the item, no share is more than what its
+/// it, again with cumulative rounding — node `j` gets `⌊(t × P[j] + D) / Σ⌋ − ⌊(t × P[j−1] + D)
+/// / Σ⌋` of an item `t`, where `P` are the prefix sums of what is left, `Σ` their total and `D`
+/// a rounding offset below `Σ` that differs from item to item (the golden-ratio sequence, see
+/// [`Split::next_phase`]) — and its shares are taken out of them. So an item's shares add up to the item, no share is more than what its
 /// node has left, and every node ends with its capacity exactly: the rounding of many small
 /// items does not pile up on the last nodes. (Rounding each item on its own against the
 /// weights gave every 1-unit item of a function with two equal callers to the second, so the
@@ -728,7 +732,7 @@ impl Split {
         }
     }
 
-    /// Binary searches a sparse split of `total` takes (at most one per nonzero share), or
+    /// Tree searches a sparse split of `total` takes (at most one per nonzero share), or
     /// `None` when a dense split is cheaper.
     fn searches(&self, total: &[i64]) -> Option<usize> {
         if self.dense_only {
@@ -745,7 +749,7 @@ impl Split {
         (n as u128 * (self.bits as u128) < dense).then_some(n)
     }
 
-    /// The work of splitting `total`: the nodes a dense split walks, or the binary searches of a
+    /// The work of splitting `total`: the nodes a dense split walks, or the tree searches of a
     /// sparse one (at least 1).
     fn cost(&self, total: &[i64]) -> usize {
         if self.nc == 0 {
@@ -1109,7 +1113,7 @@ mod tests {
     fn fan_out_work_follows_the_nodes_made_not_paths_times_edges() {
         // 2^12 nodes of X, each of its 3000 calls (cost 10) split over them: splitting every call
         // over every node took 12 Mi node shares (1.7 s in a debug build; 241 s for a 2.4 MB
-        // file of this shape in release); a call's 10 nonzero shares are found by binary search.
+        // file of this shape in release); a call's 10 nonzero shares are found by tree searches.
         let (layers, leaves) = (12, 3000);
         let (p, stats, messages) = built(
             &fan(layers, leaves, 10),
