@@ -363,6 +363,7 @@ pub enum Sink {
 static PENDING_TEMP: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
 
 fn set_pending(path: Option<PathBuf>) {
+    profconv_plugin::host::remove_on_abort(path.as_deref());
     if let Ok(mut p) = PENDING_TEMP.lock() {
         *p = path;
     }
@@ -465,6 +466,8 @@ impl Sink {
             let reason = text.split(" at path ").next().unwrap_or(&text).to_string();
             in_dir(io::Error::new(e.kind(), reason))
         })?;
+        // An abort (out of memory, in the host or a plugin) removes it too.
+        profconv_plugin::host::remove_on_abort(Some(tmp.path()));
         *pending = Some(tmp.path().to_path_buf());
         drop(pending);
         Ok(Sink::File { tmp, target })

@@ -381,6 +381,37 @@ fn plugin_check_passes_real_plugins_and_fails_broken_ones() {
     }
 }
 
+/// A process that aborts (a plugin out of memory: Rust's allocation-failure handler aborts)
+/// runs no destructors, yet leaves no temp file: the host's SIGABRT handler removes it, and the
+/// process still ends as aborted. An existing output stays as it was.
+#[cfg(unix)]
+#[test]
+fn an_abort_while_writing_leaves_no_temp_file() {
+    use std::os::unix::process::ExitStatusExt;
+    let d = tmp();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let target = write(d.path(), "out.nondeterministic", b"old\n");
+    let plugin = lib_path("profconv_testplugin_nondeterministic");
+    let out = run(&[
+        "--plugin",
+        plugin.to_str().unwrap(),
+        "convert",
+        input.to_str().unwrap(),
+        "-O",
+        "abort",
+        "-o",
+        target.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.signal(), Some(6), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "old\n");
+    let mut left: Vec<String> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["out.nondeterministic", "seed.folded"]);
+}
+
 #[test]
 fn output_to_devices_and_symlinks_writes_through_them() {
     let d = tmp();

@@ -557,6 +557,62 @@ pub fn ignore_file_size_signal() {
     }
 }
 
+/// The file [`remove_on_abort`] names, as a C string that is never freed (a handler on another
+/// thread may be reading it), or null.
+#[cfg(unix)]
+static REMOVE_ON_ABORT: std::sync::atomic::AtomicPtr<libc::c_char> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
+/// Removes `path` (a half-written temp file) if the process aborts before the next call, which
+/// gives the next file or `None` once it is renamed or removed. An abort runs no destructors
+/// and no Ctrl-C handler: a failed allocation in the host or in a plugin (Rust's
+/// out-of-memory handler aborts), or a panic in a plugin built with `panic = "abort"`. A
+/// SIGABRT handler, installed on the first call, unlinks the file (`unlink` is safe in a signal
+/// handler), then raises SIGABRT again with its default action, so the process still ends as
+/// aborted (exit status 134 in a shell). Each call leaks its path's few bytes.
+pub fn remove_on_abort(path: Option<&Path>) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        use std::sync::atomic::Ordering;
+        static INSTALL: std::sync::Once = std::sync::Once::new();
+        INSTALL.call_once(|| {
+            let handler = on_abort as extern "C" fn(libc::c_int);
+            // SAFETY: the handler only reads an atomic pointer, calls `unlink` (async-signal-
+            // safe) and restores the default action before raising the signal again; SIGABRT
+            // has no other handler in this process.
+            unsafe {
+                libc::signal(libc::SIGABRT, handler as libc::sighandler_t);
+            }
+        });
+        let new = path
+            .and_then(|p| std::ffi::CString::new(p.as_os_str().as_bytes()).ok())
+            .map_or(std::ptr::null_mut(), std::ffi::CString::into_raw);
+        REMOVE_ON_ABORT.store(new, Ordering::SeqCst);
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+}
+
+/// The SIGABRT handler of [`remove_on_abort`].
+#[cfg(unix)]
+extern "C" fn on_abort(signal: libc::c_int) {
+    let path = REMOVE_ON_ABORT.load(std::sync::atomic::Ordering::SeqCst);
+    if !path.is_null() {
+        // SAFETY: `path` came from `CString::into_raw` and is never freed; `unlink` only reads
+        // it.
+        unsafe {
+            libc::unlink(path);
+        }
+    }
+    // SAFETY: back to the default action (end the process, core dump as configured), then the
+    // same signal again, as `abort` does when a handler returns.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
+}
+
 /// Descriptor `n` of this process as a file of its own: a duplicate (`F_DUPFD_CLOEXEC`) that
 /// shares the open file, its position and its flags with `n`, so that writes to it land where
 /// the process's other writes to `n` land, as the shell's `> /dev/fd/N` writes (opening

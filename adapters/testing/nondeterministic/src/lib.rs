@@ -1,8 +1,10 @@
 //! A plugin whose emitter writes different bytes on every call (a call counter in a comment
 //! line): the conformance kit must report that emitting twice does not give identical bytes.
+//! With `-O abort` it aborts the process once it has written its first line, as a plugin out of
+//! memory does: the host must still remove its temp file.
 
 use profconv_plugin::ir::{CallTree, ProfileRef};
-use profconv_plugin::{Context, Format, Options, Output, PluginError};
+use profconv_plugin::{Context, Format, OptionDesc, Options, Output, PluginError};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -17,15 +19,23 @@ impl Format for Nondeterministic {
     const DESCRIPTION: &'static str = "writes a call counter into its output (test fixture)";
     const EXTENSIONS: &'static str = "nondeterministic";
     const CAN_EMIT: bool = true;
+    const OPTIONS: &'static [OptionDesc] = &[OptionDesc::flag(
+        "abort",
+        "emit: abort the process after the first line (test fixture)",
+    )];
 
     fn emit(
         profile: &ProfileRef<'_>,
         output: &mut Output<'_>,
-        _: &Options,
+        options: &Options,
         _: &mut Context<'_>,
     ) -> Result<(), PluginError> {
         let run = CALLS.fetch_add(1, Ordering::Relaxed);
         writeln!(output, "# run {run}")?;
+        if options.flag("abort") {
+            output.flush()?;
+            std::process::abort();
+        }
         let tree = CallTree::build(profile)?;
         writeln!(output, "# {} call nodes", tree.len())?;
         Ok(())
