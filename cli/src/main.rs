@@ -483,13 +483,16 @@ fn parse(
         }
         // A stream (stdin, gzip) has no size to trust: a gzip bomb or an endless pipe stops at
         // a bound instead of filling memory. A regular file may be as large as it is.
-        let bound = match std::env::var("PROFCONV_MAX_WHOLE_STREAM") {
-            Err(_) => MAX_WHOLE_STREAM,
-            Ok(v) => v.trim().parse::<u64>().map_err(|_| {
-                Failure::Usage(format!(
-                    "PROFCONV_MAX_WHOLE_STREAM={v}: expected a number of bytes (digits only)"
-                ))
-            })?,
+        let bound = match std::env::var_os("PROFCONV_MAX_WHOLE_STREAM") {
+            None => MAX_WHOLE_STREAM,
+            Some(v) => v
+                .to_str()
+                .and_then(|t| t.trim().parse::<u64>().ok())
+                .ok_or_else(|| {
+                    Failure::Usage(format!(
+                        "PROFCONV_MAX_WHOLE_STREAM={v:?}: expected a number of bytes (digits only)"
+                    ))
+                })?,
         };
         let limit = size_hint.unwrap_or(0).max(bound);
         (&mut reader)

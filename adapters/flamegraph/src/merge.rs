@@ -116,23 +116,26 @@ fn keep(w: i64, min_value: f64) -> bool {
     w > 0 && w as f64 >= min_value
 }
 
-/// Sorts sibling nodes for drawing.
+/// Sorts sibling nodes for drawing; `wide_callees[n]`: node `n` has a callee of positive
+/// width.
 fn sort_siblings(
     p: &ProfileRef<'_>,
     tree: &CallTree,
     widths: &[i64],
+    wide_callees: &[bool],
     order: SortOrder,
     nodes: &mut [u32],
 ) {
     // Names compare as they do in sorted folded lines, the order inferno and flamegraph.pl
     // draw: followed by `;` when the node has callees (`a-b` before `a;c`, since `-` sorts
-    // before `;`), else by the space before the line's count (`a` before `a-b`). (A node with
-    // both self value and callees is two frames there when a sibling sorts between `a ` and
-    // `a;`; here it is one, placed by its callees.)
+    // before `;`), else by the space before the line's count (`a` before `a-b`). Callees count
+    // when they have width, as lines count when they have samples. (A node with both self value
+    // and callees is two frames there when a sibling sorts between `a ` and `a;`; here it is
+    // one, placed by its callees.)
     let key = |n: u32| {
-        let end: &[u8] = match tree.first_child[n as usize] {
-            NONE => b" ",
-            _ => b";",
+        let end: &[u8] = match wide_callees[n as usize] {
+            false => b" ",
+            true => b";",
         };
         p.func_name_str(tree.func[n as usize])
             .as_bytes()
@@ -165,11 +168,17 @@ pub fn merged(
         total: total_of_roots(tree, widths),
         ..Layout::default()
     };
+    let mut wide_callees = vec![false; tree.len()];
+    for (n, &parent) in tree.parent.iter().enumerate() {
+        if parent != NONE && widths[n] > 0 {
+            wide_callees[parent as usize] = true;
+        }
+    }
     // (node, left edge), popped in drawing order.
     let mut todo: Vec<(u32, i64)> = Vec::new();
     let mut siblings: Vec<u32> = tree.roots.clone();
     let place = |siblings: &mut Vec<u32>, mut x: i64, todo: &mut Vec<(u32, i64)>| {
-        sort_siblings(p, tree, widths, order, siblings);
+        sort_siblings(p, tree, widths, &wide_callees, order, siblings);
         let mark = todo.len();
         for &n in siblings.iter() {
             let w = widths[n as usize];
@@ -336,10 +345,12 @@ fn merged_from_totals<T: Total>(
         NONE => 0u64,
         pre => u64::from(pre) + 1,
     };
-    // Names end as in `sort_siblings`: `;` for a stack with callees, else a space.
+    // Names end as in `sort_siblings`: `;` for a stack with callees of positive width, else a
+    // space. (A stack of width 0 has only callees of width 0: totals add up self values drawn
+    // as at least zero.)
     let mut has_callees = vec![0u64; n.div_ceil(64)];
-    for &pre in p.stack_prefix.iter() {
-        if pre != NONE {
+    for (s, &pre) in p.stack_prefix.iter().enumerate() {
+        if pre != NONE && w(s as u32) > 0 {
             has_callees[pre as usize / 64] |= 1 << (pre % 64);
         }
     }
@@ -591,6 +602,11 @@ mod tests {
         assert_eq!(
             by_name(&[("a;c", 1), ("a-b", 1), ("B", 1)]),
             ["B@0 0+1", "a-b@0 1+1", "a@0 2+1", "c@1 2+1"]
+        );
+        // A callee without width does not count (nor would its line of count 0 in sorting).
+        assert_eq!(
+            by_name(&[("a", 1), ("a;c", 0), ("a-b", 1)]),
+            ["a@0 0+1", "a-b@0 1+1"]
         );
     }
 

@@ -28,8 +28,9 @@ pub struct EmitOptions<'a> {
     pub per_thread: bool,
     /// Time order, one line per call.
     pub flamechart: bool,
-    /// The most bytes to write, checked before anything is written; `None` (the `Default`): no
-    /// bound. The plugin's default is [`MAX_SIZE`] (option `max-size`).
+    /// The most bytes to write: a lower bound of the output is checked before anything is
+    /// written, and each line before it is written; `None` (the `Default`): no bound. The
+    /// plugin's default is [`MAX_SIZE`] (option `max-size`).
     pub max_size: Option<u64>,
 }
 
@@ -530,7 +531,7 @@ impl LineWriter {
             if depth > 0 {
                 path.push(b';');
             }
-            names.push(&mut path, func_of(node), depth == 0);
+            names.push(&mut path, func_of(node));
             prefix_len.push(path.len());
             if has[i] {
                 let values = [selfv[0][i], second.get(i).copied().unwrap_or(0)];
@@ -569,7 +570,7 @@ impl LineWriter {
                 if depth > 0 {
                     path.push(b';');
                 }
-                names.push(&mut path, func_of(n), depth == 0);
+                names.push(&mut path, func_of(n));
             }
             let i = node as usize;
             let values = [selfv[0][i], second.get(i).copied().unwrap_or(0)];
@@ -648,7 +649,7 @@ impl LineWriter {
                 if k > 0 {
                     path.push(b';');
                 }
-                written.push(&mut path, f, k == 0);
+                written.push(&mut path, f);
             }
             self.line(&path, v, out)?;
         }
@@ -687,21 +688,36 @@ const ROOT: Places = 1;
 /// The func is the leaf of some sample (its name ends that line's stack, before the count).
 const LEAF: Places = 2;
 
-/// Per func, its [`Places`] where they matter: a root's, if its name starts with whitespace, and
-/// a leaf's (the func of some sample's stack), if its name ends with whitespace or a spaced
-/// number. Such names are rare, so the passes over the stacks and samples are made only when
-/// some name has them.
+/// True when a name, at the start of a line, would not read back as itself: it is empty (the
+/// line would be a count without a stack), a comment (`#`, or `#` and whitespace), a number
+/// (`42 7` alone reads as two counts and no stack), or starts with whitespace or a byte-order
+/// mark (readers trim both).
+fn troubles_a_root(name: &[u8]) -> bool {
+    name.first().is_none_or(u8::is_ascii_whitespace)
+        || name.starts_with(profconv_plugin::UTF8_BOM)
+        || needs_root_mark(name)
+}
+
+/// True when a name, before a line's count, would not read back as itself: it ends with
+/// whitespace (trimmed) or in a space or tab and a number (the line's stack would end in what
+/// reads as a count: the first line of a file so written reads as a differential
+/// `STACK BEFORE AFTER` line).
+fn troubles_a_leaf(name: &[u8]) -> bool {
+    name.last().is_some_and(|&last| {
+        last.is_ascii_whitespace()
+            || (last.is_ascii_digit() || last == b'.') && ends_in_spaced_count(name)
+    })
+}
+
+/// Per func, its [`Places`] where they matter: a root's, if its name troubles a root, and a
+/// leaf's (the func of some sample's stack), if its name troubles a leaf. Such names are rare,
+/// so the passes over the stacks and samples are made only when some name has them.
 fn places(p: &ProfileRef<'_>) -> Vec<Places> {
     let mut at: Vec<Places> = (0..p.n_funcs() as u32)
         .map(|f| {
             let name = p.func_name_str(f).as_bytes();
-            let (Some(first), Some(last)) = (name.first(), name.last()) else {
-                return 0;
-            };
-            let root = if first.is_ascii_whitespace() { ROOT } else { 0 };
-            let leaf = last.is_ascii_whitespace()
-                || (last.is_ascii_digit() || *last == b'.') && ends_in_spaced_count(name);
-            root | if leaf { LEAF } else { 0 }
+            let root = if troubles_a_root(name) { ROOT } else { 0 };
+            root | if troubles_a_leaf(name) { LEAF } else { 0 }
         })
         .collect();
     // `at` holds what each name would need; keep it where the func is in that place.
@@ -725,21 +741,13 @@ fn places(p: &ProfileRef<'_>) -> Vec<Places> {
     at
 }
 
-/// True when a name would not read back as itself, or would change how its line reads: it holds
-/// a byte that cannot be written ([`unwritable`]); a root's starts with whitespace (readers trim
-/// lines); a leaf's ends with whitespace (trimmed before the count) or in a space or tab and a
-/// number (its line's stack would end in what reads as a count: the first line of a file so
-/// written reads as a differential `STACK BEFORE AFTER` line). Whitespace inside a stack is
-/// written as it is (`[T; N]` in a Rust name, split at its `;`, gives frames that start with a
-/// space).
+/// True when a name is written otherwise than it is: it holds a byte that cannot be written
+/// ([`unwritable`]), or it troubles a root ([`troubles_a_root`]) or a leaf
+/// ([`troubles_a_leaf`]) and the func is one ([`Places`]). Whitespace inside a stack is written
+/// as it is (`[T; N]` in a Rust name, split at its `;`, gives frames that start with a space).
 fn needs_rewrite(name: &[u8], at: Places) -> bool {
-    let (Some(first), Some(last)) = (name.first(), name.last()) else {
-        return false;
-    };
-    at & ROOT != 0 && first.is_ascii_whitespace()
-        || at & LEAF != 0
-            && (last.is_ascii_whitespace()
-                || (last.is_ascii_digit() || *last == b'.') && ends_in_spaced_count(name))
+    at & ROOT != 0 && troubles_a_root(name)
+        || at & LEAF != 0 && troubles_a_leaf(name)
         || name.iter().copied().any(unwritable)
 }
 
@@ -753,7 +761,7 @@ fn ends_in_spaced_count(name: &[u8]) -> bool {
     spaced_count(name).is_some()
 }
 
-/// Every func's name as written (separators and line breaks replaced), computed once.
+/// Every func's name as written ([`push_name`]), computed once: the same on every line.
 struct WrittenNames {
     text: Vec<u8>,
     end: Vec<usize>,
@@ -772,25 +780,22 @@ impl WrittenNames {
         WrittenNames { text, end }
     }
 
-    /// Appends `func`'s name to `path`; a root whose name would read back as a comment gets
-    /// [`ROOT_MARK`] before it.
+    /// Appends `func`'s name as written to `path`.
     #[inline]
-    fn push(&self, path: &mut Vec<u8>, func: u32, root: bool) {
+    fn push(&self, path: &mut Vec<u8>, func: u32) {
         let f = func as usize;
-        let name = &self.text[self.end[f]..self.end[f + 1]];
-        if root && needs_root_mark(name) {
-            path.push(ROOT_MARK);
-        }
-        path.extend_from_slice(name);
+        path.extend_from_slice(&self.text[self.end[f]..self.end[f + 1]]);
     }
 }
 
 /// Appends a frame name as it can be written ([`needs_rewrite`]; `at`: its [`Places`]): a `;`
 /// (the frame separator: Rust's `<[u8; 8]>`, names from other formats) becomes `:`, as
-/// collapsers write it, and line breaks become spaces; a root's leading whitespace and a
-/// leaf's trailing whitespace become `_`, and so does the space or tab before a number that
-/// ends a leaf's name (`attempt 3` → `attempt_3`). A func's name is written the same on every
-/// line. [`rewritten_names`] counts the names this changes, for a warning.
+/// collapsers write it, and line breaks become spaces. A root's name that is empty, a comment
+/// or a number gets [`ROOT_MARK`] before it; otherwise its leading whitespace and byte-order
+/// marks become `_`. A leaf's trailing whitespace becomes `_`, and so does the space or tab
+/// before a number that ends it (`attempt 3` → `attempt_3`). A func's name is written so on
+/// every line, root or not. [`rewritten_names`] and [`marked_roots`] count the names changed,
+/// for the warnings.
 fn push_name(path: &mut Vec<u8>, name: &str, at: Places) {
     let name = name.as_bytes();
     if !needs_rewrite(name, at) {
@@ -798,20 +803,28 @@ fn push_name(path: &mut Vec<u8>, name: &str, at: Places) {
         return;
     }
     let start = path.len();
+    if at & ROOT != 0 && needs_root_mark(name) {
+        path.push(ROOT_MARK);
+    }
     path.extend(name.iter().map(|&b| match b {
         b';' => b':',
         b'\n' | b'\r' => b' ',
         b => b,
     }));
-    let written = &mut path[start..];
-    if at & ROOT != 0 {
-        for b in written.iter_mut() {
-            if !b.is_ascii_whitespace() {
+    if at & ROOT != 0 && !needs_root_mark(name) {
+        let mut i = start;
+        loop {
+            if path[i..].starts_with(profconv_plugin::UTF8_BOM) {
+                path.splice(i..i + profconv_plugin::UTF8_BOM.len(), [b'_']);
+            } else if path.get(i).is_some_and(u8::is_ascii_whitespace) {
+                path[i] = b'_';
+            } else {
                 break;
             }
-            *b = b'_';
+            i += 1;
         }
     }
+    let written = &mut path[start..];
     if at & LEAF != 0 {
         for b in written.iter_mut().rev() {
             if !b.is_ascii_whitespace() {
@@ -825,33 +838,38 @@ fn push_name(path: &mut Vec<u8>, name: &str, at: Places) {
     }
 }
 
-/// How many funcs have names that folded stacks cannot hold as they are (see [`push_name`]).
+/// How many funcs have names that folded stacks cannot hold as they are, other than the
+/// roots [`marked_roots`] counts (see [`push_name`]).
 pub fn rewritten_names(p: &ProfileRef<'_>) -> usize {
     let at = places(p);
     (0..p.n_funcs())
-        .filter(|&f| needs_rewrite(p.func_name_str(f as u32).as_bytes(), at[f]))
+        .filter(|&f| {
+            let name = p.func_name_str(f as u32).as_bytes();
+            name.iter().copied().any(unwritable)
+                || at[f] & ROOT != 0 && troubles_a_root(name) && !needs_root_mark(name)
+                || at[f] & LEAF != 0 && troubles_a_leaf(name)
+        })
         .count()
 }
 
-/// Written before a root name that would make its lines comments (`#`, or `#` and whitespace:
-/// austin's `# key: value`), so that they read back with their samples, and before a root
-/// named by a number (`42`), whose line of its own would read as two counts and no stack.
+/// Written before the name of a root that would make its lines comments (`#`, or `#` and
+/// whitespace: austin's `# key: value`), so that they read back with their samples, and before
+/// a root named by a number (`42`, whose line of its own would read as two counts and no stack)
+/// or with no name (its line would be a count without a stack); on every line, also where the
+/// func is called.
 const ROOT_MARK: u8 = b'_';
 
 /// True for a root name written with [`ROOT_MARK`] before it.
 fn needs_root_mark(name: &[u8]) -> bool {
-    is_comment(name) || count(name).is_ok()
+    name.is_empty() || is_comment(name) || count(name).is_ok()
 }
 
 /// How many funcs are roots written with [`ROOT_MARK`] before them ([`needs_root_mark`]).
-pub fn comment_like_roots(p: &ProfileRef<'_>) -> usize {
-    let names = WrittenNames::new(p);
-    let mut marked = vec![false; p.n_funcs()];
-    for s in (0..p.n_stacks()).filter(|&s| p.stack_prefix[s] == NONE) {
-        let f = p.stack_func(s as u32) as usize;
-        marked[f] = needs_root_mark(&names.text[names.end[f]..names.end[f + 1]]);
-    }
-    marked.iter().filter(|&&m| m).count()
+pub fn marked_roots(p: &ProfileRef<'_>) -> usize {
+    let at = places(p);
+    (0..p.n_funcs())
+        .filter(|&f| at[f] & ROOT != 0 && needs_root_mark(p.func_name_str(f as u32).as_bytes()))
+        .count()
 }
 
 #[cfg(test)]
@@ -1153,27 +1171,34 @@ mod tests {
             (&["attempt 3"][..], 5),
             (&["main", "attempt 3"][..], 2),
             (&[" lead", "trail "][..], 1),
-            (&[" "][..], 1),
+            (&["  "][..], 1),
             (&["42"][..], 7),
             (&["42", "x 1.5"][..], 1),
             (&["main", "a\tb", "tab 7 x"][..], 1),
             // Inside a stack, whitespace stays: `[T; 2]` split at its `;`.
             (&["main", "[T", " 2]>::f 1", "g"][..], 1),
+            // A marked root is marked where it is called too; an empty root and a byte-order
+            // mark at a root's start would be lost.
+            (&["m", "42"][..], 3),
+            (&[""][..], 4),
+            (&["\u{feff}bom"][..], 1),
         ] {
             b.add_stack(stack, &[n]).unwrap();
         }
         let p = b.finish();
-        assert_eq!(rewritten_names(&p.view()), 5);
-        assert_eq!(comment_like_roots(&p.view()), 1);
+        assert_eq!(rewritten_names(&p.view()), 6);
+        assert_eq!(marked_roots(&p.view()), 2);
         let text = emit(&p, EmitOptions::default());
         assert_eq!(
             text,
-            // In the order of the names as they are (` ` < ` lead` < `42`).
-            "_ 1\n_lead;trail_ 1\n_42 7\n_42;x_1.5 1\nattempt_3 5\nmain;[T; 2]>::f 1;g 1\nmain;a\tb;tab 7 x 1\nmain;attempt_3 2\n"
+            // In the order of the names as they are, each followed by `;` (`  ;` < ` lead;` <
+            // `42;` < `;`).
+            "__ 1\n_lead;trail_ 1\n_42 7\n_42;x_1.5 1\n_ 4\nattempt_3 5\nm;_42 3\n\
+             main;[T; 2]>::f 1;g 1\nmain;a\tb;tab 7 x 1\nmain;attempt_3 2\n_bom 1\n"
         );
         let back = parse(text.as_bytes());
         assert_eq!(back.view().meta("diff"), None);
-        assert_eq!(back.samples.values[0].iter().sum::<i64>(), 19);
+        assert_eq!(back.samples.values[0].iter().sum::<i64>(), 27);
         // The same lines (in the order of the names as written).
         assert_eq!(
             sorted_lines(&emit(&back, EmitOptions::default())),
@@ -1189,8 +1214,8 @@ mod tests {
 
     /// A root named `#`, or `#` and whitespace, would turn its lines into comments (samples
     /// lost on reading back): it is written with `_` before it, on every line, merged or in time
-    /// order; other names starting with `#`, and such names below the root, are written as
-    /// they are.
+    /// order, also where it is called (`#1 worker;_#`), so it reads back as one function; other
+    /// names starting with `#`, never roots, are written as they are (`# inner`).
     #[test]
     fn roots_that_would_read_as_comments_are_marked_and_counted() {
         let mut b = ProfileBuilder::new();
@@ -1201,12 +1226,12 @@ mod tests {
         b.add_stack(&["#\nx"], &[2]).unwrap();
         b.add_stack(&["#1 worker", "#"], &[4]).unwrap();
         let p = b.finish();
-        assert_eq!(comment_like_roots(&p.view()), 3);
+        assert_eq!(marked_roots(&p.view()), 3);
         let text = emit(&p, EmitOptions::default());
         assert_eq!(
             text,
             // In the order of the names as they are (`\n` < ` ` < `1` < `;`).
-            "_# x 2\n_# key: value 1\n_# key: value;# inner 3\n#1 worker;# 4\n_# 2\n"
+            "_# x 2\n_# key: value 1\n_# key: value;# inner 3\n#1 worker;_# 4\n_# 2\n"
         );
         // Read back, every sample is there.
         let back = parse(text.as_bytes());

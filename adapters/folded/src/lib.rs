@@ -118,10 +118,10 @@ impl Format for Folded {
                 "{changed} function name(s) contain `;` (the folded frame separator) or line breaks, or whitespace that reads back otherwise (at either end, or before a number that ends the name); written with `:`, spaces and `_` instead"
             ));
         }
-        let marked = emit::comment_like_roots(profile);
+        let marked = emit::marked_roots(profile);
         if marked > 0 {
             cx.warn(&format!(
-                "{marked} root function name(s) are `#` or start with `#` and whitespace, which folded readers skip as a comment line, or are a number, which a line of its own reads as a count; written with `_` before them"
+                "{marked} root function name(s) are `#` or start with `#` and whitespace, which folded readers skip as a comment line, are a number, which a line of its own reads as a count, or are empty; written with `_` before them on every line"
             ));
         }
         emit::emit_folded(profile, output, opts)
