@@ -8,7 +8,11 @@
 //!   inlined from that file), `fl=` alone does not change the current function;
 //! * `cfn=` resolves the callee at once: the `cob=`/`cfi=` given since the last `cfn=`, else the
 //!   current object and file;
-//! * `calls=0` is no call: its cost line is self cost (callgrind_annotate counts it so);
+//! * `calls=0` is a call line with no call counted: callgrind writes one for each call still
+//!   active when it dumps mid-run, with what the call has cost so far. Its cost line is the
+//!   call's inclusive cost, as the format says and KCachegrind reads it (callgrind_annotate
+//!   adds it to the caller's self cost, which makes a mid-run dump's total several times its
+//!   `totals:`);
 //! * name compression tables are per kind (objects; files for `fl fi fe cfi cfl jfi`; functions
 //!   for `fn cfn jfn`), for the whole file; redefining an id takes the new name;
 //! * relative subpositions (`+N`, `-N`, `*`) are relative to the previous cost line, across
@@ -654,7 +658,7 @@ impl Reader<'_, '_> {
         // Only the costs given on the line are added: the others are 0.
         let given = seen - npos;
         match self.pending.take() {
-            Some(p) if p.count > 0 => {
+            Some(p) => {
                 let key = (self.func, addr, line_no, self.callee);
                 let e = match self.edge_index.get(&key) {
                     Some(&e) => e as usize,
@@ -1067,8 +1071,8 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
         ));
     }
     if r.zero_calls > 0 {
-        r.cx.warn(&format!(
-            "{} `calls=0` line(s): no call; their cost lines were read as self cost, as callgrind_annotate does",
+        r.cx.info(&format!(
+            "{} `calls=0` line(s): calls still active when callgrind dumped the profile, read as calls with what they cost so far (callgrind_annotate counts that cost as the caller's self cost instead)",
             r.zero_calls
         ));
     }

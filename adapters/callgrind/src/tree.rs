@@ -18,7 +18,10 @@
 //!    and each of the function's self costs and call edges is split over what the capacities
 //!    have left (see [`Split`]): the shares of every item add up to the item, and every node gets
 //!    its capacity exactly. An edge's share at a node becomes a child node whose weight is that
-//!    share, and the edge's call count is split over those children like its cost.
+//!    share, and the edge's call count is split over those children like its cost. A function
+//!    that costs more than the calls into it (a thread's start, a function that is also a root)
+//!    gets a root node for the rest, unless it is in a recursion cycle ([`in_cycles`]) or some
+//!    of its calls made no node.
 //! 4. A child is not created when its share is zero in every column, when it would be deeper
 //!    than `max_depth`, or when `max_nodes` nodes exist (fewer with more than 16 event columns,
 //!    see [`NODE_CELLS`]): its function's costs then go to its other nodes (or, if it has none,
@@ -236,6 +239,7 @@ fn build(
         }
     }
     let n_back = back.iter().filter(|&&b| b).count();
+    let in_cycle = in_cycles(nf, &out_of, |e| edges[e as usize].to);
 
     // 3. Topological order over the kept edges.
     let mut indegree = vec![0u32; nf];
@@ -313,6 +317,10 @@ fn build(
     let mut row = vec![0i64; nc + any_calls as usize];
     let mut split = Split::default();
     let (mut sums, mut totals): (Vec<i128>, Vec<Option<u64>>) = (Vec::new(), Vec::new());
+    let mut excess: Vec<i64> = Vec::new();
+    // Functions some of whose calls made no node (max-depth, max-nodes, the work limit).
+    let mut cut_into = vec![false; nf];
+    let mut thread_roots = 0u64;
     let mut calls: Vec<i64> = Vec::new();
     let mut parts = Parts::default();
     let mut merged = vec![0i64; nc];
@@ -367,7 +375,7 @@ fn build(
             node_calls.push(0);
             node_weight.extend_from_slice(&w);
         }
-        let nodes = std::mem::take(&mut nodes_of[fu]);
+        let mut nodes = std::mem::take(&mut nodes_of[fu]);
         let edge_cost = |e: u32| &costs[edges[e as usize].cost..edges[e as usize].cost + nc];
         // The totals of the function's items, per column, for the nodes' capacities.
         sums.clear();
@@ -380,6 +388,29 @@ fn build(
         }
         totals.clear();
         totals.extend(sums.iter().map(|&t| u64::try_from(t).ok()));
+        // More cost than its calls bring (a thread's start function: callgrind charges the new
+        // thread's work to it, not to the call that created the thread; a function that is also
+        // a root): the excess is a root node of its own, so that each call keeps the cost the
+        // file gives it. Not in recursion cycles, whose call costs count nested levels again,
+        // nor when some of the function's calls made no node (their cost goes to its nodes).
+        if !nodes.is_empty() && !in_cycle[fu] && !cut_into[fu] && node_prefix.len() < max_nodes {
+            excess.clear();
+            for (k, &total) in sums.iter().enumerate() {
+                let called: i128 = nodes
+                    .iter()
+                    .map(|&n| node_weight[n as usize * nc + k] as i128)
+                    .sum();
+                excess.push((total - called).clamp(0, i64::MAX as i128) as i64);
+            }
+            if excess.iter().any(|&x| x > 0) {
+                nodes.push(node_prefix.len() as u32);
+                node_prefix.push(NONE);
+                node_depth.push(0);
+                node_calls.push(0);
+                node_weight.extend_from_slice(&excess);
+                thread_roots += 1;
+            }
+        }
         split.reset(&nodes, &node_weight, nc, &totals);
         // The position of the function's first item, where its nodes' call counts are put.
         let first_pos = self_of[fu]
@@ -470,6 +501,7 @@ fn build(
             let full = node_prefix.len() >= max_nodes;
             if cost > WORK_PER_ITEM && (all_deep || full) {
                 if count_work.saturating_add(cost) > max_work {
+                    cut_into[edges[e as usize].to as usize] = true;
                     if all_deep {
                         uncounted_deep += 1;
                     } else {
@@ -480,6 +512,7 @@ fn build(
                 count_work += cost;
             } else if cost > WORK_PER_ITEM && work.saturating_add(cost) > max_work {
                 // Past the work limit: no child, as past max-nodes.
+                cut_into[edges[e as usize].to as usize] = true;
                 unsplit_edges += 1;
                 continue;
             } else {
@@ -493,10 +526,12 @@ fn build(
                 let depth = node_depth[n as usize] + 1;
                 if depth >= opts.max_depth {
                     cut_depth += 1;
+                    cut_into[edge.to as usize] = true;
                     continue;
                 }
                 if node_prefix.len() >= max_nodes {
                     cut_budget += 1;
+                    cut_into[edge.to as usize] = true;
                     continue;
                 }
                 let fr = frame(&mut b, f, edge.addr, edge.line);
@@ -508,6 +543,11 @@ fn build(
                 node_weight.extend_from_slice(sh);
             }
         }
+    }
+    if thread_roots > 0 {
+        cx.info(&format!(
+            "{thread_roots} function(s) cost more than the calls into them (a thread's start, a function that is also a root): the rest is a root node of each"
+        ));
     }
     if n_back > 0 {
         cx.info(&format!(
@@ -927,6 +967,63 @@ impl Parts {
     }
 }
 
+/// For each of `n` functions, whether it is in a recursion cycle of two or more functions (a
+/// strongly connected component of the call graph, by Tarjan's algorithm, iteratively);
+/// `out_of[f]` lists the edges from `f`, `to(e)` an edge's callee. Self-calls are not edges.
+fn in_cycles(n: usize, out_of: &[Vec<u32>], to: impl Fn(u32) -> u32) -> Vec<bool> {
+    let mut index = vec![NONE; n];
+    let mut low = vec![0u32; n];
+    let mut on_stack = vec![false; n];
+    let mut stack: Vec<u32> = Vec::new();
+    let mut walk: Vec<(u32, usize)> = Vec::new();
+    let mut cycle = vec![false; n];
+    let mut next = 0u32;
+    for start in 0..n as u32 {
+        if index[start as usize] != NONE {
+            continue;
+        }
+        index[start as usize] = next;
+        low[start as usize] = next;
+        next += 1;
+        stack.push(start);
+        on_stack[start as usize] = true;
+        walk.push((start, 0));
+        while let Some(&mut (v, ref mut i)) = walk.last_mut() {
+            let vu = v as usize;
+            if let Some(&e) = out_of[vu].get(*i) {
+                *i += 1;
+                let w = to(e) as usize;
+                if index[w] == NONE {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w as u32);
+                    on_stack[w] = true;
+                    walk.push((w as u32, 0));
+                } else if on_stack[w] {
+                    low[vu] = low[vu].min(index[w]);
+                }
+                continue;
+            }
+            walk.pop();
+            if let Some(&(u, _)) = walk.last() {
+                low[u as usize] = low[u as usize].min(low[vu]);
+            }
+            if low[vu] == index[vu] {
+                // `v` and what is above it on the stack are one component.
+                let from = stack.iter().rposition(|&w| w == v).unwrap_or(0);
+                let many = stack.len() - from > 1;
+                for &w in &stack[from..] {
+                    on_stack[w as usize] = false;
+                    cycle[w as usize] = many;
+                }
+                stack.truncate(from);
+            }
+        }
+    }
+    cycle
+}
+
 /// For each of `n` groups, the indices of the items in it, in order.
 fn group_by(n: usize, keys: impl Iterator<Item = u32>) -> Vec<Vec<u32>> {
     let mut out: Vec<Vec<u32>> = vec![Vec::new(); n];
@@ -1045,7 +1142,8 @@ mod tests {
 
     /// The fan-out shape: a root, `layers` layers of two functions each calling both functions
     /// of the next layer (2^layers paths), down to `X`, which calls `leaves` functions; each of
-    /// those calls costs `cost`, and each leaf has two lines of self cost `cost`.
+    /// those calls costs `cost` (even), and each leaf has two lines of self cost `cost / 2`. The
+    /// layers' functions cost what their calls bring (no more), as in a consistent file.
     fn fan(layers: usize, leaves: usize, cost: u64) -> String {
         let mut o = String::from("events: Ir\nfl=a.c\nfn=root\n1 1\n");
         for a in ["a", "b"] {
@@ -1053,7 +1151,7 @@ mod tests {
         }
         for i in 0..layers {
             for a in ["a", "b"] {
-                o += &format!("fn=L{i}{a}\n1 1\n");
+                o += &format!("fn=L{i}{a}\n");
                 let callees = if i + 1 < layers {
                     vec![format!("L{}a", i + 1), format!("L{}b", i + 1)]
                 } else {
@@ -1069,7 +1167,7 @@ mod tests {
             o += &format!("cfn=K{k}\ncalls=7 1\n1 {cost}\n");
         }
         for k in 0..leaves {
-            o += &format!("fn=K{k}\n1 {cost}\n2 {cost}\n");
+            o += &format!("fn=K{k}\n1 {}\n2 {}\n", cost / 2, cost / 2);
         }
         o
     }
@@ -1144,8 +1242,8 @@ mod tests {
             .count();
         assert_eq!(under_x, 10 * leaves);
         let (by_func, by_line) = self_costs(&p);
-        assert_eq!(by_func["K0"], 20);
-        assert_eq!(by_line[&("K2999".to_string(), 2)], 10);
+        assert_eq!(by_func["K0"], 10);
+        assert_eq!(by_line[&("K2999".to_string(), 2)], 5);
         // The same profile as splitting every item over every node.
         let small = fan(6, 40, 10);
         let (dense, dense_stats, _) = built(&small, BuildOptions::default(), DENSE);
@@ -1169,7 +1267,7 @@ mod tests {
             max_nodes: 300,
         };
         let (p, stats, messages) = built(&text, opts, Tuning::default());
-        let selfs = 1 + 2 * 6 + 1 + 2 * 500;
+        let selfs = 1 + 1 + 2 * 500;
         let items = selfs + (2 + 4 * 5 + 2 + 500);
         assert_eq!(stats.max_work, 4 * crate::DEFAULT_MAX_NODES + 16 * items);
         let (old, _, old_messages) = built(&text, opts, DENSE);
@@ -1223,7 +1321,7 @@ mod tests {
         );
         // Self costs per function are still exactly the file's.
         assert_eq!(self_costs(&p).0, self_costs(&old).0);
-        assert_eq!(self_costs(&p).0["K499"], 2_000_000);
+        assert_eq!(self_costs(&p).0["K499"], 1_000_000);
 
         // Many self-cost lines of one function with many nodes, with the default options: X's
         // 2^12 nodes × 1200 lines would be 4.9 Mi node shares and as many stacks, past the
