@@ -8,20 +8,22 @@
 //! 1. Every edge of the graph is an edge here, except self-calls (`f -> f`), plus one edge from
 //!    a function to each piece of code of another file inlined into it (`fi=`/`fe=`), whose
 //!    weight is that piece's self cost plus its calls.
-//! 2. Cycles are broken: an iterative depth-first search from the functions nobody calls (then
-//!    from any function not reached yet, in file order) drops the edges that close a cycle.
-//!    What is left is acyclic.
-//! 3. Functions are visited in topological order (Kahn's algorithm, ties in file order), so all
-//!    call-tree nodes of a function exist before it is visited. A function nobody calls gets one
-//!    root node. Each node gets a capacity, its share of the function's total (per event column,
+//! 2. Recursion cycles of several functions are units, as gprof takes them: the strongly
+//!    connected components of the graph ([`components`]), whose functions share the nodes made
+//!    by the calls into any of them (the cycle's entries), and whose calls to each other are
+//!    left out (their inclusive costs count nested levels again). What is left is acyclic.
+//! 3. Units are visited in topological order (Kahn's algorithm, ties in file order), so all
+//!    call-tree nodes of a unit exist before it is visited. A function nobody calls gets one
+//!    root node. A function of a cycle splits its items over all of the cycle's entry nodes,
+//!    its frames under the entry function's frame where the entry is another function. Each node gets a capacity, its share of the function's total (per event column,
 //!    in proportion to the nodes' weights; equal shares when a column's weights are all zero),
 //!    and each of the function's self costs and call edges is split over what the capacities
 //!    have left (see [`Split`]): the shares of every item add up to the item, and every node gets
 //!    its capacity exactly. An edge's share at a node becomes a child node whose weight is that
 //!    share, and the edge's call count is split over those children like its cost. A function
 //!    that costs more than the calls into it (a thread's start, a function that is also a root)
-//!    gets a root node for the rest, unless it is in a recursion cycle ([`in_cycles`]) or some
-//!    of its calls made no node.
+//!    gets a root node for the rest, unless it is in a recursion cycle or some of its calls made
+//!    no node.
 //! 4. A child is not created when its share is zero in every column, when it would be deeper
 //!    than `max_depth`, or when `max_nodes` nodes exist (fewer with more than 16 event columns,
 //!    see [`NODE_CELLS`]): its function's costs then go to its other nodes (or, if it has none,
@@ -34,8 +36,9 @@
 //!
 //! So the self cost of every function is exactly the file's, the grand total is the file's
 //! total self cost, and everything is iterative. What is lost: cost inside a cycle or below a
-//! self-call is shown at the outermost level (recursion collapsed), and a callee's costs are
-//! split by the caller's share of the calls' cost, not by what that caller really caused.
+//! self-call is shown at the outermost level (recursion collapsed, the calls inside a cycle
+//! not counted), and a callee's costs are split by the caller's share of the calls' cost, not
+//! by what that caller really caused.
 
 use crate::graph::Graph;
 use crate::parse::show_name;
@@ -204,70 +207,58 @@ fn build(
     drop(file_out);
     let out_of = group_by(nf, edges.iter().map(|e| e.from));
 
-    // 2. Break cycles: depth-first search, iteratively, from functions without callers.
-    let mut has_caller = vec![false; nf];
-    for e in &edges {
-        has_caller[e.to as usize] = true;
+    // 2. Recursion cycles of several functions (strongly connected components): their
+    // functions are taken as one unit, as gprof does, and the calls between them are left out.
+    let comp = components(nf, &out_of, |e| edges[e as usize].to);
+    let mut comp_size = vec![0u32; nf];
+    for &c in &comp {
+        comp_size[c as usize] += 1;
     }
-    let mut back = vec![false; edges.len()];
-    let mut color = vec![0u8; nf]; // 0 new, 1 on the search path, 2 done
-    let starts = (0..nf).filter(|&f| !has_caller[f]).chain(0..nf);
-    let mut path: Vec<(u32, usize)> = Vec::new();
-    for start in starts {
-        if color[start] != 0 {
-            continue;
-        }
-        color[start] = 1;
-        path.push((start as u32, 0));
-        while let Some(top) = path.last_mut() {
-            let (f, next) = (top.0 as usize, top.1);
-            if let Some(&e) = out_of[f].get(next) {
-                top.1 += 1;
-                let to = edges[e as usize].to as usize;
-                match color[to] {
-                    0 => {
-                        color[to] = 1;
-                        path.push((to as u32, 0));
-                    }
-                    1 => back[e as usize] = true,
-                    _ => {}
-                }
-            } else {
-                color[f] = 2;
-                path.pop();
-            }
-        }
-    }
+    let in_cycle: Vec<bool> = comp.iter().map(|&c| comp_size[c as usize] > 1).collect();
+    let back: Vec<bool> = edges
+        .iter()
+        .map(|e| comp[e.from as usize] == comp[e.to as usize])
+        .collect();
     let n_back = back.iter().filter(|&&b| b).count();
-    let in_cycle = in_cycles(nf, &out_of, |e| edges[e as usize].to);
 
-    // 3. Topological order over the kept edges.
+    // 3. Topological order over the units (a cycle's functions together, in file order), so
+    // that every node of a unit exists before the unit is visited.
+    let mut members: Vec<Vec<u32>> = vec![Vec::new(); nf];
+    for (f, &c) in comp.iter().enumerate() {
+        members[c as usize].push(f as u32);
+    }
     let mut indegree = vec![0u32; nf];
     for (i, e) in edges.iter().enumerate() {
         if !back[i] {
-            indegree[e.to as usize] += 1;
+            indegree[comp[e.to as usize] as usize] += 1;
         }
     }
-    let mut queue: VecDeque<u32> = (0..nf as u32)
-        .filter(|&f| indegree[f as usize] == 0)
-        .collect();
+    let mut queued = vec![false; nf];
+    let mut queue: VecDeque<u32> = VecDeque::new();
+    for &c in &comp {
+        if indegree[c as usize] == 0 && !std::mem::replace(&mut queued[c as usize], true) {
+            queue.push_back(c);
+        }
+    }
     let mut order: Vec<u32> = Vec::with_capacity(nf);
-    while let Some(f) = queue.pop_front() {
-        order.push(f);
-        for &e in &out_of[f as usize] {
-            if back[e as usize] {
-                continue;
-            }
-            let to = edges[e as usize].to as usize;
-            indegree[to] -= 1;
-            if indegree[to] == 0 {
-                queue.push_back(to as u32);
+    while let Some(c) = queue.pop_front() {
+        for &f in &members[c as usize] {
+            order.push(f);
+            for &e in &out_of[f as usize] {
+                if back[e as usize] {
+                    continue;
+                }
+                let to = comp[edges[e as usize].to as usize] as usize;
+                indegree[to] -= 1;
+                if indegree[to] == 0 {
+                    queue.push_back(to as u32);
+                }
             }
         }
     }
     if order.len() != nf {
         return Err(PluginError::internal(
-            "callgrind call graph: a cycle survived cycle breaking",
+            "callgrind call graph: the units of recursion cycles are not in an order",
         ));
     }
 
@@ -310,6 +301,25 @@ fn build(
 
     // 3./4. Nodes, function by function.
     let mut node_prefix: Vec<u32> = Vec::new(); // IR stack the node's frames hang under
+    let mut node_func: Vec<u32> = Vec::new(); // the function the node is a call of
+    // Per function, the position of its first item, where its nodes' call counts are put (and,
+    // in a cycle, under which the unit's other functions are drawn).
+    let first_pos_of: Vec<(Option<u64>, u32)> = (0..nf)
+        .map(|f| {
+            self_of[f]
+                .first()
+                .map(|&s| (g.selfs[s as usize].addr, g.selfs[s as usize].line))
+                .or_else(|| {
+                    out_of[f]
+                        .iter()
+                        .find(|&&e| !back[e as usize])
+                        .map(|&e| (edges[e as usize].addr, edges[e as usize].line))
+                })
+                .unwrap_or((None, 0))
+        })
+        .collect();
+    // Per node of the unit being visited, the stack its function's frames hang under.
+    let mut bases: Vec<u32> = Vec::new();
     let mut node_depth: Vec<u32> = Vec::new();
     let mut node_calls: Vec<i64> = Vec::new();
     let mut node_weight: Vec<i64> = Vec::new(); // nc per node
@@ -352,7 +362,13 @@ fn build(
             .copied()
             .filter(|&e| !back[e as usize])
             .collect();
-        if nodes_of[fu].is_empty() {
+        // A function of a cycle shares the nodes of the whole unit: the calls into the cycle.
+        let unit = &members[comp[fu] as usize];
+        let no_nodes = match in_cycle[fu] {
+            true => unit.iter().all(|&m| nodes_of[m as usize].is_empty()),
+            false => nodes_of[fu].is_empty(),
+        };
+        if no_nodes {
             if self_of[fu].is_empty() && kept.is_empty() {
                 continue;
             }
@@ -371,11 +387,18 @@ fn build(
             }
             nodes_of[fu].push(node_prefix.len() as u32);
             node_prefix.push(NONE);
+            node_func.push(f);
             node_depth.push(0);
             node_calls.push(0);
             node_weight.extend_from_slice(&w);
         }
-        let mut nodes = std::mem::take(&mut nodes_of[fu]);
+        let mut nodes = match in_cycle[fu] {
+            true => unit
+                .iter()
+                .flat_map(|&m| nodes_of[m as usize].iter().copied())
+                .collect(),
+            false => std::mem::take(&mut nodes_of[fu]),
+        };
         let edge_cost = |e: u32| &costs[edges[e as usize].cost..edges[e as usize].cost + nc];
         // The totals of the function's items, per column, for the nodes' capacities.
         sums.clear();
@@ -405,6 +428,7 @@ fn build(
             if excess.iter().any(|&x| x > 0) {
                 nodes.push(node_prefix.len() as u32);
                 node_prefix.push(NONE);
+                node_func.push(f);
                 node_depth.push(0);
                 node_calls.push(0);
                 node_weight.extend_from_slice(&excess);
@@ -412,15 +436,21 @@ fn build(
             }
         }
         split.reset(&nodes, &node_weight, nc, &totals);
-        // The position of the function's first item, where its nodes' call counts are put.
-        let first_pos = self_of[fu]
-            .first()
-            .map(|&s| (g.selfs[s as usize].addr, g.selfs[s as usize].line))
-            .or_else(|| {
-                kept.first()
-                    .map(|&e| (edges[e as usize].addr, edges[e as usize].line))
-            })
-            .unwrap_or((None, 0));
+        let first_pos = first_pos_of[fu];
+        // A node of another function of the unit (the cycle's entry there): this function's
+        // frames go under that function's frame.
+        bases.clear();
+        for &n in &nodes {
+            let (n, e) = (n as usize, node_func[n as usize]);
+            bases.push(match e == f {
+                true => node_prefix[n],
+                false => {
+                    let (addr, line) = first_pos_of[e as usize];
+                    let fr = frame(&mut b, e, addr, line);
+                    b.stack(node_prefix[n], fr)
+                }
+            });
+        }
         let self_work = self_of[fu].iter().fold(0usize, |a, &s| {
             a.saturating_add(split.cost(g.self_costs.row(s as usize)))
         });
@@ -450,7 +480,7 @@ fn build(
                 split.split(g.self_costs.row(s as usize), &mut parts);
                 for (j, sh) in parts.iter() {
                     let fr = frame(&mut b, f, item.addr, item.line);
-                    let stack = b.stack(node_prefix[nodes[j] as usize], fr);
+                    let stack = b.stack(bases[j], fr);
                     row[..nc].copy_from_slice(sh);
                     if any_calls {
                         row[nc] = 0;
@@ -477,7 +507,7 @@ fn build(
             split.split(&merged, &mut parts);
             for (j, sh) in parts.iter() {
                 let fr = frame(&mut b, f, first_pos.0, first_pos.1);
-                let stack = b.stack(node_prefix[nodes[j] as usize], fr);
+                let stack = b.stack(bases[j], fr);
                 row[..nc].copy_from_slice(sh);
                 if any_calls {
                     row[nc] = 0;
@@ -488,7 +518,7 @@ fn build(
         if any_calls {
             for &n in &nodes {
                 let c = node_calls[n as usize];
-                if c > 0 {
+                if c > 0 && node_func[n as usize] == f {
                     let fr = frame(&mut b, f, first_pos.0, first_pos.1);
                     let stack = b.stack(node_prefix[n as usize], fr);
                     row.iter_mut().for_each(|v| *v = 0);
@@ -522,8 +552,8 @@ fn build(
             split.split(edge_cost(e), &mut parts);
             parts.share_calls(edge.calls, &mut calls);
             for ((j, sh), &calls) in parts.iter().zip(&calls) {
-                let n = nodes[j];
-                let depth = node_depth[n as usize] + 1;
+                let n = nodes[j] as usize;
+                let depth = node_depth[n] + 1 + u32::from(node_func[n] != f);
                 if depth >= opts.max_depth {
                     cut_depth += 1;
                     cut_into[edge.to as usize] = true;
@@ -535,9 +565,10 @@ fn build(
                     continue;
                 }
                 let fr = frame(&mut b, f, edge.addr, edge.line);
-                let prefix = b.stack(node_prefix[n as usize], fr);
+                let prefix = b.stack(bases[j], fr);
                 nodes_of[edge.to as usize].push(node_prefix.len() as u32);
                 node_prefix.push(prefix);
+                node_func.push(edge.to);
                 node_depth.push(depth);
                 node_calls.push(calls);
                 node_weight.extend_from_slice(sh);
@@ -967,16 +998,17 @@ impl Parts {
     }
 }
 
-/// For each of `n` functions, whether it is in a recursion cycle of two or more functions (a
-/// strongly connected component of the call graph, by Tarjan's algorithm, iteratively);
-/// `out_of[f]` lists the edges from `f`, `to(e)` an edge's callee. Self-calls are not edges.
-fn in_cycles(n: usize, out_of: &[Vec<u32>], to: impl Fn(u32) -> u32) -> Vec<bool> {
+/// For each of `n` functions, its strongly connected component of the call graph (Tarjan's
+/// algorithm, iteratively): functions that reach each other through calls, a recursion cycle
+/// when there are several. `out_of[f]` lists the edges from `f`, `to(e)` an edge's callee
+/// (self-calls are not edges). A component's id is the index of one of its functions.
+fn components(n: usize, out_of: &[Vec<u32>], to: impl Fn(u32) -> u32) -> Vec<u32> {
     let mut index = vec![NONE; n];
     let mut low = vec![0u32; n];
     let mut on_stack = vec![false; n];
     let mut stack: Vec<u32> = Vec::new();
     let mut walk: Vec<(u32, usize)> = Vec::new();
-    let mut cycle = vec![false; n];
+    let mut comp = vec![NONE; n];
     let mut next = 0u32;
     for start in 0..n as u32 {
         if index[start as usize] != NONE {
@@ -1012,16 +1044,15 @@ fn in_cycles(n: usize, out_of: &[Vec<u32>], to: impl Fn(u32) -> u32) -> Vec<bool
             if low[vu] == index[vu] {
                 // `v` and what is above it on the stack are one component.
                 let from = stack.iter().rposition(|&w| w == v).unwrap_or(0);
-                let many = stack.len() - from > 1;
                 for &w in &stack[from..] {
                     on_stack[w as usize] = false;
-                    cycle[w as usize] = many;
+                    comp[w as usize] = v;
                 }
                 stack.truncate(from);
             }
         }
     }
-    cycle
+    comp
 }
 
 /// For each of `n` groups, the indices of the items in it, in order.
@@ -1094,7 +1125,9 @@ mod tests {
         let text = "events: T\nfn=main\n1 1\ncfn=f\ncalls=1 1\n1 10\nfn=f\n1 4\ncfn=f\ncalls=5 1\n1 6\ncfn=g\ncalls=1 1\n1 6\nfn=g\n1 5\ncfn=f\ncalls=1 1\n1 1\n";
         assert_eq!(
             tree(text, BuildOptions::default()),
-            "main self=1 total=10 calls=0\n  f self=4 total=9 calls=1\n    g self=5 total=5 calls=1\n"
+            // f and g call each other: one unit, entered by main → f; g is drawn under f,
+            // without the calls between them.
+            "main self=1 total=10 calls=0\n  f self=4 total=9 calls=1\n    g self=5 total=5 calls=0\n"
         );
     }
 
