@@ -11,7 +11,9 @@
 //! 2. Recursion cycles of several functions are units, as gprof takes them: the strongly
 //!    connected components of the graph ([`components`]), whose functions share the nodes made
 //!    by the calls into any of them (the cycle's entries), and whose calls to each other are
-//!    left out (their inclusive costs count nested levels again). What is left is acyclic.
+//!    left out (their inclusive costs count nested levels again); up to [`MAX_UNIT`] functions.
+//!    Larger components (call graphs rebuilt from sampled stacks) have their cycles broken by
+//!    a depth-first search that drops the edges closing a cycle. What is left is acyclic.
 //! 3. Units are visited in topological order (Kahn's algorithm, ties in file order), so all
 //!    call-tree nodes of a unit exist before it is visited. A function nobody calls gets one
 //!    root node. A function of a cycle splits its items over all of the cycle's entry nodes,
@@ -86,6 +88,9 @@ pub const NODE_CELLS: usize = 1 << 24;
 pub const WORK_PER_NODE: usize = 4;
 /// See [`WORK_PER_NODE`].
 pub const WORK_PER_ITEM: usize = 16;
+
+/// The most functions of a recursion cycle taken as one unit (see `build`).
+pub const MAX_UNIT: usize = 256;
 
 /// An edge of the reconstruction graph.
 struct TEdge {
@@ -214,41 +219,91 @@ fn build(
     for &c in &comp {
         comp_size[c as usize] += 1;
     }
-    let in_cycle: Vec<bool> = comp.iter().map(|&c| comp_size[c as usize] > 1).collect();
-    let back: Vec<bool> = edges
-        .iter()
-        .map(|e| comp[e.from as usize] == comp[e.to as usize])
+    let in_cycle = |f: usize| comp_size[comp[f] as usize] > 1;
+    // A unit: a cycle of up to MAX_UNIT functions, else one function. A larger component is no
+    // program's recursion but a call graph rebuilt from sampled stacks (a folded profile
+    // written as callgrind: its call costs count each sample once, not once per level); taken
+    // as one unit, its whole tree would be flat, so its cycles are broken instead, as below.
+    let unit_id: Vec<u32> = (0..nf)
+        .map(|f| match comp_size[comp[f] as usize] as usize {
+            2..=MAX_UNIT => comp[f],
+            _ => f as u32,
+        })
         .collect();
+    let mut back: Vec<bool> = edges
+        .iter()
+        .map(|e| unit_id[e.from as usize] == unit_id[e.to as usize])
+        .collect();
+    // Cycles of larger components are broken by an iterative depth-first search from the
+    // functions nobody calls (then from any function not reached yet, in file order), which
+    // drops the edges that close a cycle.
+    let mut has_caller = vec![false; nf];
+    for (i, e) in edges.iter().enumerate() {
+        has_caller[e.to as usize] |= !back[i];
+    }
+    let mut color = vec![0u8; nf]; // 0 new, 1 on the search path, 2 done
+    let starts = (0..nf).filter(|&f| !has_caller[f]).chain(0..nf);
+    let mut path: Vec<(u32, usize)> = Vec::new();
+    for start in starts {
+        if color[start] != 0 {
+            continue;
+        }
+        color[start] = 1;
+        path.push((start as u32, 0));
+        while let Some(top) = path.last_mut() {
+            let (f, next) = (top.0 as usize, top.1);
+            if let Some(&e) = out_of[f].get(next) {
+                top.1 += 1;
+                if back[e as usize] {
+                    continue;
+                }
+                let to = edges[e as usize].to as usize;
+                match color[to] {
+                    0 => {
+                        color[to] = 1;
+                        path.push((to as u32, 0));
+                    }
+                    1 => back[e as usize] = true,
+                    _ => {}
+                }
+            } else {
+                color[f] = 2;
+                path.pop();
+            }
+        }
+    }
     let n_back = back.iter().filter(|&&b| b).count();
 
     // 3. Topological order over the units (a cycle's functions together, in file order), so
     // that every node of a unit exists before the unit is visited.
     let mut members: Vec<Vec<u32>> = vec![Vec::new(); nf];
-    for (f, &c) in comp.iter().enumerate() {
+    for (f, &c) in unit_id.iter().enumerate() {
         members[c as usize].push(f as u32);
     }
     let mut indegree = vec![0u32; nf];
     for (i, e) in edges.iter().enumerate() {
         if !back[i] {
-            indegree[comp[e.to as usize] as usize] += 1;
+            indegree[unit_id[e.to as usize] as usize] += 1;
         }
     }
     let mut queued = vec![false; nf];
     let mut queue: VecDeque<u32> = VecDeque::new();
-    for &c in &comp {
+    for &c in &unit_id {
         if indegree[c as usize] == 0 && !std::mem::replace(&mut queued[c as usize], true) {
             queue.push_back(c);
         }
     }
-    let mut order: Vec<u32> = Vec::with_capacity(nf);
+    let mut order: Vec<u32> = Vec::new();
+    let mut visited = 0;
     while let Some(c) = queue.pop_front() {
+        order.push(c);
         for &f in &members[c as usize] {
-            order.push(f);
+            visited += 1;
             for &e in &out_of[f as usize] {
                 if back[e as usize] {
                     continue;
                 }
-                let to = comp[edges[e as usize].to as usize] as usize;
+                let to = unit_id[edges[e as usize].to as usize] as usize;
                 indegree[to] -= 1;
                 if indegree[to] == 0 {
                     queue.push_back(to as u32);
@@ -256,7 +311,7 @@ fn build(
             }
         }
     }
-    if order.len() != nf {
+    if visited != nf {
         return Err(PluginError::internal(
             "callgrind call graph: the units of recursion cycles are not in an order",
         ));
@@ -318,8 +373,11 @@ fn build(
                 .unwrap_or((None, 0))
         })
         .collect();
-    // Per node of the unit being visited, the stack its function's frames hang under.
-    let mut bases: Vec<u32> = Vec::new();
+    // Per node of the unit being visited, the stack under its function's frame (for the unit's
+    // other functions), and each function's calls out of the unit.
+    let mut under: Vec<u32> = Vec::new();
+    let mut own: Vec<(u32, u32)> = Vec::new(); // (function, prefix) of the unit's nodes
+    let mut kept: Vec<Vec<u32>> = Vec::new();
     let mut node_depth: Vec<u32> = Vec::new();
     let mut node_calls: Vec<i64> = Vec::new();
     let mut node_weight: Vec<i64> = Vec::new(); // nc per node
@@ -355,58 +413,61 @@ fn build(
     let (mut work, mut count_work) = (0usize, 0usize);
     let (mut unsplit_edges, mut merged_funcs) = (0u64, 0u64);
     let (mut uncounted_deep, mut uncounted_full) = (0u64, 0u64);
-    for &f in &order {
-        let fu = f as usize;
-        let kept: Vec<u32> = out_of[fu]
-            .iter()
-            .copied()
-            .filter(|&e| !back[e as usize])
-            .collect();
-        // A function of a cycle shares the nodes of the whole unit: the calls into the cycle.
-        let unit = &members[comp[fu] as usize];
-        let no_nodes = match in_cycle[fu] {
-            true => unit.iter().all(|&m| nodes_of[m as usize].is_empty()),
-            false => nodes_of[fu].is_empty(),
-        };
-        if no_nodes {
-            if self_of[fu].is_empty() && kept.is_empty() {
+    for &c in &order {
+        let unit = &members[c as usize];
+        let edge_cost = |e: u32| &costs[edges[e as usize].cost..edges[e as usize].cost + nc];
+        // Each function's calls out of the unit.
+        kept.clear();
+        kept.extend(unit.iter().map(|&f| {
+            out_of[f as usize]
+                .iter()
+                .copied()
+                .filter(|&e| !back[e as usize])
+                .collect::<Vec<u32>>()
+        }));
+        let has_items = |k: usize| !self_of[unit[k] as usize].is_empty() || !kept[k].is_empty();
+        if unit.iter().all(|&f| nodes_of[f as usize].is_empty()) {
+            // A root: one node, of the unit's first function with costs, weighing the unit's
+            // own cost.
+            let Some(first) = (0..unit.len()).find(|&k| has_items(k)) else {
                 continue;
-            }
-            // A root: one node, its weight its own cost.
+            };
             let mut w = vec![0i64; nc];
-            for &s in &self_of[fu] {
-                for (k, v) in g.self_costs.row(s as usize).iter().enumerate() {
-                    w[k] = w[k].saturating_add(*v);
+            for (k, &f) in unit.iter().enumerate() {
+                for &s in &self_of[f as usize] {
+                    for (c, v) in g.self_costs.row(s as usize).iter().enumerate() {
+                        w[c] = w[c].saturating_add(*v);
+                    }
+                }
+                for &e in &kept[k] {
+                    for (c, v) in edge_cost(e).iter().enumerate() {
+                        w[c] = w[c].saturating_add(*v);
+                    }
                 }
             }
-            for &e in &kept {
-                let e = &edges[e as usize];
-                for k in 0..nc {
-                    w[k] = w[k].saturating_add(costs[e.cost + k]);
-                }
-            }
-            nodes_of[fu].push(node_prefix.len() as u32);
+            nodes_of[unit[first] as usize].push(node_prefix.len() as u32);
             node_prefix.push(NONE);
-            node_func.push(f);
+            node_func.push(unit[first]);
             node_depth.push(0);
             node_calls.push(0);
             node_weight.extend_from_slice(&w);
         }
-        let mut nodes = match in_cycle[fu] {
-            true => unit
-                .iter()
-                .flat_map(|&m| nodes_of[m as usize].iter().copied())
-                .collect(),
-            false => std::mem::take(&mut nodes_of[fu]),
-        };
-        let edge_cost = |e: u32| &costs[edges[e as usize].cost..edges[e as usize].cost + nc];
-        // The totals of the function's items, per column, for the nodes' capacities.
+        // The unit's nodes: the calls into any of its functions.
+        let mut nodes: Vec<u32> = Vec::new();
+        for &f in unit {
+            nodes.append(&mut nodes_of[f as usize]);
+        }
+        // The totals of the unit's items, per column, for the nodes' capacities.
         sums.clear();
         sums.resize(nc, 0);
-        let rows = self_of[fu].iter().map(|&s| g.self_costs.row(s as usize));
-        for row in rows.chain(kept.iter().map(|&e| edge_cost(e))) {
-            for (sum, &v) in sums.iter_mut().zip(row) {
-                *sum += v as i128;
+        for (k, &f) in unit.iter().enumerate() {
+            let rows = self_of[f as usize]
+                .iter()
+                .map(|&s| g.self_costs.row(s as usize));
+            for row in rows.chain(kept[k].iter().map(|&e| edge_cost(e))) {
+                for (sum, &v) in sums.iter_mut().zip(row) {
+                    *sum += v as i128;
+                }
             }
         }
         totals.clear();
@@ -414,9 +475,15 @@ fn build(
         // More cost than its calls bring (a thread's start function: callgrind charges the new
         // thread's work to it, not to the call that created the thread; a function that is also
         // a root): the excess is a root node of its own, so that each call keeps the cost the
-        // file gives it. Not in recursion cycles, whose call costs count nested levels again,
-        // nor when some of the function's calls made no node (their cost goes to its nodes).
-        if !nodes.is_empty() && !in_cycle[fu] && !cut_into[fu] && node_prefix.len() < max_nodes {
+        // file gives it. Not for a cycle's unit, nor when some of the function's calls made no
+        // node (their cost goes to its nodes).
+        let single = unit.len() == 1;
+        if single
+            && !in_cycle(unit[0] as usize)
+            && !nodes.is_empty()
+            && !cut_into[unit[0] as usize]
+            && node_prefix.len() < max_nodes
+        {
             excess.clear();
             for (k, &total) in sums.iter().enumerate() {
                 let called: i128 = nodes
@@ -428,7 +495,7 @@ fn build(
             if excess.iter().any(|&x| x > 0) {
                 nodes.push(node_prefix.len() as u32);
                 node_prefix.push(NONE);
-                node_func.push(f);
+                node_func.push(unit[0]);
                 node_depth.push(0);
                 node_calls.push(0);
                 node_weight.extend_from_slice(&excess);
@@ -436,51 +503,97 @@ fn build(
             }
         }
         split.reset(&nodes, &node_weight, nc, &totals);
-        let first_pos = first_pos_of[fu];
-        // A node of another function of the unit (the cycle's entry there): this function's
-        // frames go under that function's frame.
-        bases.clear();
-        for &n in &nodes {
-            let (n, e) = (n as usize, node_func[n as usize]);
-            bases.push(match e == f {
-                true => node_prefix[n],
-                false => {
-                    let (addr, line) = first_pos_of[e as usize];
-                    let fr = frame(&mut b, e, addr, line);
-                    b.stack(node_prefix[n], fr)
-                }
-            });
+        // Where the unit's other functions' frames go at a node of one of them: under that
+        // function's frame (its first position).
+        under.clear();
+        if !single {
+            for &n in &nodes {
+                let (n, e) = (n as usize, node_func[n as usize]);
+                let (addr, line) = first_pos_of[e as usize];
+                let fr = frame(&mut b, e, addr, line);
+                under.push(b.stack(node_prefix[n], fr));
+            }
         }
-        let self_work = self_of[fu].iter().fold(0usize, |a, &s| {
-            a.saturating_add(split.cost(g.self_costs.row(s as usize)))
-        });
-        let edge_work: Vec<usize> = kept.iter().map(|&e| split.cost(edge_cost(e))).collect();
+        own.clear();
+        own.extend(
+            nodes
+                .iter()
+                .map(|&n| (node_func[n as usize], node_prefix[n as usize])),
+        );
+        let base = |j: usize, f: u32| match own[j] {
+            (e, prefix) if e == f => prefix,
+            _ => under[j],
+        };
+        let self_work: Vec<usize> = unit
+            .iter()
+            .map(|&f| {
+                self_of[f as usize].iter().fold(0usize, |a, &s| {
+                    a.saturating_add(split.cost(g.self_costs.row(s as usize)))
+                })
+            })
+            .collect();
+        let edge_work: Vec<Vec<usize>> = kept
+            .iter()
+            .map(|k| k.iter().map(|&e| split.cost(edge_cost(e))).collect())
+            .collect();
         // A split that can make no node (every node at max-depth - 1, or max-nodes reached)
         // only counts the nodes it does not make: its work has a limit of its own, past which
         // it is skipped (so counting never takes the work that makes the tree).
         let all_deep = nodes
             .iter()
             .all(|&n| node_depth[n as usize] + 1 >= opts.max_depth);
+        let all_work = self_work.iter().fold(0usize, |a, &w| a.saturating_add(w));
         let all_work = if all_deep || node_prefix.len() >= max_nodes {
-            self_work
+            all_work
         } else {
             edge_work
                 .iter()
-                .fold(self_work, |a, &c| a.saturating_add(c))
+                .flatten()
+                .fold(all_work, |a, &c| a.saturating_add(c))
         };
 
-        // Self costs are split by position when that is cheap (a few shares per position, as
-        // for a root) or when all of the function's splits fit in the work limit; else as one
-        // item (so a function's call edges get the work first).
-        let cheap = self_work <= self_of[fu].len().saturating_mul(WORK_PER_ITEM);
-        if self_of[fu].len() <= 1 || cheap || work.saturating_add(all_work) <= max_work {
-            work = work.saturating_add(self_work);
-            for &s in &self_of[fu] {
-                let item = &g.selfs[s as usize];
-                split.split(g.self_costs.row(s as usize), &mut parts);
+        for (k, &f) in unit.iter().enumerate() {
+            let fu = f as usize;
+            let first_pos = first_pos_of[fu];
+            // Self costs are split by position when that is cheap (a few shares per position,
+            // as for a root) or when all of the unit's splits fit in the work limit; else as
+            // one item (so the call edges get the work first).
+            let cheap = self_work[k] <= self_of[fu].len().saturating_mul(WORK_PER_ITEM);
+            if self_of[fu].len() <= 1 || cheap || work.saturating_add(all_work) <= max_work {
+                work = work.saturating_add(self_work[k]);
+                for &s in &self_of[fu] {
+                    let item = &g.selfs[s as usize];
+                    split.split(g.self_costs.row(s as usize), &mut parts);
+                    for (j, sh) in parts.iter() {
+                        let fr = frame(&mut b, f, item.addr, item.line);
+                        let stack = b.stack(base(j, f), fr);
+                        row[..nc].copy_from_slice(sh);
+                        if any_calls {
+                            row[nc] = 0;
+                        }
+                        b.add_to_stack(stack, &row)?;
+                    }
+                }
+            } else {
+                // Past the work limit: the function's self costs are split as one item, at
+                // its first position (each node keeps its share; the split by line is lost).
+                merged_funcs += 1;
+                merged.iter_mut().for_each(|v| *v = 0);
+                for &s in &self_of[fu] {
+                    for (c, v) in g.self_costs.row(s as usize).iter().enumerate() {
+                        merged[c] = merged[c].checked_add(*v).ok_or_else(|| {
+                            PluginError::internal(format!(
+                                "callgrind: the self costs of `{}` do not fit in 64 bits",
+                                show_name(&g.annotate_name(f))
+                            ))
+                        })?;
+                    }
+                }
+                work = work.saturating_add(split.cost(&merged));
+                split.split(&merged, &mut parts);
                 for (j, sh) in parts.iter() {
-                    let fr = frame(&mut b, f, item.addr, item.line);
-                    let stack = b.stack(bases[j], fr);
+                    let fr = frame(&mut b, f, first_pos.0, first_pos.1);
+                    let stack = b.stack(base(j, f), fr);
                     row[..nc].copy_from_slice(sh);
                     if any_calls {
                         row[nc] = 0;
@@ -488,38 +601,14 @@ fn build(
                     b.add_to_stack(stack, &row)?;
                 }
             }
-        } else {
-            // Past the work limit: the function's self costs are split as one item, at its
-            // first position (each node keeps its share; the split by line is lost).
-            merged_funcs += 1;
-            merged.iter_mut().for_each(|v| *v = 0);
-            for &s in &self_of[fu] {
-                for (k, v) in g.self_costs.row(s as usize).iter().enumerate() {
-                    merged[k] = merged[k].checked_add(*v).ok_or_else(|| {
-                        PluginError::internal(format!(
-                            "callgrind: the self costs of `{}` do not fit in 64 bits",
-                            show_name(&g.annotate_name(f))
-                        ))
-                    })?;
-                }
-            }
-            work = work.saturating_add(split.cost(&merged));
-            split.split(&merged, &mut parts);
-            for (j, sh) in parts.iter() {
-                let fr = frame(&mut b, f, first_pos.0, first_pos.1);
-                let stack = b.stack(bases[j], fr);
-                row[..nc].copy_from_slice(sh);
-                if any_calls {
-                    row[nc] = 0;
-                }
-                b.add_to_stack(stack, &row)?;
-            }
         }
         if any_calls {
             for &n in &nodes {
                 let c = node_calls[n as usize];
-                if c > 0 && node_func[n as usize] == f {
-                    let fr = frame(&mut b, f, first_pos.0, first_pos.1);
+                if c > 0 {
+                    let f = node_func[n as usize];
+                    let (addr, line) = first_pos_of[f as usize];
+                    let fr = frame(&mut b, f, addr, line);
                     let stack = b.stack(node_prefix[n as usize], fr);
                     row.iter_mut().for_each(|v| *v = 0);
                     row[nc] = c;
@@ -527,51 +616,53 @@ fn build(
                 }
             }
         }
-        for (&e, &cost) in kept.iter().zip(&edge_work) {
-            let full = node_prefix.len() >= max_nodes;
-            if cost > WORK_PER_ITEM && (all_deep || full) {
-                if count_work.saturating_add(cost) > max_work {
-                    cut_into[edges[e as usize].to as usize] = true;
-                    if all_deep {
-                        uncounted_deep += 1;
-                    } else {
-                        uncounted_full += 1;
+        for (k, &f) in unit.iter().enumerate() {
+            for (&e, &cost) in kept[k].iter().zip(&edge_work[k]) {
+                let full = node_prefix.len() >= max_nodes;
+                if cost > WORK_PER_ITEM && (all_deep || full) {
+                    if count_work.saturating_add(cost) > max_work {
+                        cut_into[edges[e as usize].to as usize] = true;
+                        if all_deep {
+                            uncounted_deep += 1;
+                        } else {
+                            uncounted_full += 1;
+                        }
+                        continue;
                     }
+                    count_work += cost;
+                } else if cost > WORK_PER_ITEM && work.saturating_add(cost) > max_work {
+                    // Past the work limit: no child, as past max-nodes.
+                    cut_into[edges[e as usize].to as usize] = true;
+                    unsplit_edges += 1;
                     continue;
+                } else {
+                    work = work.saturating_add(cost);
                 }
-                count_work += cost;
-            } else if cost > WORK_PER_ITEM && work.saturating_add(cost) > max_work {
-                // Past the work limit: no child, as past max-nodes.
-                cut_into[edges[e as usize].to as usize] = true;
-                unsplit_edges += 1;
-                continue;
-            } else {
-                work = work.saturating_add(cost);
-            }
-            let edge = &edges[e as usize];
-            split.split(edge_cost(e), &mut parts);
-            parts.share_calls(edge.calls, &mut calls);
-            for ((j, sh), &calls) in parts.iter().zip(&calls) {
-                let n = nodes[j] as usize;
-                let depth = node_depth[n] + 1 + u32::from(node_func[n] != f);
-                if depth >= opts.max_depth {
-                    cut_depth += 1;
-                    cut_into[edge.to as usize] = true;
-                    continue;
+                let edge = &edges[e as usize];
+                split.split(edge_cost(e), &mut parts);
+                parts.share_calls(edge.calls, &mut calls);
+                for ((j, sh), &calls) in parts.iter().zip(&calls) {
+                    let n = nodes[j] as usize;
+                    let depth = node_depth[n] + 1 + u32::from(node_func[n] != f);
+                    if depth >= opts.max_depth {
+                        cut_depth += 1;
+                        cut_into[edge.to as usize] = true;
+                        continue;
+                    }
+                    if node_prefix.len() >= max_nodes {
+                        cut_budget += 1;
+                        cut_into[edge.to as usize] = true;
+                        continue;
+                    }
+                    let fr = frame(&mut b, f, edge.addr, edge.line);
+                    let prefix = b.stack(base(j, f), fr);
+                    nodes_of[edge.to as usize].push(node_prefix.len() as u32);
+                    node_prefix.push(prefix);
+                    node_func.push(edge.to);
+                    node_depth.push(depth);
+                    node_calls.push(calls);
+                    node_weight.extend_from_slice(sh);
                 }
-                if node_prefix.len() >= max_nodes {
-                    cut_budget += 1;
-                    cut_into[edge.to as usize] = true;
-                    continue;
-                }
-                let fr = frame(&mut b, f, edge.addr, edge.line);
-                let prefix = b.stack(bases[j], fr);
-                nodes_of[edge.to as usize].push(node_prefix.len() as u32);
-                node_prefix.push(prefix);
-                node_func.push(edge.to);
-                node_depth.push(depth);
-                node_calls.push(calls);
-                node_weight.extend_from_slice(sh);
             }
         }
     }
@@ -1129,6 +1220,31 @@ mod tests {
             // without the calls between them.
             "main self=1 total=10 calls=0\n  f self=4 total=9 calls=1\n    g self=5 total=5 calls=0\n"
         );
+    }
+
+    /// A cycle of a few functions is one unit (its functions drawn under its entry); a cycle of
+    /// more than MAX_UNIT functions (a call graph rebuilt from sampled stacks) is broken as a
+    /// chain instead, so the tree keeps its depth.
+    #[test]
+    fn small_cycles_are_units_and_large_ones_are_broken() {
+        let ring = |n: usize| {
+            let mut text = String::from("events: T\nfn=main\ncfn=f0\ncalls=1 1\n1 100\n");
+            for i in 0..n {
+                text += &format!("fn=f{i}\n1 1\ncfn=f{}\ncalls=1 1\n1 1\n", (i + 1) % n);
+            }
+            let g = parse_graph(
+                &mut Input::from_slice(text.as_bytes()),
+                &mut Context::silent(),
+            )
+            .unwrap();
+            let p = build_profile(&g, &BuildOptions::default(), &mut Context::silent()).unwrap();
+            let t = CallTree::build(&p.view()).unwrap();
+            (0..t.len()).map(|n| t.depth[n]).max().unwrap_or(0)
+        };
+        // main, f0 (the entry), the other functions under it.
+        assert_eq!(ring(3), 2);
+        assert_eq!(ring(MAX_UNIT), 2);
+        assert_eq!(ring(MAX_UNIT + 1), MAX_UNIT as u32 + 1);
     }
 
     #[test]
