@@ -425,39 +425,8 @@ fn build(
                 .filter(|&e| !back[e as usize])
                 .collect::<Vec<u32>>()
         }));
-        let has_items = |k: usize| !self_of[unit[k] as usize].is_empty() || !kept[k].is_empty();
-        if unit.iter().all(|&f| nodes_of[f as usize].is_empty()) {
-            // A root: one node, of the unit's first function with costs, weighing the unit's
-            // own cost.
-            let Some(first) = (0..unit.len()).find(|&k| has_items(k)) else {
-                continue;
-            };
-            let mut w = vec![0i64; nc];
-            for (k, &f) in unit.iter().enumerate() {
-                for &s in &self_of[f as usize] {
-                    for (c, v) in g.self_costs.row(s as usize).iter().enumerate() {
-                        w[c] = w[c].saturating_add(*v);
-                    }
-                }
-                for &e in &kept[k] {
-                    for (c, v) in edge_cost(e).iter().enumerate() {
-                        w[c] = w[c].saturating_add(*v);
-                    }
-                }
-            }
-            nodes_of[unit[first] as usize].push(node_prefix.len() as u32);
-            node_prefix.push(NONE);
-            node_func.push(unit[first]);
-            node_depth.push(0);
-            node_calls.push(0);
-            node_weight.extend_from_slice(&w);
-        }
-        // The unit's nodes: the calls into any of its functions.
-        let mut nodes: Vec<u32> = Vec::new();
-        for &f in unit {
-            nodes.append(&mut nodes_of[f as usize]);
-        }
-        // The totals of the unit's items, per column, for the nodes' capacities.
+        // The totals of the unit's items, per column: a root's weight, and the nodes'
+        // capacities.
         sums.clear();
         sums.resize(nc, 0);
         for (k, &f) in unit.iter().enumerate() {
@@ -472,6 +441,28 @@ fn build(
         }
         totals.clear();
         totals.extend(sums.iter().map(|&t| u64::try_from(t).ok()));
+        if unit.iter().all(|&f| nodes_of[f as usize].is_empty()) {
+            // A root: one node, of the unit's first function with costs, weighing the unit's
+            // own cost.
+            let has_items = |k: usize| !self_of[unit[k] as usize].is_empty() || !kept[k].is_empty();
+            let Some(first) = (0..unit.len()).find(|&k| has_items(k)) else {
+                continue;
+            };
+            nodes_of[unit[first] as usize].push(node_prefix.len() as u32);
+            node_prefix.push(NONE);
+            node_func.push(unit[first]);
+            node_depth.push(0);
+            node_calls.push(0);
+            node_weight.extend(
+                sums.iter()
+                    .map(|&t| t.clamp(i64::MIN as i128, i64::MAX as i128) as i64),
+            );
+        }
+        // The unit's nodes: the calls into any of its functions.
+        let mut nodes: Vec<u32> = Vec::new();
+        for &f in unit {
+            nodes.append(&mut nodes_of[f as usize]);
+        }
         // More cost than its calls bring (a thread's start function: callgrind charges the new
         // thread's work to it, not to the call that created the thread; a function that is also
         // a root): the excess is a root node of its own, so that each call keeps the cost the

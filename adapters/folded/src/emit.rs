@@ -705,7 +705,7 @@ fn troubles_a_root(name: &[u8]) -> bool {
 fn troubles_a_leaf(name: &[u8]) -> bool {
     name.last().is_some_and(|&last| {
         last.is_ascii_whitespace()
-            || (last.is_ascii_digit() || last == b'.') && ends_in_spaced_count(name)
+            || (last.is_ascii_digit() || last == b'.') && spaced_count(name).is_some()
     })
 }
 
@@ -713,19 +713,18 @@ fn troubles_a_leaf(name: &[u8]) -> bool {
 /// leaf's (the func of some sample's stack), if its name troubles a leaf. Such names are rare,
 /// so the passes over the stacks and samples are made only when some name has them.
 fn places(p: &ProfileRef<'_>) -> Vec<Places> {
-    let mut at: Vec<Places> = (0..p.n_funcs() as u32)
+    // What each name would need, kept where the func is in that place.
+    let need: Vec<Places> = (0..p.n_funcs() as u32)
         .map(|f| {
             let name = p.func_name_str(f).as_bytes();
             let root = if troubles_a_root(name) { ROOT } else { 0 };
             root | if troubles_a_leaf(name) { LEAF } else { 0 }
         })
         .collect();
-    // `at` holds what each name would need; keep it where the func is in that place.
-    let need = at.clone();
     if need.iter().all(|&n| n == 0) {
-        return at;
+        return need;
     }
-    at.iter_mut().for_each(|a| *a = 0);
+    let mut at = vec![0; need.len()];
     if need.iter().any(|&n| n & ROOT != 0) {
         for s in (0..p.n_stacks()).filter(|&s| p.stack_prefix[s] == NONE) {
             let f = p.stack_func(s as u32) as usize;
@@ -755,10 +754,6 @@ fn needs_rewrite(name: &[u8], at: Places) -> bool {
 fn spaced_count(name: &[u8]) -> Option<usize> {
     let sp = name.iter().rposition(|&b| b == b' ' || b == b'\t')?;
     count(&name[sp + 1..]).is_ok().then_some(sp)
-}
-
-fn ends_in_spaced_count(name: &[u8]) -> bool {
-    spaced_count(name).is_some()
 }
 
 /// Every func's name as written ([`push_name`]), computed once: the same on every line.
