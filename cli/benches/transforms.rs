@@ -4,7 +4,7 @@
 //! `PROFCONV_BENCH_INPUT=big.folded cargo bench -p profconv-cli --bench transforms`
 
 use profconv_ir::transform::apply;
-use profconv_ir::{CallTree, Transform};
+use profconv_ir::{CallTree, Fraction, Transform};
 use profconv_plugin::{Context, Input};
 use std::time::Instant;
 
@@ -60,7 +60,7 @@ fn main() {
         Transform::CollapseRecursion(None),
         Transform::Invert,
         Transform::MaxDepth(10),
-        Transform::MinTotal(0.0001),
+        Transform::MinTotal(Fraction::decimal(1, 4).unwrap()),
     ];
     for t in &transforms {
         let mut times = Vec::new();

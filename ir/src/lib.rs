@@ -35,4 +35,4 @@ pub use profile::{
 };
 pub use strings::{StrId, StringTable};
 pub use text::{TreeOrder, TreeTextOptions, render_tree, write_tree};
-pub use transform::{Applied, Transform};
+pub use transform::{Applied, Fraction, Transform};

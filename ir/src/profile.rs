@@ -150,6 +150,46 @@ pub struct Profile {
 }
 
 impl Profile {
+    /// Removes the stacks with no sample on them or below them, keeping the others in their
+    /// order (ids shift down); returns how many went. A transform that drops samples (`drop`,
+    /// `focus`) or moves them (`collapse-rec`) leaves such stacks behind, and a call tree
+    /// would show them as nodes of total 0 (`f;g 2` with `drop:f;g` kept `f`).
+    pub fn drop_stacks_without_samples(&mut self) -> usize {
+        let n = self.stacks.prefix.len();
+        let mut live = vec![false; n];
+        for &s in &self.samples.stack {
+            live[s as usize] = true;
+        }
+        // Parents come before their children: one backward pass marks every ancestor.
+        for s in (0..n).rev() {
+            let p = self.stacks.prefix[s];
+            if live[s] && p != NONE {
+                live[p as usize] = true;
+            }
+        }
+        if live.iter().all(|&l| l) {
+            return 0;
+        }
+        let mut new_id = vec![NONE; n];
+        let mut k = 0;
+        for s in 0..n {
+            if !live[s] {
+                continue;
+            }
+            let p = self.stacks.prefix[s];
+            self.stacks.prefix[k] = if p == NONE { NONE } else { new_id[p as usize] };
+            self.stacks.frame[k] = self.stacks.frame[s];
+            new_id[s] = k as u32;
+            k += 1;
+        }
+        self.stacks.prefix.truncate(k);
+        self.stacks.frame.truncate(k);
+        for s in &mut self.samples.stack {
+            *s = new_id[*s as usize];
+        }
+        n - k
+    }
+
     /// A borrowed view of every column.
     pub fn view(&self) -> ProfileRef<'_> {
         ProfileRef {

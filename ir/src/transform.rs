@@ -49,7 +49,84 @@ pub enum Transform {
     MaxDepth(u32),
     /// Nodes whose total is below this fraction of the grand total are merged into their parent
     /// (with their subtree); roots always stay.
-    MinTotal(f64),
+    MinTotal(Fraction),
+}
+
+/// A fraction from 0 to 1 as the decimal it was written: `num / 10^scale`, compared exactly
+/// (`70%` of 10 is 7, where `0.7 * 10.0` is 7.000000000000001 and a node of exactly 7 would
+/// be merged).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fraction {
+    num: u64,
+    scale: u32,
+}
+
+impl Fraction {
+    /// The most decimals a fraction may have.
+    pub const MAX_DECIMALS: u32 = 18;
+
+    /// `num / 10^scale`, `None` unless it is from 0 to 1 with at most
+    /// [`Self::MAX_DECIMALS`] decimals. (`decimal(1, 2)` is 1 %.)
+    pub fn decimal(mut num: u64, mut scale: u32) -> Option<Fraction> {
+        if scale > Self::MAX_DECIMALS || num > 10u64.pow(scale) {
+            return None;
+        }
+        // One value, one form: `0.70` and `70%` are `0.7`.
+        while scale > 0 && num % 10 == 0 {
+            num /= 10;
+            scale -= 1;
+        }
+        Some(Fraction { num, scale })
+    }
+
+    /// Whether `value` is below this fraction of `of`, exactly.
+    pub fn below(self, value: i64, of: i64) -> bool {
+        (value as i128) * 10i128.pow(self.scale) < (self.num as i128) * (of as i128)
+    }
+
+    /// A fraction written `D.DDD`, `.DDD` or `D` (digits only, no sign or exponent), or a
+    /// percentage of that form followed by `%`.
+    fn parse_text(text: &str) -> Option<Fraction> {
+        let (digits, pct) = match text.strip_suffix('%') {
+            Some(d) => (d, 2),
+            None => (text, 0),
+        };
+        let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+        let all = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+        if int.is_empty() && frac.is_empty() || !all(int) || !all(frac) {
+            return None;
+        }
+        let (int, frac) = (int.trim_start_matches('0'), frac.trim_end_matches('0'));
+        let scale = frac.len() as u32 + pct;
+        if scale > Self::MAX_DECIMALS || int.len() > 3 {
+            return None;
+        }
+        Self::decimal(format!("{int}{frac}").parse().unwrap_or(0), scale)
+    }
+}
+
+impl fmt::Display for Fraction {
+    /// As a decimal fraction (`0.02` for `2%`), which parses back to the same fraction.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let unit = 10u64.pow(self.scale);
+        match (self.num / unit, self.num % unit) {
+            (int, 0) => write!(f, "{int}"),
+            // No trailing zeros: `decimal` took them off.
+            (int, frac) => write!(f, "{int}.{frac:0width$}", width = self.scale as usize),
+        }
+    }
+}
+
+impl std::str::FromStr for Fraction {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Fraction, String> {
+        Fraction::parse_text(s).ok_or_else(|| {
+            format!(
+                "min-total needs a fraction from 0 to 1 like 0.01, or a percentage like 1%, with at most {} decimals, not `{s}`",
+                Fraction::MAX_DECIMALS
+            )
+        })
+    }
 }
 
 /// What a transform found.
@@ -225,8 +302,10 @@ impl Rebuild {
                 self.b.add_to_stack(ns, &row)?;
             }
         }
+        let mut profile = self.b.finish();
+        profile.drop_stacks_without_samples();
         Ok((
-            self.b.finish(),
+            profile,
             Applied {
                 matched,
                 samples_removed: removed,
@@ -334,18 +413,13 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
             }
         }
         Transform::MinTotal(fraction) => {
-            if !(0.0..=1.0).contains(fraction) {
-                return Err(IrError::Invalid(format!(
-                    "min total must be a fraction between 0 and 1, not {fraction}"
-                )));
-            }
             let tree = CallTree::build(p)?;
             let Some(col) = p.default_weight() else {
                 return Err(IrError::Invalid(
                     "min total needs a weight value type".into(),
                 ));
             };
-            let threshold = *fraction * tree.grand_total(col) as f64;
+            let grand = tree.grand_total(col);
             let mut small = Vec::with_capacity(n);
             for s in 0..n {
                 let prefix = p.stack_prefix[s];
@@ -353,7 +427,7 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
                 // Roots stay: they have no parent to take their value.
                 let is_small = prefix != NONE
                     && (small[prefix as usize]
-                        || (tree.total_values[col][node] as f64) < threshold);
+                        || fraction.below(tree.total_values[col][node], grand));
                 small.push(is_small);
                 if is_small {
                     matched += 1;
@@ -682,23 +756,7 @@ impl std::str::FromStr for Transform {
                 }
                 Transform::MaxDepth(n)
             }
-            "min-total" => {
-                let a = need(arg)?.trim();
-                let (num, scale) = match a.strip_suffix('%') {
-                    Some(pct) => (pct, 0.01),
-                    None => (a, 1.0),
-                };
-                let f: f64 = num.trim().parse().map_err(|_| {
-                    format!("min-total needs a fraction like 0.01 or 1%, not `{a}`")
-                })?;
-                let f = f * scale;
-                if !(0.0..=1.0).contains(&f) {
-                    return Err(format!(
-                        "min-total must be between 0 and 1 (or 100%), not `{a}`"
-                    ));
-                }
-                Transform::MinTotal(f)
-            }
+            "min-total" => Transform::MinTotal(need(arg)?.trim().parse()?),
             other => return Err(format!("unknown transform `{other}` (known: {SPEC_HELP})")),
         };
         Ok(t)
@@ -895,6 +953,74 @@ mod tests {
         assert_eq!(figure(&run(&p, &["min-total:0.01"])), figure(&p));
     }
 
+    /// A transform leaves no node without samples at or below it: dropping a root's only
+    /// child drops the root too (as dropping the root itself does), and collapsing `a;b;a`
+    /// leaves no empty `b`. Such nodes showed as `total=0` and were matched by later
+    /// transforms.
+    #[test]
+    fn no_node_is_left_without_samples() {
+        let profile = |stacks: &[(&[&str], i64)]| {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("samples", "count", ValueKind::Weight);
+            for (names, v) in stacks {
+                b.add_stack(names, &[*v]).unwrap();
+            }
+            b.finish()
+        };
+        let p = profile(&[(&["f", "g"], 2)]);
+        let dropped = run(&p, &["drop:f;g"]);
+        assert_eq!(dropped.stacks.prefix.len(), 0);
+        assert_eq!(figure(&dropped), "");
+        let (_, applied) = apply(&dropped.view(), &"focus-func:f".parse().unwrap()).unwrap();
+        assert_eq!(
+            applied.matched, 0,
+            "nothing left for a later transform to match"
+        );
+        let p = profile(&[(&["f", "g"], 2), (&["f", "h"], 3)]);
+        assert_eq!(figure(&run(&p, &["drop:f;g"])), "f:3,0\n  h:3,3\n");
+        let p = profile(&[(&["a", "b", "a"], 1)]);
+        assert_eq!(figure(&run(&p, &["collapse-rec"])), "a:1,1\n");
+        // Stacks of the input that have no samples go too, with the ids of the others in
+        // their order.
+        let mut q = profile(&[(&["a", "b"], 1), (&["c"], 2), (&["a"], 3)]);
+        assert_eq!(q.samples.stack, [1, 2, 0]);
+        q.samples.stack.remove(0);
+        q.samples.values[0].remove(0);
+        assert_eq!(q.drop_stacks_without_samples(), 1);
+        assert_eq!(q.stacks.prefix, [NONE, NONE]);
+        assert_eq!(q.samples.stack, [1, 0]);
+        assert_eq!(figure(&q), "a:3,3\nc:2,2\n");
+    }
+
+    /// The threshold is exact: a node whose total is exactly X × the grand total stays (as
+    /// floating point, 70% of 10 is 7.000000000000001, and a node of 7 was merged), and one a
+    /// unit below it goes, however large the totals.
+    #[test]
+    fn min_total_compares_exactly() {
+        let profile = |stacks: &[(&[&str], i64)]| {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("samples", "count", ValueKind::Weight);
+            for (names, v) in stacks {
+                b.add_stack(names, &[*v]).unwrap();
+            }
+            b.finish()
+        };
+        let p = profile(&[(&["a", "b"], 7), (&["a"], 3)]);
+        for spec in ["min-total:70%", "min-total:0.7", "min-total:.70"] {
+            assert_eq!(figure(&run(&p, &[spec])), "a:10,3\n  b:7,7\n", "{spec}");
+        }
+        assert_eq!(figure(&run(&p, &["min-total:70.1%"])), "a:10,10\n");
+        let p = profile(&[(&["a", "b"], 7), (&["a"], 93)]);
+        assert_eq!(figure(&run(&p, &["min-total:0.07"])), "a:100,93\n  b:7,7\n");
+        // 2^53: as f64, 2^53 + 1 rounds to 2^53 and `b` was not below the whole.
+        let big = 1i64 << 53;
+        let p = profile(&[(&["a", "b"], big), (&["a"], 1)]);
+        assert_eq!(
+            figure(&run(&p, &["min-total:1"])),
+            format!("a:{},{}\n", big + 1, big + 1)
+        );
+    }
+
     #[test]
     fn specs_parse_print_and_escape() {
         for spec in [
@@ -919,8 +1045,24 @@ mod tests {
         );
         assert_eq!(
             "min-total:1%".parse::<Transform>().unwrap(),
-            Transform::MinTotal(0.01)
+            Transform::MinTotal(Fraction::decimal(1, 2).unwrap())
         );
+        // One value, one form: what prints parses back to it.
+        for (spec, printed) in [
+            ("min-total:70%", "min-total:0.7"),
+            ("min-total:0.500", "min-total:0.5"),
+            ("min-total:100%", "min-total:1"),
+            ("min-total:0%", "min-total:0"),
+            ("min-total: 1% ", "min-total:0.01"),
+            (
+                "min-total:0.000000000000000001",
+                "min-total:0.000000000000000001",
+            ),
+        ] {
+            let t: Transform = spec.parse().unwrap();
+            assert_eq!(t.to_string(), printed, "{spec}");
+            assert_eq!(printed.parse::<Transform>().unwrap(), t);
+        }
         for bad in [
             "fold:A",
             "merge",
@@ -929,6 +1071,12 @@ mod tests {
             "max-depth:0",
             "max-depth:x",
             "min-total:2",
+            "min-total:101%",
+            "min-total:1e-2",
+            "min-total:-0",
+            "min-total:.",
+            "min-total:5 %",
+            "min-total:0.0000000000000000001",
             "invert:1",
             "merge-func:a;b",
             "drop:a\\q",

@@ -4,7 +4,7 @@
 use profconv_conformance::{TreeTextConfig, profile_tree_text};
 use profconv_folded::parse_folded;
 use profconv_ir::transform::apply;
-use profconv_ir::{CallTree, Profile, Transform, TreeOrder, TreeTextOptions};
+use profconv_ir::{CallTree, Fraction, Profile, Transform, TreeOrder, TreeTextOptions};
 use profconv_plugin::{Context, Input};
 use std::path::Path;
 
@@ -78,7 +78,7 @@ fn every_transform_keeps_or_shrinks_the_total_as_it_must_on_perf_captures() {
             Transform::CollapseRecursion(None),
             Transform::Invert,
             Transform::MaxDepth(4),
-            Transform::MinTotal(0.01),
+            Transform::MinTotal(Fraction::decimal(1, 2).unwrap()),
         ];
         for t in &kept {
             assert_eq!(total(&run(&p, t)), before, "{rel}: {t} must keep the total");
@@ -125,7 +125,10 @@ fn transformed_trees_of_a_perf_capture() {
     s.bind(|| {
         let depth2 = run(&p, &Transform::MaxDepth(2));
         insta::assert_snapshot!("transforms__gzip_max_depth_2", tree(&depth2));
-        let inverted = run(&run(&p, &Transform::MinTotal(0.02)), &Transform::Invert);
+        let inverted = run(
+            &run(&p, &Transform::MinTotal(Fraction::decimal(2, 2).unwrap())),
+            &Transform::Invert,
+        );
         insta::assert_snapshot!(
             "transforms__gzip_min_total_2pct_then_invert",
             tree(&inverted)

@@ -3,7 +3,7 @@
 
 use profconv_conformance::{TreeTextConfig, profile_tree_text, tree_text, tree_text_with};
 use profconv_folded::Folded;
-use profconv_ir::{Transform, TreeOrder, TreeTextOptions};
+use profconv_ir::{Fraction, Transform, TreeOrder, TreeTextOptions};
 use profconv_plugin::{Context, Format, Input, Options};
 
 /// Stands in for the profiler under test: it would run a workload and return what it wrote.
@@ -28,7 +28,10 @@ fn top_of_the_tree_only() {
     // Keep snapshots small and stable: two levels, nodes under 5% of the total folded into
     // their parent, siblings by name.
     let config = TreeTextConfig {
-        transforms: vec![Transform::MaxDepth(2), Transform::MinTotal(0.05)],
+        transforms: vec![
+            Transform::MaxDepth(2),
+            Transform::MinTotal(Fraction::decimal(5, 2).unwrap()),
+        ],
         tree: TreeTextOptions {
             order: TreeOrder::Name,
             ..Default::default()
