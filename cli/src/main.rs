@@ -338,8 +338,12 @@ const MAX_WHOLE_STREAM: u64 = 1 << 30;
 /// `(key, value)` option pairs for one format.
 type OptionList = Vec<(String, Option<String>)>;
 
-/// `-O KEY[=VALUE]` pairs, each routed to the formats that declare the key.
-fn split_options(raw: &[String], formats: &[&FormatHandle]) -> Result<Vec<OptionList>, Failure> {
+/// `-O KEY[=VALUE]` pairs, each routed to the formats that declare the key for what they do
+/// here: `formats` pairs each format with `true` where it reads, `false` where it writes.
+fn split_options(
+    raw: &[String],
+    formats: &[(&FormatHandle, bool)],
+) -> Result<Vec<OptionList>, Failure> {
     let mut per_format = vec![Vec::new(); formats.len()];
     for item in raw {
         let (key, value) = match item.split_once('=') {
@@ -347,34 +351,58 @@ fn split_options(raw: &[String], formats: &[&FormatHandle]) -> Result<Vec<Option
             None => (item.trim(), None),
         };
         let mut used = false;
-        for (i, f) in formats.iter().enumerate() {
+        // A format that declares the key for the other phase only (`-O max-nodes`, a
+        // callgrind reader's option, when writing callgrind).
+        let mut elsewhere = None;
+        for (i, &(f, parse)) in formats.iter().enumerate() {
             let Some(decl) = f.options.iter().find(|o| o.key == key) else {
                 continue;
             };
+            if !decl.applies(parse) {
+                elsewhere.get_or_insert((f, parse));
+                continue;
+            }
             check_option_value(f, decl, value.as_deref())?;
             per_format[i].push((key.to_string(), value.clone()));
             used = true;
         }
+        if !used && let Some((f, parse)) = elsewhere {
+            let (applies, here) = match parse {
+                true => ("writes", "reads"),
+                false => ("reads", "writes"),
+            };
+            return Err(Failure::Usage(format!(
+                "option '{key}' applies when format '{}' {applies} a profile; here it {here} one",
+                f.id
+            )));
+        }
         if !used {
-            let mut known: Vec<String> = formats
+            // `diff` reads two inputs, often of one format, and a format may also write: each
+            // format is listed once, in order, with the keys that apply to what it does here.
+            let mut ids: Vec<&str> = Vec::new();
+            for (f, _) in formats {
+                if !ids.contains(&f.id.as_str()) {
+                    ids.push(&f.id);
+                }
+            }
+            let known: Vec<String> = ids
                 .iter()
-                .map(|f| {
-                    let keys: Vec<&str> = f.options.iter().map(|o| o.key.as_str()).collect();
-                    format!(
-                        "{}: {}",
-                        f.id,
-                        if keys.is_empty() {
-                            "none".into()
-                        } else {
-                            keys.join(", ")
-                        }
-                    )
+                .map(|&id| {
+                    let roles: Vec<_> = formats.iter().filter(|(f, _)| f.id == id).collect();
+                    let keys: Vec<&str> = roles[0]
+                        .0
+                        .options
+                        .iter()
+                        .filter(|o| roles.iter().any(|&&(_, parse)| o.applies(parse)))
+                        .map(|o| o.key.as_str())
+                        .collect();
+                    let keys = match keys.is_empty() {
+                        true => "none".to_string(),
+                        false => keys.join(", "),
+                    };
+                    format!("{id}: {keys}")
                 })
                 .collect();
-            // `diff` reads two inputs, often of one format, and a format may also write:
-            // each is listed once, in order.
-            let mut listed = std::collections::BTreeSet::new();
-            known.retain(|k| listed.insert(k.clone()));
             return Err(Failure::Usage(format!(
                 "unknown option '{key}' (known options: {})",
                 known.join("; ")
@@ -406,14 +434,20 @@ fn check_option_value(
             ) {
                 Ok(())
             } else {
-                Err(bad("no value (or true/false)"))
+                Err(bad(
+                    "no value (or one of true, false, 1, 0, yes, no, on, off)",
+                ))
             }
         }
         (_, None) => Err(bad("a value (KEY=VALUE)")),
         (option_kind::INTEGER, Some(v)) => {
             v.parse::<i64>().map(|_| ()).map_err(|_| bad("an integer"))
         }
-        (option_kind::NUMBER, Some(v)) => v.parse::<f64>().map(|_| ()).map_err(|_| bad("a number")),
+        // `nan`, `inf` and `1e400` (infinite) parse as f64 but are no setting's value.
+        (option_kind::NUMBER, Some(v)) => match v.parse::<f64>() {
+            Ok(x) if x.is_finite() => Ok(()),
+            _ => Err(bad("a finite number")),
+        },
         _ => Ok(()),
     }
 }
@@ -754,7 +788,7 @@ fn convert(registry: &Registry, args: &ConvertArgs, run: Run) -> Result<(), Fail
     let emitter = choose_emitter(registry, args.to.as_deref(), &out_path)?;
     check_not_an_input(&out_path, &[&args.input.input])?;
     let (input, parser) = open_input(registry, &args.input, run.quiet)?;
-    let opts = split_options(&args.input.options, &[parser, emitter])?;
+    let opts = split_options(&args.input.options, &[(parser, true), (emitter, false)])?;
     let (name, profile) = parse(input, parser, &opts[0], run)?;
     let transformed = apply_transforms(&profile.view(), &args.input.transforms, &name, run.quiet)?;
     let view = transformed
@@ -813,7 +847,14 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
     };
     let (before_in, before_parser) = open(&args.before)?;
     let (after_in, after_parser) = open(&args.after)?;
-    let opts = split_options(&args.options, &[before_parser, after_parser, emitter])?;
+    let opts = split_options(
+        &args.options,
+        &[
+            (before_parser, true),
+            (after_parser, true),
+            (emitter, false),
+        ],
+    )?;
     let (before_name, before) = parse(before_in, before_parser, &opts[0], run)?;
     let (after_name, after) = parse(after_in, after_parser, &opts[1], run)?;
     let before_t = apply_transforms(&before.view(), &args.transforms, &before_name, run.quiet)?;
@@ -831,7 +872,7 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
 
 fn tree(registry: &Registry, args: &TreeArgs, run: Run) -> Result<(), Failure> {
     let (input, parser) = open_input(registry, &args.input, run.quiet)?;
-    let opts = split_options(&args.input.options, &[parser])?;
+    let opts = split_options(&args.input.options, &[(parser, true)])?;
     let (name, profile) = parse(input, parser, &opts[0], run)?;
     let transformed = apply_transforms(&profile.view(), &args.input.transforms, &name, run.quiet)?;
     let view = transformed
@@ -936,8 +977,16 @@ fn list_formats(registry: &Registry, defaults_searched: bool) -> Result<(), Fail
                 } else {
                     format!(" (default {})", o.default)
                 };
+                // Where it applies (ABI 1.4), as the help of older plugins wrote it.
+                let phase = match (o.applies(true), o.applies(false)) {
+                    (true, false) => "parse: ",
+                    (false, true) => "emit: ",
+                    _ => "",
+                };
+                // Not twice, where the help says it already.
+                let phase = if o.help.starts_with(phase) { "" } else { phase };
                 out.push_str(&format!(
-                    "    -O {}{}: {}{}\n",
+                    "    -O {}{}: {phase}{}{}\n",
                     o.key,
                     if o.kind == option_kind::FLAG {
                         String::new()

@@ -119,6 +119,107 @@ fn bad_input_names_file_and_line_and_leaves_no_output() {
     assert!(!missing.exists());
 }
 
+/// An option a format declares for reading only (or writing only) is refused where the format
+/// does the other: `-O max-nodes` when writing callgrind would do nothing. The same option
+/// reading callgrind applies, and the listing of known options names only what applies.
+#[test]
+fn an_option_for_the_other_phase_of_a_format_is_a_usage_error() {
+    let d = tmp();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let grind = d.path().join("seed.callgrind");
+    let convert = |args: &[&str]| {
+        let mut all = vec!["convert"];
+        all.extend_from_slice(args);
+        run(&all)
+    };
+    let out = convert(&[
+        input.to_str().unwrap(),
+        "-o",
+        grind.to_str().unwrap(),
+        "-O",
+        "max-nodes=5",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(
+            "option 'max-nodes' applies when format 'callgrind' reads a profile; here it writes one"
+        ),
+        "{err}"
+    );
+    assert!(!grind.exists());
+    let out = convert(&[
+        input.to_str().unwrap(),
+        "--to",
+        "folded",
+        "-O",
+        "per-thread",
+        "-O",
+        "skip-bad-lines",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = convert(&[input.to_str().unwrap(), "-o", grind.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let svg = d.path().join("seed.svg");
+    let out = convert(&[
+        grind.to_str().unwrap(),
+        "-o",
+        svg.to_str().unwrap(),
+        "-O",
+        "max-nodes=1000",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // `per-thread` writes folded stacks; the flame graph does not declare it.
+    let out = convert(&[
+        input.to_str().unwrap(),
+        "-o",
+        svg.to_str().unwrap(),
+        "-O",
+        "per-thread",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(
+            "option 'per-thread' applies when format 'folded' writes a profile; here it reads one"
+        ),
+        "{err}"
+    );
+    let out = convert(&[
+        grind.to_str().unwrap(),
+        "-o",
+        svg.to_str().unwrap(),
+        "-O",
+        "nope",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("(known options: callgrind: max-depth, max-nodes; flamegraph: "),
+        "only the reader's options of callgrind are listed: {err}"
+    );
+    // The host's own checks of a value: a number must be finite; a flag's values are listed.
+    for (opt, want) in [
+        ("fontsize=nan", "takes a finite number, got 'nan'"),
+        ("fontsize=1e400", "takes a finite number, got '1e400'"),
+        (
+            "inverted=maybe",
+            "one of true, false, 1, 0, yes, no, on, off",
+        ),
+    ] {
+        let out = convert(&[
+            input.to_str().unwrap(),
+            "-o",
+            svg.to_str().unwrap(),
+            "-O",
+            opt,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{opt}");
+        let err = text(&out.stderr);
+        assert!(err.contains(want), "{opt}: {err}");
+    }
+}
+
 #[test]
 fn usage_errors_list_what_is_known() {
     let d = tmp();

@@ -66,7 +66,7 @@ fn abi_layout_is_deliberate() {
         OptionDesc {
             key,
             kind,
-            reserved,
+            phases,
             default,
             help
         }

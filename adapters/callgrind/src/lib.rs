@@ -60,18 +60,21 @@ impl Format for Callgrind {
         OptionDesc::string(
             "value",
             "",
-            "emit: write only this weight column as the event (default: every weight column)",
-        ),
+            "write only this weight column as the event (default: every weight column)",
+        )
+        .emit_only(),
         OptionDesc::integer(
             "max-depth",
             "1000",
-            "parse: deepest call-tree node reconstructed from the call graph",
-        ),
+            "deepest call-tree node reconstructed from the call graph",
+        )
+        .parse_only(),
         OptionDesc::integer(
             "max-nodes",
             "1000000",
-            "parse: most call-tree nodes reconstructed from the call graph",
-        ),
+            "most call-tree nodes reconstructed from the call graph",
+        )
+        .parse_only(),
     ];
     const CAN_PARSE: bool = true;
     const CAN_EMIT: bool = true;

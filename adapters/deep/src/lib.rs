@@ -40,12 +40,12 @@ impl Format for Deep {
         OptionDesc::string(
             "names",
             "short",
-            "parse: procedure names, `short` (module.name/arity, then -MODE when the mode is not 0) or `mdprof` (module.name/arity+1-MODE, +1 for functions only)",
-        ),
+            "procedure names, `short` (module.name/arity, then -MODE when the mode is not 0) or `mdprof` (module.name/arity+1-MODE, +1 for functions only)",
+        ).parse_only(),
         OptionDesc::flag(
             "call-sites",
-            "parse: one call node per proc-dynamic: a procedure a caller reaches from several call sites is named with its call site `[file:line goal]`",
-        ),
+            "one call node per proc-dynamic: a procedure a caller reaches from several call sites is named with its call site `[file:line goal]`",
+        ).parse_only(),
     ];
     const CAN_PARSE: bool = true;
     const CAN_SNIFF: bool = true;

@@ -39,8 +39,9 @@ impl Format for Firefox {
     const OPTIONS: &'static [OptionDesc] = &[OptionDesc::string(
         "value",
         "",
-        "emit: the value type used as the sample weight (default: the first weight)",
-    )];
+        "the value type used as the sample weight (default: the first weight)",
+    )
+    .emit_only()];
     const CAN_EMIT: bool = true;
 
     fn emit(
@@ -68,13 +69,13 @@ impl Format for Speedscope {
         OptionDesc::string(
             "value",
             "",
-            "emit: the value type used as the weight (default: the first weight)",
-        ),
+            "the value type used as the weight (default: the first weight)",
+        ).emit_only(),
         OptionDesc::integer(
             "max-size",
             profconv_plugin::MAX_OUTPUT_SIZE_TEXT,
-            "emit: the most bytes the sampled profiles' stacks may take (0: no bound); each sample holds its whole stack, so deep recursion can make terabytes",
-        ),
+            "the most bytes the sampled profiles' stacks may take (0: no bound); each sample holds its whole stack, so deep recursion can make terabytes",
+        ).emit_only(),
     ];
     const CAN_EMIT: bool = true;
 

@@ -37,31 +37,31 @@ impl Format for Folded {
     const OPTIONS: &'static [OptionDesc] = &[
         OptionDesc::flag(
             "skip-bad-lines",
-            "parse: skip lines without a valid count, with a warning, instead of failing",
-        ),
+            "skip lines without a valid count, with a warning, instead of failing",
+        ).parse_only(),
         OptionDesc::integer(
             "piece-size",
             "8388608",
-            "parse: bytes of input per piece when parsing on several threads (--threads)",
-        ),
+            "bytes of input per piece when parsing on several threads (--threads)",
+        ).parse_only(),
         OptionDesc::string(
             "value",
             "",
-            "emit: the value type to write as the count (default: the first weight; both counts, `STACK BEFORE AFTER`, for a differential profile)",
-        ),
+            "the value type to write as the count (default: the first weight; both counts, `STACK BEFORE AFTER`, for a differential profile)",
+        ).emit_only(),
         OptionDesc::flag(
             "flamechart",
-            "emit: time order, nothing merged: one line per call (traces) or per sample run",
-        ),
+            "time order, nothing merged: one line per call (traces) or per sample run",
+        ).emit_only(),
         OptionDesc::flag(
             "per-thread",
-            "emit: one merged block per thread (kernel run, process), in thread order",
-        ),
+            "one merged block per thread (kernel run, process), in thread order",
+        ).emit_only(),
         OptionDesc::integer(
             "max-size",
             profconv_plugin::MAX_OUTPUT_SIZE_TEXT,
-            "emit: the most bytes to write (0: no bound); each line holds its whole stack, so deep recursion can make terabytes",
-        ),
+            "the most bytes to write (0: no bound); each line holds its whole stack, so deep recursion can make terabytes",
+        ).emit_only(),
     ];
     const CAN_PARSE: bool = true;
     const CAN_EMIT: bool = true;

@@ -225,21 +225,21 @@ impl Format for Pvm {
     const OPTIONS: &'static [OptionDesc] = &[
         OptionDesc::flag(
             "aggregate",
-            "parse: sum ticks per stack instead of keeping time order: memory grows with distinct stacks, not events (no flame chart)",
-        ),
+            "sum ticks per stack instead of keeping time order: memory grows with distinct stacks, not events (no flame chart)",
+        ).parse_only(),
         OptionDesc::flag(
             "debugger-compat",
-            "parse: leave out kernel runs the Octez debugger reports as inconsistent (a trap, calls left open), as its own output does",
-        ),
+            "leave out kernel runs the Octez debugger reports as inconsistent (a trap, calls left open), as its own output does",
+        ).parse_only(),
         OptionDesc::flag(
             "strict",
-            "parse: the pvmtrace warnings (tick going backwards, wrong end, name defined twice, calls left open, partial time) are errors",
-        ),
+            "the pvmtrace warnings (tick going backwards, wrong end, name defined twice, calls left open, partial time) are errors",
+        ).parse_only(),
         OptionDesc::string(
             "variant",
             "auto",
-            "parse: auto, pvmtrace, flamechart, collapsed or folded (debugger outputs are detected by default)",
-        ),
+            "auto, pvmtrace, flamechart, collapsed or folded (debugger outputs are detected by default)",
+        ).parse_only(),
     ];
     const CAN_PARSE: bool = true;
     const CAN_SNIFF: bool = true;

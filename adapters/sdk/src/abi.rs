@@ -26,7 +26,9 @@ pub const ABI_MAJOR: u32 = 1;
 /// 1.3: [`HostCallbacks::release_input`] (appended): a parser says which bytes of a whole input
 /// it is done with, so a host that mapped the file can drop them from memory; the capability
 /// [`caps::RELEASES_WHOLE_INPUT`] says a streaming parser does so.
-pub const ABI_MINOR: u32 = 3;
+/// 1.4: [`OptionDesc::phases`] (was a reserved zero): an option that applies only when the
+/// format reads, or only when it writes ([`option_phase`]).
+pub const ABI_MINOR: u32 = 4;
 /// Name of the one symbol a plugin library exports.
 pub const ENTRY_SYMBOL: &str = "profconv_plugin_entry";
 
@@ -219,6 +221,16 @@ pub mod option_kind {
     pub const NUMBER: u32 = 3;
 }
 
+/// When an option applies (ABI 1.4; a reserved zero before, which is [`option_phase::ANY`]).
+pub mod option_phase {
+    /// Whenever the format is used: the behaviour of plugins built before ABI 1.4.
+    pub const ANY: u32 = 0;
+    /// Only when the format reads (parse): the host refuses it for a format that writes.
+    pub const PARSE: u32 = 1;
+    /// Only when the format writes (emit): the host refuses it for a format that reads.
+    pub const EMIT: u32 = 2;
+}
+
 /// An option a format declares (`-O KEY[=VALUE]`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -227,8 +239,9 @@ pub struct OptionDesc {
     pub key: StrRef,
     /// One of [`option_kind`].
     pub kind: u32,
-    /// Reserved, zero.
-    pub reserved: u32,
+    /// ABI 1.4: when it applies, one of [`option_phase`] (zero, [`option_phase::ANY`], in
+    /// plugins built for 1.0–1.3, where this was a reserved zero).
+    pub phases: u32,
     /// Default value as text (empty if none).
     pub default: StrRef,
     /// One-line help.
@@ -243,7 +256,7 @@ impl OptionDesc {
         OptionDesc {
             key: StrRef::from_static(key),
             kind,
-            reserved: 0,
+            phases: option_phase::ANY,
             default: StrRef::from_static(default),
             help: StrRef::from_static(help),
         }
@@ -263,6 +276,17 @@ impl OptionDesc {
     /// A number option.
     pub const fn number(key: &'static str, default: &'static str, help: &'static str) -> Self {
         Self::new(key, option_kind::NUMBER, default, help)
+    }
+    /// The same option, applying only when the format reads: the host refuses it (a usage
+    /// error) where the format writes, instead of passing an option that would do nothing.
+    pub const fn parse_only(mut self) -> Self {
+        self.phases = option_phase::PARSE;
+        self
+    }
+    /// The same option, applying only when the format writes.
+    pub const fn emit_only(mut self) -> Self {
+        self.phases = option_phase::EMIT;
+        self
     }
 }
 

@@ -85,8 +85,20 @@ impl fmt::Display for LoadError {
                 f,
                 "plugin '{}' {} at {} was built with profconv-plugin SDK {} (plugin ABI {}.{}); \
                  this profconv supports plugin ABI {ABI_MAJOR}.x (up to {ABI_MAJOR}.{ABI_MINOR}) \
-                 — rebuild the plugin against a compatible SDK",
-                i.name, i.version, i.origin, i.sdk_version, i.abi_major, i.abi_minor
+                 — {}",
+                i.name,
+                i.version,
+                i.origin,
+                i.sdk_version,
+                i.abi_major,
+                i.abi_minor,
+                // A plugin of a later major needs a later profconv, not a rebuild.
+                match i.abi_major > ABI_MAJOR {
+                    true =>
+                        "it needs a newer profconv: upgrade profconv, or rebuild the plugin \
+                             against this profconv's SDK",
+                    false => "rebuild the plugin against a compatible SDK",
+                }
             ),
             LoadError::Malformed(o, m) => write!(f, "plugin at {o} is malformed: {m}"),
         }
@@ -106,9 +118,21 @@ pub struct OptionInfo {
     pub default: String,
     /// Help.
     pub help: String,
+    /// When it applies: one of [`abi::option_phase`] (any other value reads as
+    /// [`abi::option_phase::ANY`]).
+    pub phases: u32,
 }
 
 impl OptionInfo {
+    /// Whether the option applies where its format reads (`parse` true) or writes.
+    pub fn applies(&self, parse: bool) -> bool {
+        match self.phases {
+            abi::option_phase::PARSE => parse,
+            abi::option_phase::EMIT => !parse,
+            _ => true,
+        }
+    }
+
     /// The kind as a word (`flag`, `string`, `integer`, `number`).
     pub fn kind_name(&self) -> &'static str {
         match self.kind {
@@ -351,6 +375,7 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
                         kind: o.kind,
                         default: o.default.to_string_lossy(),
                         help: o.help.to_string_lossy(),
+                        phases: o.phases,
                     })
                     .collect(),
             }
@@ -1174,7 +1199,17 @@ mod tests {
         }
     }
 
-    static FORMATS: [FormatDesc11; 2] = [format("a", sniff_a), format("b", sniff_b)];
+    /// An option as a plugin before ABI 1.4 declares it: its `phases` word was a reserved zero.
+    static OPTIONS_1_1: [OptionDesc; 1] = [OptionDesc::flag("x", "an option of ABI 1.1")];
+
+    static FORMATS: [FormatDesc11; 2] = [
+        FormatDesc11 {
+            options: &OPTIONS_1_1 as *const [OptionDesc; 1] as *const OptionDesc,
+            n_options: 1,
+            ..format("a", sniff_a)
+        },
+        format("b", sniff_b),
+    ];
 
     static DESCRIPTOR: Descriptor11 = Descriptor11 {
         header: PluginHeader {
@@ -1193,6 +1228,39 @@ mod tests {
 
     extern "C" fn entry_1_1(_: *const HostInfo) -> *const PluginHeader {
         &DESCRIPTOR.header
+    }
+
+    /// A header of a later major than this host's (only the header is read).
+    static LATER_MAJOR: PluginHeader = PluginHeader {
+        magic: MAGIC,
+        abi_major: ABI_MAJOR + 1,
+        abi_minor: 0,
+        descriptor_size: size_of::<Descriptor11>() as u32,
+        panic_unwind: 1,
+        plugin_name: StrRef::from_static("future"),
+        plugin_version: StrRef::from_static("9.0.0"),
+        sdk_version: StrRef::from_static("7.0.0"),
+    };
+
+    extern "C" fn entry_later_major(_: *const HostInfo) -> *const PluginHeader {
+        &LATER_MAJOR
+    }
+
+    /// A plugin of a later major is refused with advice to upgrade profconv (a rebuild against
+    /// this host's SDK is the other way); an older one, with advice to rebuild it.
+    #[test]
+    fn a_plugin_of_a_later_major_asks_for_a_newer_profconv() {
+        let err = load_static(entry_later_major, "future").err().unwrap();
+        assert!(matches!(err, LoadError::AbiMismatch(_)), "{err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains(&format!("plugin ABI {}.0", ABI_MAJOR + 1)),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("it needs a newer profconv: upgrade profconv"),
+            "{msg}"
+        );
     }
 
     /// Resident KiB of the mapping that starts at `start`, from `/proc/self/smaps`.
@@ -1231,8 +1299,9 @@ mod tests {
     }
 
     /// A plugin built for ABI 1.1 (96-byte format descriptors) loads in this host: the formats
-    /// are found at its stride, the field 1.2 appended reads as absent, and sniffing goes
-    /// through the 1.0 entry.
+    /// are found at its stride, the field 1.2 appended reads as absent, sniffing goes through
+    /// the 1.0 entry, and its options (whose `phases` word was reserved, zero) apply both where
+    /// the format reads and where it writes.
     #[test]
     fn a_plugin_of_abi_1_1_loads_and_sniffs() {
         assert_eq!(size_of::<FormatDesc11>(), min_size::FORMAT_DESC);
@@ -1247,5 +1316,8 @@ mod tests {
         );
         let scores: Vec<_> = plugin.formats.iter().map(|f| f.sniff(b"x")).collect();
         assert_eq!(scores, [Ok(70), Ok(30)]);
+        let option = &plugin.formats[0].options[0];
+        assert_eq!((option.key.as_str(), option.phases), ("x", 0));
+        assert!(option.applies(true) && option.applies(false));
     }
 }

@@ -104,7 +104,7 @@ macro_rules! __export_plugin_with_abi {
         pub extern "C" fn profconv_plugin_entry(
             _host: *const $crate::abi::HostInfo,
         ) -> *const $crate::abi::PluginHeader {
-            $crate::__install_quiet_panic_hook();
+            $crate::__install_quiet_panic_hook($name);
             &__PROFCONV_PLUGIN_DESCRIPTOR.header
         }
     };

@@ -822,15 +822,29 @@ pub const fn format_desc<F: Format>() -> FormatDesc {
 }
 
 /// Installs, once, a panic hook in the plugin's own std that stays quiet unless
-/// `PROFCONV_PLUGIN_DEBUG` is set: the host reports the panic as an error instead.
+/// `PROFCONV_PLUGIN_DEBUG` is set: the host reports the panic as an error instead. In a plugin
+/// built with `panic = "abort"` nothing reports it (the process ends at once), so the hook says
+/// which plugin panicked and why.
 #[doc(hidden)]
-pub fn install_quiet_panic_hook() {
+pub fn install_quiet_panic_hook(plugin: &'static str) {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let default = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             if std::env::var_os("PROFCONV_PLUGIN_DEBUG").is_some() {
                 default(info);
+            } else if cfg!(panic = "abort") {
+                let message = panic_message(info.payload());
+                let at = info
+                    .location()
+                    .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    io::stderr(),
+                    "profconv: error: plugin '{plugin}' panicked{at}: {}; it was built with \
+                     panic = \"abort\", so profconv ends here (rebuild it with panic = \"unwind\")",
+                    crate::text::quote_input(message.as_bytes(), 2000)
+                );
             }
         }));
     });

@@ -21,8 +21,9 @@ impl Format for Nondeterministic {
     const CAN_EMIT: bool = true;
     const OPTIONS: &'static [OptionDesc] = &[OptionDesc::flag(
         "abort",
-        "emit: abort the process after the first line (test fixture)",
-    )];
+        "abort the process after the first line (test fixture)",
+    )
+    .emit_only()];
 
     fn emit(
         profile: &ProfileRef<'_>,
