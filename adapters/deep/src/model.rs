@@ -322,6 +322,37 @@ pub(crate) fn measures<'a>(i: &'a [u8], ms: &mut Measures) -> Result<&'a [u8], M
             *slot = v;
         }
     }
+    store_measures(mask, vals, ms)?;
+    Ok(i)
+}
+
+/// The measurements of a call-site-dynamic read before (so well formed), as [`measures`] gives
+/// them, without the grammar: `None` where a number is longer than nine bytes (then
+/// [`measures`] reads it). Decoding them again for the IR through the grammar took a tenth of
+/// a long run's profile's parse.
+#[inline]
+fn measures_again(i: &[u8], ms: &mut Measures) -> Option<()> {
+    let (mask, mut k) = quick_num(i, 0)?;
+    let mut vals = [0i64; 9];
+    let mut order = value_order(mask & KNOWN_MASK);
+    while order != 0 {
+        let j = order.trailing_zeros() as usize;
+        order &= order - 1;
+        let (v, next) = quick_num(i, k)?;
+        *vals.get_mut(j)? = v as i64;
+        k = next;
+    }
+    store_measures(mask, vals, ms).ok()
+}
+
+/// `vals` (in file order: calls, exits, fails, redos, excps, quanta, call seqs, allocs, words)
+/// into `ms`, with the calls derived when `mask` has none.
+#[inline(always)]
+fn store_measures<'a>(
+    mask: u64,
+    vals: [i64; 9],
+    ms: &mut Measures,
+) -> Result<(), MeasureError<'a>> {
     let [
         calls,
         exits,
@@ -353,7 +384,7 @@ pub(crate) fn measures<'a>(i: &'a [u8], ms: &mut Measures) -> Result<&'a [u8], M
             .and_then(|s| s.checked_sub(v[m::REDOS]))
             .ok_or(MeasureError::Overflow)?,
     };
-    Ok(i)
+    Ok(())
 }
 
 /// Adds the innermost context (what was being read) to an error: nom's `context`, inlined.
@@ -470,7 +501,7 @@ impl DeepFile<'_> {
             .filter(|c| c.offset != 0)
             .and_then(|c| self.data.get(c.offset as usize + 1..))
             .and_then(|i| skip_nums(i, 2)) // the id and the callee
-            .and_then(|i| measures(i, ms).ok());
+            .and_then(|i| measures_again(i, ms).or_else(|| measures(i, ms).ok().map(|_| ())));
         match decoded {
             Some(_) => Ok(()),
             None => Err(PluginError::internal(format!(
@@ -779,6 +810,25 @@ fn check_counts(
     Ok(())
 }
 
+/// A `num` of at most nine bytes (63 bits) at `body[at..]`, and where it ends; `None` for a
+/// longer one or one cut by the end (the general path's `num` reads and reports those).
+#[inline(always)]
+fn quick_num(body: &[u8], at: usize) -> Option<(u64, usize)> {
+    let first = *body.get(at)?;
+    if first < 0x80 {
+        return Some((first as u64, at + 1));
+    }
+    let mut v = (first & 0x7f) as u64;
+    let rest = body.get(at + 1..)?;
+    for (k, &b) in rest.iter().take(8).enumerate() {
+        v = (v << 7) | (b & 0x7f) as u64;
+        if b < 0x80 {
+            return Some((v, at + k + 2));
+        }
+    }
+    None
+}
+
 /// Byte offset of `rest` in `data` (a suffix of it).
 #[inline]
 fn offset_in(data: &[u8], rest: &[u8]) -> u64 {
@@ -1006,6 +1056,15 @@ impl<'a> Loader<'a> {
                 ));
             }
             let body = &i[1..];
+            let fast = match token {
+                TOKEN_PD => self.pd_fast(body, start),
+                TOKEN_CSD => self.csd_fast(body, start),
+                _ => None,
+            };
+            if let Some(rest) = fast {
+                i = rest;
+                continue;
+            }
             let (rest, id) = match field(num(body), "the record id (a variable-length number)") {
                 Ok(x) => x,
                 Err(e) => {
@@ -1071,6 +1130,142 @@ impl<'a> Loader<'a> {
         }
         *slot = start;
         Ok(id as u32)
+    }
+
+    /// A call-site-dynamic (token 2) whose fields are all as the common case has them (numbers
+    /// of at most 9 bytes, ids in range, no overflow), read without the grammar's bookkeeping;
+    /// `None`, with nothing changed, for any other, which the general path then reads and
+    /// reports on. The two paths store the same things. Call-site-dynamics and proc-dynamics
+    /// are 92 % of a long run's profile; read through the grammar they took 0.45 s per 100 MB.
+    #[inline]
+    fn csd_fast(&mut self, body: &'a [u8], start: u64) -> Option<&'a [u8]> {
+        let h = &self.f.header;
+        let (id, k) = quick_num(body, 0)?;
+        if id == 0 || id > h.n_csd as u64 || self.f.csd[id as usize].offset != 0 {
+            return None;
+        }
+        let (callee, k) = quick_num(body, k)?;
+        if callee == 0 || callee > h.n_pd as u64 {
+            return None;
+        }
+        let (mask, mut k) = quick_num(body, k)?;
+        if mask & !KNOWN_MASK != 0 {
+            return None;
+        }
+        // As `measures` orders them: calls, exits, fails, redos, excps, quanta, call seqs,
+        // allocs, words; nine bytes hold at most 63 bits, so each fits an `i64`.
+        let mut vals = [0i64; 9];
+        let mut order = value_order(mask);
+        while order != 0 {
+            let j = order.trailing_zeros() as usize;
+            order &= order - 1;
+            let (v, next) = quick_num(body, k)?;
+            *vals.get_mut(j)? = v as i64;
+            k = next;
+        }
+        // The derived calls must not overflow (`measures`' check).
+        let mut ms = Measures::default();
+        store_measures(mask, vals, &mut ms).ok()?;
+        let c = &mut self.f.csd[id as usize];
+        c.offset = start;
+        c.callee = callee as u32;
+        self.f.sum_quanta += ms.values[m::QUANTA] as i128;
+        self.f.sum_call_seqs += ms.values[m::CALL_SEQS] as i128;
+        Some(&body[k..])
+    }
+
+    /// A proc-dynamic (token 4) of the common shape (numbers of at most 9 bytes, one-byte
+    /// coverage counts, every id in range and listed once), read as [`Self::csd_fast`] reads
+    /// its records; `None`, with nothing changed, for any other.
+    #[inline]
+    fn pd_fast(&mut self, body: &'a [u8], start: u64) -> Option<&'a [u8]> {
+        let h = &self.f.header;
+        let (n_pd, n_ps, n_csd) = (h.n_pd, h.n_ps, h.n_csd);
+        let dynamic = h.coverage == Coverage::Dynamic;
+        let (id, k) = quick_num(body, 0)?;
+        if id == 0 || id > n_pd as u64 || self.f.pd[id as usize].offset != 0 {
+            return None;
+        }
+        let (ps, k) = quick_num(body, k)?;
+        if ps == 0 || ps > n_ps as u64 {
+            return None;
+        }
+        let (n_slots, mut k) = quick_num(body, k)?;
+        // Each slot takes two bytes at least (`length`'s check).
+        if n_slots.saturating_mul(2) > (body.len() - k) as u64 {
+            return None;
+        }
+        let mut n_coverage = 0;
+        if dynamic {
+            let (n, next) = quick_num(body, k)?;
+            let counts = body.get(next..next.checked_add(usize::try_from(n).ok()?)?)?;
+            if counts.iter().any(|&b| b >= 0x80) {
+                return None;
+            }
+            n_coverage = n as u32;
+            k = next + counts.len();
+        }
+        let slot_start = self.f.slot_kind.len();
+        let ref_start = self.f.refs.len();
+        let id = id as u32;
+        // Owners are set as the slots are read, and taken back if the record turns out not to
+        // be of the common shape (a second listing of one call-site-dynamic among them).
+        let undo = |f: &mut DeepFile<'a>| {
+            for &c in &f.refs[ref_start..] {
+                f.csd[c as usize].owner = 0;
+            }
+            f.refs.truncate(ref_start);
+            f.ref_slot.truncate(ref_start);
+            f.slot_kind.truncate(slot_start);
+        };
+        for slot in 0..n_slots as u32 {
+            let Some(&kind) = body.get(k).filter(|&&k| k <= kind::CALLBACK) else {
+                undo(&mut self.f);
+                return None;
+            };
+            k += 1;
+            self.f.slot_kind.push(kind);
+            loop {
+                if kind != kind::NORMAL && body.get(k) == Some(&0) {
+                    k += 1;
+                    break;
+                }
+                let Some((c, next)) = quick_num(body, k) else {
+                    undo(&mut self.f);
+                    return None;
+                };
+                k = next;
+                if kind == kind::NORMAL && c == 0 {
+                    break;
+                }
+                let owner = match (c, self.f.csd.get_mut(c as usize)) {
+                    (1.., Some(csd)) if c <= n_csd as u64 && csd.owner == 0 => &mut csd.owner,
+                    _ => {
+                        undo(&mut self.f);
+                        return None;
+                    }
+                };
+                *owner = id;
+                self.f.refs.push(c as u32);
+                self.f.ref_slot.push(slot);
+                if kind == kind::NORMAL {
+                    break;
+                }
+            }
+        }
+        if dynamic {
+            self.f.coverage_counts += n_coverage as u64;
+        }
+        let n_refs = (self.f.refs.len() - ref_start) as u32;
+        let p = &mut self.f.pd[id as usize];
+        p.offset = start;
+        p.ps = ps as u32;
+        p.slot_start = slot_start as u32;
+        p.n_slots = n_slots as u32;
+        p.ref_start = ref_start as u32;
+        p.n_refs = n_refs;
+        p.n_coverage = n_coverage;
+        Some(&body[k..])
     }
 
     /// A list length: each item needs at least `min_item` bytes of what remains.
@@ -1288,6 +1483,15 @@ impl<'a> Loader<'a> {
                 i = rest;
                 if k == kind::NORMAL && csd == 0 {
                     break;
+                }
+                if csd == 0 {
+                    // A list ends with a 00 byte; a 0 written in more bytes (`80 00`) is no id.
+                    return Err(Fail::Semantic(invalid(
+                        at,
+                        format!(
+                            "proc-dynamic {id}: slot {slot} lists call-site-dynamic 0, which does not exist (ids start at 1; the list's end is one 00 byte)"
+                        ),
+                    )));
                 }
                 if csd > n_csd as u64 {
                     return Err(Fail::Semantic(invalid(

@@ -4,15 +4,16 @@
 use super::*;
 use profconv_plugin::ir::CallTree;
 
-/// A Deep.data writer for tests: the primitives of spec §2.
+/// A Deep.data writer for tests: the primitives of spec §2. Numbers take at least `.1` bytes
+/// (leading `0x80` groups: the same value written longer), or as few as they need with 0.
 #[derive(Default)]
-struct Enc(Vec<u8>);
+struct Enc(Vec<u8>, usize);
 
 impl Enc {
     fn num(&mut self, v: u64) -> &mut Self {
         let mut groups = vec![(v & 0x7f) as u8];
         let mut v = v >> 7;
-        while v > 0 {
+        while v > 0 || groups.len() < self.1 {
             groups.push((v & 0x7f) as u8 | 0x80);
             v >>= 7;
         }
@@ -100,6 +101,11 @@ fn statics(e: &mut Enc, version: u32, site_kind: u8) {
 /// A chain root → f → f → … of `n` calls through a higher-order call site (each a new
 /// proc-dynamic, as recursion through a closure makes them): depth `n + 1`, quanta 1 per call.
 fn chain(n: u64) -> Vec<u8> {
+    chain_with_numbers_of(n, 0)
+}
+
+/// [`chain`] with every number of its dynamic records written in at least `bytes` bytes.
+fn chain_with_numbers_of(n: u64, bytes: usize) -> Vec<u8> {
     let mut e = header(&Hdr {
         version: 9,
         flags: 0x108,
@@ -107,6 +113,7 @@ fn chain(n: u64) -> Vec<u8> {
         quanta: n,
         call_seqs: n,
     });
+    e.1 = bytes;
     // PD 1 (runtime): one callback slot listing CSD 1.
     e.b(4).num(1).num(1).num(1).b(4).num(1).b(0);
     for k in 1..=n {
@@ -119,8 +126,40 @@ fn chain(n: u64) -> Vec<u8> {
         }
         e.b(0);
     }
+    e.1 = 0;
     statics(&mut e, 9, 2);
     e.0
+}
+
+/// Dynamic records whose numbers are all short are read by the loader's fast path, the others
+/// by the grammar; both store the same: a file with its numbers written in 9 bytes (the fast
+/// path's longest) and in 10 (the grammar's) gives the tree and the profile of the shortest
+/// writing.
+#[test]
+fn the_fast_path_and_the_grammar_read_records_alike() {
+    let folded = |bytes: &[u8]| {
+        let p = parse_deep(bytes, &DeepOptions::default(), &mut Context::silent()).unwrap();
+        let tree = CallTree::build(&p.view()).unwrap();
+        (0..tree.len())
+            .map(|n| {
+                format!(
+                    "{:?} {:?}",
+                    tree.func[n],
+                    tree.total_values.iter().map(|c| c[n]).collect::<Vec<_>>()
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let short = chain(30);
+    for bytes in [9, 10] {
+        let long = chain_with_numbers_of(30, bytes);
+        assert!(
+            long.len() > short.len() + 30 * 4,
+            "{bytes}-byte numbers were written"
+        );
+        assert_eq!(tree_text(&long), tree_text(&short), "{bytes}-byte numbers");
+        assert_eq!(folded(&long), folded(&short), "{bytes}-byte numbers");
+    }
 }
 
 /// `f` calls itself once through a normal call site: a recursion link (self-loop).
@@ -451,7 +490,7 @@ fn structural_errors() {
     // PD 2 (t.f/1): one higher-order slot, empty.
     let pd2 = [4, 2, 2, 1, 2, 0];
     assert!(tree_text(&small_file([1, 2, 2, 2], &pd2, &[])).contains("t.f/2 calls=0"));
-    let cases: [(&str, Vec<u8>); 5] = [
+    let cases: [(&str, Vec<u8>); 6] = [
         (
             "call-site-dynamic 2 is not listed in any proc-dynamic's slots",
             small_file([2, 2, 2, 2], &pd2, &[2, 2, 2, 0]),
@@ -471,6 +510,12 @@ fn structural_errors() {
         (
             "the header counts 2 proc-dynamic records, but proc-dynamic 2 is not in the file",
             small_file([1, 2, 2, 2], &[], &[]),
+        ),
+        (
+            // A 0 written in two bytes in a list: no id (it was taken for the dummy record 0,
+            // and the file was reported as having 13 of 12 proc-dynamics unreachable).
+            "proc-dynamic 2: slot 0 lists call-site-dynamic 0, which does not exist",
+            small_file([1, 2, 2, 2], &[4, 2, 2, 1, 2, 0x80, 0, 0], &[]),
         ),
     ];
     for (want, bytes) in cases {
