@@ -23,6 +23,9 @@ pub struct OpenInput {
     pub size_hint: Option<u64>,
     /// The file, when it is not compressed (it may then be mapped instead of read).
     file: Option<File>,
+    /// A gzip-compressed regular file (not stdin): its stream can be read on to its end to
+    /// check it ([`check_gzip_rest`]).
+    pub gzip_file: bool,
 }
 
 /// Buffer of the file's reader (see `OpenInput::open`).
@@ -54,6 +57,7 @@ impl OpenInput {
         let mut magic = Vec::with_capacity(2);
         (&mut raw).take(2).read_to_end(&mut magic)?;
         let chained = Cursor::new(magic.clone()).chain(raw);
+        let gzip_file = magic == [0x1f, 0x8b] && path != Path::new("-");
         let (mut reader, size_hint): (Box<dyn Read>, _) = if magic == [0x1f, 0x8b] {
             file = None;
             (
@@ -72,6 +76,7 @@ impl OpenInput {
             rest: reader,
             size_hint,
             file,
+            gzip_file,
         })
     }
 
@@ -559,6 +564,50 @@ fn open_descriptor(path: &Path) -> Option<u32> {
     None
 }
 
+/// Decompressed bytes [`check_gzip_rest`] reads at most.
+pub const GZIP_CHECK_BOUND: u64 = 64 << 20;
+
+/// Reads what is left of a gzip file's stream, up to [`GZIP_CHECK_BOUND`] decompressed bytes,
+/// and returns the error of a corrupt or truncated stream found there. A parser that failed on
+/// garbage a corrupt stream decompressed into reports that corruption instead, as the parallel
+/// reader (which reads ahead of the parsing) already did: the message is the same whatever the
+/// thread count. A stream good that far (or a gzip bomb) keeps the parser's error.
+pub fn check_gzip_rest(reader: &mut impl Read) -> Option<io::Error> {
+    let mut sink = io::sink();
+    match io::copy(&mut reader.take(GZIP_CHECK_BOUND), &mut sink) {
+        Err(e) if corrupt_gzip(&e).is_some() => Some(e),
+        _ => None,
+    }
+}
+
+/// Reads `r` to its end or to `cap` bytes, whichever comes first, into `out`, whose capacity
+/// never passes `cap` (`read_to_end` doubles it: a stream just past 1 GiB reserved 2 GiB, and
+/// under a 2 GB memory limit the bound's own message became "out of memory").
+pub fn read_bounded(r: &mut impl Read, cap: usize, out: &mut Vec<u8>) -> io::Result<()> {
+    let mut len = out.len();
+    loop {
+        if len == out.len() {
+            if len >= cap {
+                break;
+            }
+            let grow = len.max(1 << 16).min(cap - len);
+            out.reserve_exact(grow);
+            out.resize(len + grow, 0);
+        }
+        match r.read(&mut out[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                out.truncate(len);
+                return Err(e);
+            }
+        }
+    }
+    out.truncate(len);
+    Ok(())
+}
+
 /// True when writing failed because the reader went away (`| head`): exit quietly.
 pub fn is_broken_pipe(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::BrokenPipe
@@ -566,8 +615,27 @@ pub fn is_broken_pipe(e: &io::Error) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::GzipReader;
-    use std::io::{BufRead, Cursor, Read, Write};
+    use super::{GzipReader, read_bounded};
+    use std::io::{self, BufRead, Cursor, Read, Write};
+
+    /// A stream read whole up to a bound takes at most the bound in memory (the capacity is
+    /// exact), and stops there; a shorter one is read to its end.
+    #[test]
+    fn a_bounded_read_never_reserves_past_its_bound() {
+        let cap = (1 << 20) + 12_345;
+        let mut out = Vec::new();
+        read_bounded(&mut io::repeat(7).take(3 << 20), cap, &mut out).unwrap();
+        assert_eq!(out.len(), cap);
+        assert!(
+            out.capacity() <= cap,
+            "capacity {} past {cap}",
+            out.capacity()
+        );
+        assert!(out.iter().all(|&b| b == 7));
+        let mut out = Vec::new();
+        read_bounded(&mut Cursor::new(vec![1u8; 100_000]), cap, &mut out).unwrap();
+        assert_eq!(out, vec![1u8; 100_000]);
+    }
 
     /// A reader whose first `fill_buf` at `at` is interrupted (EINTR), as a signal can do.
     struct InterruptedOnce {

@@ -14,7 +14,7 @@ use profconv_plugin::Status;
 use profconv_plugin::abi::{log_level, option_kind};
 use profconv_plugin::host::{CallError, FormatHandle, ParseInput};
 use registry::Registry;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -509,6 +509,7 @@ fn parse(
         );
     }
     let (head_is_all, head) = (input.head.len() < io::HEAD, input.head.clone());
+    let gzip_file = input.gzip_file;
     let mut reader = input.into_reader();
     let mut read = Vec::new();
     if !streams && mapped.is_none() {
@@ -529,10 +530,8 @@ fn parse(
                 })?,
         };
         let limit = size_hint.unwrap_or(0).max(bound);
-        (&mut reader)
-            .take(limit.saturating_add(1))
-            .read_to_end(&mut read)
-            .map_err(|e| Failure::reading(&name, &e))?;
+        let cap = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX);
+        io::read_bounded(&mut reader, cap, &mut read).map_err(|e| Failure::reading(&name, &e))?;
         if read.len() as u64 > limit {
             return Err(Failure::Usage(format!(
                 "{name}: format '{}' reads its input whole, and this stream (stdin or gzip) is \
@@ -564,13 +563,25 @@ fn parse(
         threads: run.threads,
         release: mapped.is_some().then_some(&release as &dyn Fn(u64)),
     };
-    let profile = parser.parse(req, options, &mut log).map_err(|e| {
-        Failure::from_call(
-            e,
-            &name,
-            &format!("plugin '{}' reading '{}'", parser.plugin.name, parser.id),
-        )
-    })?;
+    let parsed = parser.parse(req, options, &mut log);
+    let profile = match parsed {
+        Ok(profile) => profile,
+        Err(e) => {
+            // A parser that read garbage from a corrupt gzip file (and failed on it before the
+            // stream's checksum) reports the corruption, as reading ahead on threads does.
+            if gzip_file
+                && e.io.is_none()
+                && let Some(corrupt) = io::check_gzip_rest(&mut reader)
+            {
+                return Err(Failure::reading(&name, &corrupt));
+            }
+            return Err(Failure::from_call(
+                e,
+                &name,
+                &format!("plugin '{}' reading '{}'", parser.plugin.name, parser.id),
+            ));
+        }
+    };
     check_totals(&profile.view(), &name)?;
     Ok((name, profile))
 }

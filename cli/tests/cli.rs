@@ -77,6 +77,44 @@ fn gzip_input_is_decompressed() {
     assert_eq!(text(&out.stdout), "");
 }
 
+/// A gzip file whose data is corrupt but still decompresses (its checksum, at the end, is
+/// wrong) is reported as corrupt gzip whatever the thread count: one thread used to fail first
+/// on the garbage (`expected a count` at some line), where the reader thread of two, reading
+/// ahead, found the checksum.
+#[test]
+fn a_corrupt_gzip_file_is_reported_as_such_whatever_the_thread_count() {
+    let d = tmp();
+    let stacks = "a;b 1\n".repeat(500_000);
+    // Stored blocks: the data is in the file as it is, so changing a byte changes the text.
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::none());
+    enc.write_all(stacks.as_bytes()).unwrap();
+    let mut gz = enc.finish().unwrap();
+    let at = 100_000
+        + gz[100_000..]
+            .windows(6)
+            .position(|w| w == b"a;b 1\n")
+            .unwrap();
+    gz[at + 4] = b'x';
+    let path = d.path().join("corrupt.folded.gz");
+    std::fs::write(&path, &gz).unwrap();
+    for threads in ["1", "2"] {
+        let out = run(&[
+            "-j",
+            threads,
+            "convert",
+            path.to_str().unwrap(),
+            "--to",
+            "folded",
+        ]);
+        assert_eq!(out.status.code(), Some(3), "-j {threads}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("corrupt or truncated gzip data") && !err.contains("expected a count"),
+            "-j {threads}: {err}"
+        );
+    }
+}
+
 #[test]
 fn bad_input_names_file_and_line_and_leaves_no_output() {
     let d = tmp();

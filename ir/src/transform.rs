@@ -101,7 +101,14 @@ impl Fraction {
         if scale > Self::MAX_DECIMALS || int.len() > 3 {
             return None;
         }
-        Self::decimal(format!("{int}{frac}").parse().unwrap_or(0), scale)
+        // Up to 21 digits: one that does not fit in 64 bits is far above 1 (an error).
+        let digits = format!("{int}{frac}");
+        let num = if digits.is_empty() {
+            0
+        } else {
+            digits.parse().ok()?
+        };
+        Self::decimal(num, scale)
     }
 }
 
@@ -1077,6 +1084,9 @@ mod tests {
             "min-total:.",
             "min-total:5 %",
             "min-total:0.0000000000000000001",
+            "min-total:999.999999999999999999",
+            "min-total:20.000000000000000001",
+            "min-total:100.000000000000000001",
             "invert:1",
             "merge-func:a;b",
             "drop:a\\q",

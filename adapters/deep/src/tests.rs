@@ -131,6 +131,38 @@ fn chain_with_numbers_of(n: u64, bytes: usize) -> Vec<u8> {
     e.0
 }
 
+/// A proc-dynamic that the fast path gives up on after it has taken a call-site-dynamic as its
+/// own (the list's second id is written in ten bytes) leaves nothing behind: the grammar reads
+/// the record again from its start and takes the same id without finding it taken.
+#[test]
+fn a_record_the_fast_path_gives_up_on_midway_reads_as_any_other() {
+    let file = |long: bool| {
+        let mut e = header(&Hdr {
+            version: 9,
+            flags: 0x108,
+            counts: [2, 2, 3, 2],
+            quanta: 0,
+            call_seqs: 0,
+        });
+        // PD 1 (runtime): a callback list of CSD 1 and CSD 2, the second maybe in ten bytes.
+        e.b(4).num(1).num(1).num(1).b(4).num(1);
+        e.1 = if long { 10 } else { 0 };
+        e.num(2);
+        e.1 = 0;
+        e.b(0);
+        e.b(2).num(1).num(2).num(0);
+        e.b(2).num(2).num(3).num(0);
+        for k in [2, 3] {
+            e.b(4).num(k).num(2).num(1).b(2).b(0);
+        }
+        statics(&mut e, 9, 2);
+        e.0
+    };
+    let (short, long) = (file(false), file(true));
+    assert_eq!(long.len(), short.len() + 9);
+    assert_eq!(tree_text(&long), tree_text(&short));
+}
+
 /// Dynamic records whose numbers are all short are read by the loader's fast path, the others
 /// by the grammar; both store the same: a file with its numbers written in 9 bytes (the fast
 /// path's longest) and in 10 (the grammar's) gives the tree and the profile of the shortest

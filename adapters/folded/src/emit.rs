@@ -266,16 +266,18 @@ impl<'p> StackTree<'p> {
         let key: Vec<u32> = (0..ns as u32).map(|s| rank[func(s) as usize]).collect();
         let order = Ordered::new(ns, |s| p.stack_prefix[s], &key);
         // Only lists with two nodes of one rank can hold siblings of one func.
-        for k in (0..=ns).filter(|_| order.ties) {
-            // Siblings of one func have one rank, so they are next to each other; equal ranks
-            // of different funcs (equal names) are rare.
-            let kids = order.children(k);
-            for (i, &a) in kids.iter().enumerate() {
-                let mut same_rank = kids[i + 1..]
-                    .iter()
-                    .take_while(|&&b| key[b as usize] == key[a as usize]);
-                if same_rank.any(|&b| func(b) == func(a)) {
-                    return Ok(None);
+        if order.ties {
+            for k in 0..=ns {
+                // Siblings of one func have one rank, so they are next to each other; equal
+                // ranks of different funcs (equal names) are rare.
+                let kids = order.children(k);
+                for (i, &a) in kids.iter().enumerate() {
+                    let mut same_rank = kids[i + 1..]
+                        .iter()
+                        .take_while(|&&b| key[b as usize] == key[a as usize]);
+                    if same_rank.any(|&b| func(b) == func(a)) {
+                        return Ok(None);
+                    }
                 }
             }
         }

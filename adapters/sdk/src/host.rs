@@ -375,7 +375,9 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
                         kind: o.kind,
                         default: o.default.to_string_lossy(),
                         help: o.help.to_string_lossy(),
-                        phases: o.phases,
+                        // A reserved word before 1.4: whatever a plugin left there, its
+                        // options apply everywhere, as they did.
+                        phases: if info.abi_minor >= 4 { o.phases } else { 0 },
                     })
                     .collect(),
             }
@@ -1199,13 +1201,17 @@ mod tests {
         }
     }
 
-    /// An option as a plugin before ABI 1.4 declares it: its `phases` word was a reserved zero.
-    static OPTIONS_1_1: [OptionDesc; 1] = [OptionDesc::flag("x", "an option of ABI 1.1")];
+    /// Options as a plugin before ABI 1.4 declares them: the `phases` word was reserved (zero,
+    /// or whatever a hand-written plugin left there, which is not read).
+    static OPTIONS_1_1: [OptionDesc; 2] = [
+        OptionDesc::flag("x", "an option of ABI 1.1"),
+        OptionDesc::flag("y", "reserved word not zero").parse_only(),
+    ];
 
     static FORMATS: [FormatDesc11; 2] = [
         FormatDesc11 {
-            options: &OPTIONS_1_1 as *const [OptionDesc; 1] as *const OptionDesc,
-            n_options: 1,
+            options: &OPTIONS_1_1 as *const [OptionDesc; 2] as *const OptionDesc,
+            n_options: 2,
             ..format("a", sniff_a)
         },
         format("b", sniff_b),
@@ -1316,8 +1322,9 @@ mod tests {
         );
         let scores: Vec<_> = plugin.formats.iter().map(|f| f.sniff(b"x")).collect();
         assert_eq!(scores, [Ok(70), Ok(30)]);
-        let option = &plugin.formats[0].options[0];
-        assert_eq!((option.key.as_str(), option.phases), ("x", 0));
-        assert!(option.applies(true) && option.applies(false));
+        for (option, key) in plugin.formats[0].options.iter().zip(["x", "y"]) {
+            assert_eq!((option.key.as_str(), option.phases), (key, 0));
+            assert!(option.applies(true) && option.applies(false));
+        }
     }
 }
