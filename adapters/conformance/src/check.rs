@@ -125,15 +125,58 @@ pub fn check_plugin(path: &Path, samples: &[PathBuf]) -> Report {
         checks: Vec::new(),
     };
     let mut user = Vec::new();
+    let mut unreadable = Vec::new();
     for s in samples {
         match read_sample(s) {
             Ok(bytes) => user.push((s.display().to_string(), bytes)),
-            Err(why) => report.push(format!("sample {}", s.display()), Outcome::Fail, why),
+            Err(why) => unreadable.push((format!("sample {}", s.display()), why)),
         }
     }
     let mut rest = check_plugin_with(path, &user);
+    // The handshake first, as for any plugin; then the samples that could not be read.
+    let at = rest.checks.len().min(1);
+    report.checks.extend(rest.checks.drain(..at));
+    for (name, why) in unreadable {
+        report.push(name, Outcome::Fail, why);
+    }
     report.checks.append(&mut rest.checks);
     report
+}
+
+/// What is wrong with a format's option declarations: keys that cannot be typed as
+/// `-O KEY[=VALUE]` or are declared twice, and defaults the option's kind cannot hold (the
+/// default is only shown, but a user copies it).
+fn option_problems(id: &str, options: &[profconv_plugin::host::OptionInfo]) -> Vec<String> {
+    use profconv_plugin::abi::option_kind;
+    let mut problems = Vec::new();
+    for (i, o) in options.iter().enumerate() {
+        let key = &o.key;
+        if key.is_empty() || key.contains(|c: char| c.is_whitespace() || c == '=') {
+            problems.push(format!(
+                "{id}: option key '{key}' cannot be typed as -O KEY=VALUE (empty, or with whitespace or `=`)"
+            ));
+        }
+        if options[..i].iter().any(|p| p.key == *key) {
+            problems.push(format!("{id}: option '{key}' is declared twice"));
+        }
+        let default = o.default.as_str();
+        let bad_default = !default.is_empty()
+            && match o.kind {
+                option_kind::INTEGER => default.parse::<i64>().is_err(),
+                option_kind::NUMBER => !default.parse::<f64>().is_ok_and(f64::is_finite),
+                _ => false,
+            };
+        if bad_default {
+            problems.push(format!(
+                "{id}: option '{key}' is {} but its default `{default}` is not",
+                match o.kind {
+                    option_kind::INTEGER => "an integer",
+                    _ => "a finite number",
+                }
+            ));
+        }
+    }
+    problems
 }
 
 /// The most bytes of a sample file: every check reads it several times over (round trips, two
@@ -188,6 +231,14 @@ pub fn check_plugin_with(path: &Path, samples: &[(String, Vec<u8>)]) -> Report {
         if ids[..i].contains(id) {
             problems.push(format!("format id '{id}' is declared twice"));
         }
+        if id.is_empty() || id.contains(|c: char| c.is_whitespace() || c == ',' || c == '=') {
+            problems.push(format!(
+                "format id '{id}' cannot be typed after --from/--to (empty, or with whitespace, `,` or `=`)"
+            ));
+        }
+    }
+    for f in &plugin.formats {
+        problems.extend(option_problems(&f.id, &f.options));
     }
     let summary = format!(
         "plugin '{}' {} (ABI {}.{}, SDK {}), formats: {}",
@@ -839,5 +890,56 @@ fn compare_pair(
             )),
             Some(Ok(_)) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::option_problems;
+    use profconv_plugin::abi::option_kind;
+    use profconv_plugin::host::OptionInfo;
+
+    fn option(key: &str, kind: u32, default: &str) -> OptionInfo {
+        OptionInfo {
+            key: key.into(),
+            kind,
+            default: default.into(),
+            help: String::new(),
+            phases: 0,
+        }
+    }
+
+    /// Declarations a user could not use are handshake problems: keys that cannot be typed or
+    /// are declared twice, defaults the kind cannot hold; good ones are none.
+    #[test]
+    fn unusable_option_declarations_are_problems() {
+        let good = [
+            option("depth", option_kind::INTEGER, "100"),
+            option("scale", option_kind::NUMBER, "0.5"),
+            option("name", option_kind::STRING, "a b"),
+            option("flag", option_kind::FLAG, ""),
+        ];
+        assert!(option_problems("x", &good).is_empty());
+        let bad = [
+            option("a=b", option_kind::STRING, ""),
+            option("", option_kind::FLAG, ""),
+            option("depth", option_kind::INTEGER, "abc"),
+            option("depth", option_kind::INTEGER, "1"),
+            option("scale", option_kind::NUMBER, "inf"),
+        ];
+        let problems = option_problems("x", &bad);
+        for want in [
+            "x: option key 'a=b' cannot be typed",
+            "x: option key '' cannot be typed",
+            "x: option 'depth' is an integer but its default `abc` is not",
+            "x: option 'depth' is declared twice",
+            "x: option 'scale' is a finite number but its default `inf` is not",
+        ] {
+            assert!(
+                problems.iter().any(|p| p.starts_with(want)),
+                "{want}: {problems:?}"
+            );
+        }
+        assert_eq!(problems.len(), 5, "{problems:?}");
     }
 }
