@@ -960,20 +960,22 @@ mod tests {
         assert_eq!(figure(&run(&p, &["min-total:0.01"])), figure(&p));
     }
 
+    /// A profile of one `samples` column with these stacks (names root first) and values.
+    fn profile(stacks: &[(&[&str], i64)]) -> Profile {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        for (names, v) in stacks {
+            b.add_stack(names, &[*v]).unwrap();
+        }
+        b.finish()
+    }
+
     /// A transform leaves no node without samples at or below it: dropping a root's only
     /// child drops the root too (as dropping the root itself does), and collapsing `a;b;a`
     /// leaves no empty `b`. Such nodes showed as `total=0` and were matched by later
     /// transforms.
     #[test]
     fn no_node_is_left_without_samples() {
-        let profile = |stacks: &[(&[&str], i64)]| {
-            let mut b = ProfileBuilder::new();
-            b.add_value_type("samples", "count", ValueKind::Weight);
-            for (names, v) in stacks {
-                b.add_stack(names, &[*v]).unwrap();
-            }
-            b.finish()
-        };
         let p = profile(&[(&["f", "g"], 2)]);
         let dropped = run(&p, &["drop:f;g"]);
         assert_eq!(dropped.stacks.prefix.len(), 0);
@@ -1004,14 +1006,6 @@ mod tests {
     /// unit below it goes, however large the totals.
     #[test]
     fn min_total_compares_exactly() {
-        let profile = |stacks: &[(&[&str], i64)]| {
-            let mut b = ProfileBuilder::new();
-            b.add_value_type("samples", "count", ValueKind::Weight);
-            for (names, v) in stacks {
-                b.add_stack(names, &[*v]).unwrap();
-            }
-            b.finish()
-        };
         let p = profile(&[(&["a", "b"], 7), (&["a"], 3)]);
         for spec in ["min-total:70%", "min-total:0.7", "min-total:.70"] {
             assert_eq!(figure(&run(&p, &[spec])), "a:10,3\n  b:7,7\n", "{spec}");

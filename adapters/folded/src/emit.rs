@@ -476,8 +476,7 @@ impl LineWriter {
 
     /// A line: `path`, then the first `cols.len()` of `values`, each at its column's scale. An
     /// error, before writing it, when it would end past the bound. The counts are appended to
-    /// `path` for one write (then taken off again): three writes a line were 4 % of a PVM
-    /// trace's conversion.
+    /// `path` so that the line is one write, not three (then taken off again).
     fn line(
         &mut self,
         path: &mut Vec<u8>,
