@@ -199,6 +199,7 @@ impl Failure {
             (None, Some(_)) => format!("{place}: {e}"),
             (None, None) => format!("{place}: {}", e.message),
         };
+        let msg = continued(&msg).into_owned();
         match e.status {
             Status::INVALID_INPUT => Failure::Input(msg),
             Status::BAD_OPTIONS => Failure::Usage(msg),
@@ -309,6 +310,15 @@ struct Run {
 fn warn(quiet: bool, msg: &str) {
     if !quiet {
         let _ = writeln!(std::io::stderr(), "profconv: warning: {}", printable(msg));
+    }
+}
+
+/// A plugin's message with its later lines indented: none of them can then pass for a line of
+/// profconv's own (`profconv: error: …`).
+fn continued(msg: &str) -> std::borrow::Cow<'_, str> {
+    match msg.contains('\n') {
+        true => msg.replace('\n', "\n  ").into(),
+        false => msg.into(),
     }
 }
 
@@ -485,7 +495,7 @@ fn parse(
     let size_hint = input.size_hint;
     let mut log = |level: u32, msg: &str| {
         if level == log_level::WARN {
-            warn(run.quiet, &format!("{name}: {msg}"));
+            warn(run.quiet, &format!("{name}: {}", continued(msg)));
         }
     };
     let streams = parser.streams_input();
@@ -776,7 +786,7 @@ fn write_output(
     let mut sink = Sink::create(out_path).map_err(|e| Failure::Io(format!("{out_name}: {e}")))?;
     let mut log = |level: u32, msg: &str| {
         if level == log_level::WARN {
-            warn(run.quiet, &format!("{out_name}: {msg}"));
+            warn(run.quiet, &format!("{out_name}: {}", continued(msg)));
         }
     };
     emitter

@@ -551,6 +551,40 @@ fn an_abort_while_writing_leaves_no_temp_file() {
     assert_eq!(left, ["out.nondeterministic", "seed.folded"]);
 }
 
+/// What a plugin says (a warning, an error) keeps each of its later lines indented, so none
+/// of them can pass for a line of profconv's own.
+#[test]
+fn a_plugin_message_of_several_lines_cannot_pass_for_profconv_s_own() {
+    let d = tmp();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let plugin = lib_path("profconv_testplugin_nondeterministic");
+    let out = run(&[
+        "--plugin",
+        plugin.to_str().unwrap(),
+        "convert",
+        input.to_str().unwrap(),
+        "-O",
+        "say=first\nprofconv: error: not mine",
+        "--to",
+        "nondeterministic",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 4, "{err}");
+    assert!(
+        lines[0].starts_with("profconv: warning: <stdout>: first"),
+        "{err}"
+    );
+    assert!(
+        lines[2].starts_with("profconv: error: <stdout>: first"),
+        "{err}"
+    );
+    for l in [lines[1], lines[3]] {
+        assert_eq!(l, "  profconv: error: not mine", "{err}");
+    }
+}
+
 #[test]
 fn output_to_devices_and_symlinks_writes_through_them() {
     let d = tmp();

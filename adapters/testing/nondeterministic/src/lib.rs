@@ -1,7 +1,8 @@
 //! A plugin whose emitter writes different bytes on every call (a call counter in a comment
 //! line): the conformance kit must report that emitting twice does not give identical bytes.
 //! With `-O abort` it aborts the process once it has written its first line, as a plugin out of
-//! memory does: the host must still remove its temp file.
+//! memory does: the host must still remove its temp file. With `-O say=TEXT` it warns `TEXT`
+//! and fails with `TEXT`, for the host's printing of what plugins say.
 
 use profconv_plugin::ir::{CallTree, ProfileRef};
 use profconv_plugin::{Context, Format, OptionDesc, Options, Output, PluginError};
@@ -19,18 +20,30 @@ impl Format for Nondeterministic {
     const DESCRIPTION: &'static str = "writes a call counter into its output (test fixture)";
     const EXTENSIONS: &'static str = "nondeterministic";
     const CAN_EMIT: bool = true;
-    const OPTIONS: &'static [OptionDesc] = &[OptionDesc::flag(
-        "abort",
-        "abort the process after the first line (test fixture)",
-    )
-    .emit_only()];
+    const OPTIONS: &'static [OptionDesc] = &[
+        OptionDesc::flag(
+            "abort",
+            "abort the process after the first line (test fixture)",
+        )
+        .emit_only(),
+        OptionDesc::string(
+            "say",
+            "",
+            "warn this text, then fail with it (test fixture)",
+        )
+        .emit_only(),
+    ];
 
     fn emit(
         profile: &ProfileRef<'_>,
         output: &mut Output<'_>,
         options: &Options,
-        _: &mut Context<'_>,
+        cx: &mut Context<'_>,
     ) -> Result<(), PluginError> {
+        if let Some(text) = options.get("say") {
+            cx.warn(text);
+            return Err(PluginError::invalid_input(text.to_string()));
+        }
         let run = CALLS.fetch_add(1, Ordering::Relaxed);
         writeln!(output, "# run {run}")?;
         if options.flag("abort") {
