@@ -164,30 +164,39 @@ fn bad_input_names_file_and_line_and_leaves_no_output() {
 fn an_option_for_the_other_phase_of_a_format_is_a_usage_error() {
     let d = tmp();
     let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
-    let grind = d.path().join("seed.callgrind");
+    let (input, grind, svg) = (
+        input.to_str().unwrap(),
+        d.path().join("seed.callgrind"),
+        d.path().join("seed.svg"),
+    );
+    let (grind, svg) = (grind.to_str().unwrap(), svg.to_str().unwrap());
     let convert = |args: &[&str]| {
         let mut all = vec!["convert"];
         all.extend_from_slice(args);
         run(&all)
     };
-    let out = convert(&[
-        input.to_str().unwrap(),
-        "-o",
-        grind.to_str().unwrap(),
-        "-O",
-        "max-nodes=5",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = text(&out.stderr);
-    assert!(
-        err.contains(
-            "option 'max-nodes' applies when format 'callgrind' reads a profile; here it writes one"
-        ),
-        "{err}"
+    let works = |args: &[&str]| {
+        let out = convert(args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    };
+    let refused = |args: &[&str], want: &str| {
+        let out = convert(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    };
+    refused(
+        &[input, "-o", grind, "-O", "max-nodes=5"],
+        "option 'max-nodes' applies when format 'callgrind' reads a profile; here it writes one",
     );
-    assert!(!grind.exists());
-    let out = convert(&[
-        input.to_str().unwrap(),
+    assert!(!Path::new(grind).exists());
+    works(&[
+        input,
         "--to",
         "folded",
         "-O",
@@ -195,46 +204,17 @@ fn an_option_for_the_other_phase_of_a_format_is_a_usage_error() {
         "-O",
         "skip-bad-lines",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let out = convert(&[input.to_str().unwrap(), "-o", grind.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let svg = d.path().join("seed.svg");
-    let out = convert(&[
-        grind.to_str().unwrap(),
-        "-o",
-        svg.to_str().unwrap(),
-        "-O",
-        "max-nodes=1000",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    works(&[input, "-o", grind]);
+    works(&[grind, "-o", svg, "-O", "max-nodes=1000"]);
     // `per-thread` writes folded stacks; the flame graph does not declare it.
-    let out = convert(&[
-        input.to_str().unwrap(),
-        "-o",
-        svg.to_str().unwrap(),
-        "-O",
-        "per-thread",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = text(&out.stderr);
-    assert!(
-        err.contains(
-            "option 'per-thread' applies when format 'folded' writes a profile; here it reads one"
-        ),
-        "{err}"
+    refused(
+        &[input, "-o", svg, "-O", "per-thread"],
+        "option 'per-thread' applies when format 'folded' writes a profile; here it reads one",
     );
-    let out = convert(&[
-        grind.to_str().unwrap(),
-        "-o",
-        svg.to_str().unwrap(),
-        "-O",
-        "nope",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = text(&out.stderr);
-    assert!(
-        err.contains("(known options: callgrind: max-depth, max-nodes; flamegraph: "),
-        "only the reader's options of callgrind are listed: {err}"
+    // Only the reader's options of callgrind are listed.
+    refused(
+        &[grind, "-o", svg, "-O", "nope"],
+        "(known options: callgrind: max-depth, max-nodes; flamegraph: ",
     );
     // The host's own checks of a value: a number must be finite; a flag's values are listed.
     for (opt, want) in [
@@ -245,16 +225,7 @@ fn an_option_for_the_other_phase_of_a_format_is_a_usage_error() {
             "one of true, false, 1, 0, yes, no, on, off",
         ),
     ] {
-        let out = convert(&[
-            input.to_str().unwrap(),
-            "-o",
-            svg.to_str().unwrap(),
-            "-O",
-            opt,
-        ]);
-        assert_eq!(out.status.code(), Some(2), "{opt}");
-        let err = text(&out.stderr);
-        assert!(err.contains(want), "{opt}: {err}");
+        refused(&[input, "-o", svg, "-O", opt], want);
     }
 }
 
