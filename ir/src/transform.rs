@@ -326,6 +326,11 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
     let keys = NameKeys::new(p);
     let n = p.n_stacks();
     let mut r = Rebuild::new(p);
+    // Only a stack with samples on it or below counts as matched: a parser may leave stacks
+    // without any (a transform's own output never has them), and a target found only there
+    // matched nothing a user can see.
+    let live = crate::profile::live_stacks(p.stack_prefix, p.sample_stack);
+    let counts = |s: usize| usize::from(live[s]);
     let mut matched = 0usize;
     match t {
         Transform::MergeCallNode(path)
@@ -338,7 +343,7 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
             let k = path.len() as u32;
             let state = path_states(p, &keys, &keys.path(path));
             for (s, &st) in state.iter().enumerate() {
-                matched += (st == k) as usize;
+                matched += usize::from(st == k) * counts(s);
                 match (t, st) {
                     (Transform::MergeCallNode(_), st) if st == k => r.merge(p, s),
                     (Transform::MergeSubtree(_), st) if st == k || st == INSIDE => r.merge(p, s),
@@ -354,7 +359,7 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
             let f = keys.key(name);
             for s in 0..n {
                 if keys.stack_key[s] == f {
-                    matched += 1;
+                    matched += counts(s);
                     r.merge(p, s);
                 } else {
                     r.keep(p, s);
@@ -370,7 +375,7 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
                 if parent_in {
                     r.keep(p, s);
                 } else if keys.stack_key[s] == f {
-                    matched += 1;
+                    matched += counts(s);
                     r.root(p, s);
                 } else {
                     r.drop_stack();
@@ -387,7 +392,7 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
                     && keys.stack_key[prefix as usize] == key
                     && only.is_none_or(|o| o == key)
                 {
-                    matched += 1;
+                    matched += counts(s);
                     r.merge(p, s);
                 } else {
                     r.keep(p, s);
@@ -395,7 +400,13 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
             }
         }
         Transform::CollapseRecursion(only) => {
-            matched = collapse_recursion(p, &keys, only.as_deref().map(|n| keys.key(n)), &mut r);
+            matched = collapse_recursion(
+                p,
+                &keys,
+                only.as_deref().map(|n| keys.key(n)),
+                &live,
+                &mut r,
+            );
         }
         Transform::Invert => return invert(p),
         Transform::MaxDepth(max) => {
@@ -412,7 +423,7 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
                 };
                 depth.push(d);
                 if d >= *max {
-                    matched += 1;
+                    matched += counts(s);
                     r.merge(p, s);
                 } else {
                     r.keep(p, s);
@@ -437,7 +448,7 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
                         || fraction.below(tree.total_values[col][node], grand));
                 small.push(is_small);
                 if is_small {
-                    matched += 1;
+                    matched += counts(s);
                     r.merge(p, s);
                 } else {
                     r.keep(p, s);
@@ -454,6 +465,7 @@ fn collapse_recursion(
     p: &ProfileRef<'_>,
     keys: &NameKeys<'_>,
     only: Option<u32>,
+    live: &[bool],
     r: &mut Rebuild,
 ) -> usize {
     let n = p.n_stacks();
@@ -495,7 +507,7 @@ fn collapse_recursion(
         };
         let tracked = only.is_none_or(|o| o == key);
         if tracked && outer[key as usize] != NONE {
-            matched += 1;
+            matched += live[si] as usize;
             r.new_stack[si] = outer[key as usize];
             r.merged_leaf[si] = true;
         } else {
@@ -995,6 +1007,19 @@ mod tests {
         assert_eq!(q.samples.stack, [1, 2, 0]);
         q.samples.stack.remove(0);
         q.samples.values[0].remove(0);
+        // Before that, no transform counts it as matched: `a;b` (now without samples) is no
+        // target, `a` and `c` still are.
+        for (spec, matched) in [
+            ("drop:a;b", 0),
+            ("merge:a;b", 0),
+            ("merge-func:b", 0),
+            ("focus-func:b", 0),
+            ("focus:a", 1),
+            ("focus-func:c", 1),
+        ] {
+            let (_, applied) = apply(&q.view(), &spec.parse().unwrap()).unwrap();
+            assert_eq!(applied.matched, matched, "{spec}");
+        }
         assert_eq!(q.drop_stacks_without_samples(), 1);
         assert_eq!(q.stacks.prefix, [NONE, NONE]);
         assert_eq!(q.samples.stack, [1, 0]);
