@@ -764,7 +764,13 @@ fn mutated_fixtures_never_panic() {
                 let _ = flamechart(&p);
                 let _ = per_thread(&p);
                 let mut out = Vec::new();
-                emit_summary(&p.view(), &mut out).expect("summary");
+                emit_summary(
+                    &p.view(),
+                    &mut out,
+                    None,
+                    &mut Context::with_sink(&mut |_, _| {}),
+                )
+                .expect("summary");
             }
             Err(e) => {
                 err += 1;

@@ -303,9 +303,9 @@ fn draw_diff<W: Write + ?Sized>(
     if matched.unmatched > 0.0 && total_before > 0 {
         let share = matched.unmatched / (total_before as f64 * scale) * 100.0;
         cx.warn(&format!(
-            "{share:.2}% of the before profile's {countname} are on stacks the after profile \
-             does not have; they cannot be drawn in the after profile's shape (swap the inputs \
-             to see them)"
+            "{share:.2}% of the before profile's {countname} are on stacks with nothing after \
+             (absent from the after profile, or 0 there); they cannot be drawn in the after \
+             profile's shape (swap the inputs to see them)"
         ));
     }
     let title = o

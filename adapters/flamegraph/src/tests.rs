@@ -586,8 +586,9 @@ fn differential_graph_has_the_after_shape_and_self_change_colours() {
     assert_eq!(
         warnings,
         [
-            "10.00% of the before profile's samples are on stacks the after profile does not \
-          have; they cannot be drawn in the after profile's shape (swap the inputs to see them)"
+            "10.00% of the before profile's samples are on stacks with nothing after (absent \
+          from the after profile, or 0 there); they cannot be drawn in the after profile's shape \
+          (swap the inputs to see them)"
         ]
     );
     let by_name = |n: &str| s.frames.iter().find(|f| title_name(&f.title) == n).unwrap();
@@ -654,8 +655,9 @@ fn a_combined_profile_reports_what_only_before_has() {
     assert_eq!(
         warnings,
         [
-            "50.00% of the before profile's samples are on stacks the after profile does not \
-          have; they cannot be drawn in the after profile's shape (swap the inputs to see them)"
+            "50.00% of the before profile's samples are on stacks with nothing after (absent \
+          from the after profile, or 0 there); they cannot be drawn in the after profile's shape \
+          (swap the inputs to see them)"
         ]
     );
     let s = parse_svg(&buf);

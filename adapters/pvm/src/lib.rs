@@ -266,15 +266,21 @@ pub struct PvmSummary;
 impl Format for PvmSummary {
     const ID: &'static str = "pvm-summary";
     const DESCRIPTION: &'static str = "per kernel run, the ticks (and time) of each toplevel call, like the Octez debugger's console summary";
+    const OPTIONS: &'static [OptionDesc] = &[OptionDesc::string(
+        "value",
+        "",
+        "the value type summed (default: ticks, else the first weight; of a profconv diff profile, after)",
+    )
+    .emit_only()];
     const CAN_EMIT: bool = true;
 
     fn emit(
         profile: &ProfileRef<'_>,
         output: &mut Output<'_>,
-        _options: &Options,
-        _cx: &mut Context<'_>,
+        options: &Options,
+        cx: &mut Context<'_>,
     ) -> Result<(), PluginError> {
-        emit_summary(profile, output)
+        emit_summary(profile, output, options.get("value"), cx)
     }
 }
 
@@ -305,11 +311,63 @@ mod tests {
 
     fn summary(p: &Profile) -> String {
         let mut out = Vec::new();
-        emit_summary(&p.view(), &mut out).unwrap();
+        emit_summary(
+            &p.view(),
+            &mut out,
+            None,
+            &mut Context::with_sink(&mut |_, _| {}),
+        )
+        .unwrap();
         String::from_utf8(out).unwrap()
     }
 
     const SEED: &str = "PVMTRACE 1\nC 0 f\n C 10 g\n  C 30 h\n  E 60 h\n E 100 g\nE 160 f\n";
+
+    /// `-O value=NAME` picks the column summed; of a `profconv diff` profile the summary, like
+    /// every emitter that shows one column, sums `after` and warns that `before` is left out.
+    #[test]
+    fn summary_sums_the_named_column_and_after_of_a_diff() {
+        use profconv_plugin::ir::{diff, testing::stacks};
+        let run = |p: &Profile, value: Option<&str>| {
+            let mut warnings = Vec::new();
+            let mut sink = |_: u32, m: &str| warnings.push(m.to_string());
+            let mut out = Vec::new();
+            let r = emit_summary(
+                &p.view(),
+                &mut out,
+                value,
+                &mut Context::with_sink(&mut sink),
+            );
+            (r.map(|()| String::from_utf8(out).unwrap()), warnings)
+        };
+        let before = stacks(&[(&["main", "a"], 10), (&["main", "b"], 5)]);
+        let after = stacks(&[(&["main", "a"], 12), (&["main", "c"], 3)]);
+        let d = diff::combine(&before.view(), 0, &after.view(), 0).unwrap();
+        let (out, warnings) = run(&d, None);
+        assert_eq!(
+            out.unwrap(),
+            "run 1\nmain: 15 after\nFull execution: 15 after\n"
+        );
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("`-O value=before`"), "{warnings:?}");
+        let (out, warnings) = run(&d, Some("before"));
+        assert_eq!(
+            out.unwrap(),
+            "run 1\nmain: 15 before\nFull execution: 15 before\n"
+        );
+        assert!(warnings.is_empty());
+        let (out, _) = run(&d, Some("ticks"));
+        assert!(out.unwrap_err().message.contains("it has: before, after"));
+        // A trace: ticks by default, another weight when named, never a count.
+        let p = parse_opts(SEED, ParseOptions::default()).0.unwrap();
+        assert_eq!(
+            run(&p, None).0.unwrap(),
+            "run 1\nf: 160 ticks\nFull execution: 160 ticks\n"
+        );
+        assert_eq!(run(&p, Some("ticks")).0.unwrap(), run(&p, None).0.unwrap());
+        let e = run(&p, Some("calls")).0.unwrap_err();
+        assert!(e.message.contains("'calls' counts events"), "{e}");
+    }
 
     /// A name with a line break or an escape byte stays on its line, escaped as `profconv tree`
     /// shows it.

@@ -12,9 +12,9 @@
 //! In a time-ordered profile with exact calls, every toplevel call is its own line, in call
 //! order; otherwise toplevel calls of one name are merged, in first-seen order.
 
-use profconv_plugin::PluginError;
 use profconv_plugin::ir::text::push_name;
 use profconv_plugin::ir::{NONE, ProfileRef, ValueKind, format_fixed};
+use profconv_plugin::{Context, PluginError, one_value_column};
 use std::collections::BTreeMap;
 use std::io::Write;
 
@@ -28,16 +28,35 @@ fn overflow() -> PluginError {
     PluginError::invalid_input("a run's total does not fit in 64 bits")
 }
 
-/// Writes the summary of `p`.
-pub fn emit_summary(p: &ProfileRef<'_>, out: &mut impl Write) -> Result<(), PluginError> {
+/// Writes the summary of `p`: of the column `value` names (`-O value=NAME`), else of `ticks`,
+/// else of the first weight column; of a differential profile, `after` with a warning, as the
+/// other emitters that show one column do.
+pub fn emit_summary(
+    p: &ProfileRef<'_>,
+    out: &mut impl Write,
+    value: Option<&str>,
+    cx: &mut Context<'_>,
+) -> Result<(), PluginError> {
     let weight = |name: &str| {
         p.value_type_index(name)
             .filter(|&c| p.value_types[c].kind == ValueKind::Weight)
     };
-    let Some(ticks) = weight("ticks").or_else(|| p.default_weight()) else {
-        return Err(PluginError::unsupported(
-            "pvm-summary needs a weight column (ticks); this profile has none",
-        ));
+    let named = value.is_some_and(|v| !v.is_empty());
+    let chosen = if named || p.meta("diff").is_some() {
+        one_value_column(p, value, cx)?
+    } else {
+        weight("ticks").or_else(|| p.default_weight())
+    };
+    let Some(ticks) = chosen.filter(|&c| p.value_types[c].kind == ValueKind::Weight) else {
+        return Err(match chosen {
+            Some(c) => PluginError::bad_option(format!(
+                "pvm-summary sums a weight column; '{}' counts events",
+                p.value_type_name(c)
+            )),
+            None => PluginError::unsupported(
+                "pvm-summary needs a weight column (ticks); this profile has none",
+            ),
+        });
     };
     let time = weight("time_ns").filter(|&c| c != ticks);
     let calls = p
