@@ -26,7 +26,8 @@
 //!   recursion, and self-recursive edges (`f -> f`) carry no cost. One walk over the stacks.
 //!   A call edge made only from inside recursion (no cost) is left out when its callee has a
 //!   call from outside recursion: gprof2dot cannot apportion weightless edges in cycles. The
-//!   header counts what was left out.
+//!   header counts what was left out. A function that starts stacks and is also called gets a
+//!   call from a synthetic `(root)` with its root subtrees' costs ([`RootEntries`]).
 //! * **Call counts**: the `calls` column's exact counts; else, for `ORDERED` profiles, seed 003's
 //!   estimate (consecutive samples of one thread that share a prefix are the same calls); else
 //!   a lower bound, the number of distinct calling contexts (caller stacks) of the edge. The
@@ -202,19 +203,7 @@ pub fn emit_callgrind_validated(
             }
         })
         .collect();
-    let costs = edges.costs;
-
-    let mut w = Writer {
-        out,
-        buf: Vec::with_capacity(1 << 12),
-        name_out: vec![0; cg.names.len()],
-        file_out: vec![0; cg.files.len()],
-        ob_out: vec![0; cg.obs.len()],
-        next_name: 1,
-        next_file: 1,
-        next_ob: 1,
-        has_addr: sites.has_addr,
-    };
+    let mut costs = edges.costs;
 
     // Calls made only from inside recursion (the callee is already on every stack they are on)
     // carry no cost. Left in, they would make readers see cycles whose edges have no weight,
@@ -236,6 +225,26 @@ pub fn emit_callgrind_validated(
         }
         keep
     });
+    // Root functions that are also called get their starts of stacks as calls from a caller of
+    // their own (see `RootEntries`).
+    let roots = RootEntries::new(p, &sites, &body_edges, &cols, cg.names.len());
+    let root_name = match roots {
+        Some(_) => cg.unused_name(ROOT_CALLER),
+        None => String::new(),
+    };
+    let mut cg = cg;
+    let root_caller = match roots {
+        Some(r) => r.add_caller(
+            &mut cg,
+            &root_name,
+            &mut body_edges,
+            &mut costs,
+            &calls,
+            rule,
+            nc,
+        ),
+        None => None,
+    };
     let mut zero_calls = 0u64;
     for e in &mut body_edges {
         if e.calls == 0 {
@@ -248,8 +257,20 @@ pub fn emit_callgrind_validated(
         rule,
         zero_calls,
         dropped: (dropped, dropped_calls),
+        root_caller,
     };
-    w.header(p, &cols, calls_col, &notes, &grand)?;
+    let mut w = Writer {
+        out,
+        buf: Vec::with_capacity(1 << 12),
+        name_out: vec![0; cg.names.len()],
+        file_out: vec![0; cg.files.len()],
+        ob_out: vec![0; cg.obs.len()],
+        next_name: 1,
+        next_file: 1,
+        next_ob: 1,
+        has_addr: sites.has_addr,
+    };
+    w.header(p, &cg, &cols, calls_col, &notes, &grand)?;
 
     // Functions in order; per function its self lines (call sites in position order), then its
     // call lines.
@@ -390,6 +411,39 @@ impl<'a> CgFuncs<'a> {
             file_group,
             ob_group,
         }
+    }
+}
+
+impl<'a> CgFuncs<'a> {
+    /// `name`, with `'` appended while a function has that name.
+    fn unused_name(&self, name: &str) -> String {
+        let mut name = name.to_string();
+        while self.names.contains(&name.as_str()) {
+            name.push('\'');
+        }
+        name
+    }
+
+    /// Appends a function with no file, object or line, named `name`; returns its number.
+    fn add_synthetic(&mut self, name: &'a str) -> u32 {
+        let next = |g: &[u32]| g.iter().max().map_or(0, |&m| m + 1);
+        // The same group as the functions without a file (or object), when there are some.
+        let none_group = |values: &[Option<&str>], g: &[u32]| {
+            values
+                .iter()
+                .position(Option::is_none)
+                .map_or_else(|| next(g), |i| g[i])
+        };
+        let file_group = none_group(&self.files, &self.file_group);
+        let ob_group = none_group(&self.obs, &self.ob_group);
+        self.name_group.push(next(&self.name_group));
+        self.file_group.push(file_group);
+        self.ob_group.push(ob_group);
+        self.names.push(name);
+        self.files.push(None);
+        self.obs.push(None);
+        self.line.push(0);
+        (self.names.len() - 1) as u32
     }
 }
 
@@ -920,6 +974,160 @@ struct Notes {
     zero_calls: u64,
     /// Call lines left out, and their calls.
     dropped: (u64, u64),
+    /// The synthetic caller of root functions that are also called elsewhere (its callgrind
+    /// function), and how many functions it calls.
+    root_caller: Option<(u32, usize)>,
+}
+
+/// Name of the synthetic caller [`RootEntries`] adds (`'` appended while a function of the
+/// profile has it). Readers show it as a function; profconv's callgrind reader recognises it by
+/// the header's [`ROOT_CALLER_DESC`] line and leaves its calls out, so a round trip keeps the
+/// tree it had.
+pub const ROOT_CALLER: &str = "(root)";
+
+/// Start of the `desc:` line naming the synthetic caller; the name follows, then ` (`.
+pub const ROOT_CALLER_DESC: &str = "Root caller: ";
+
+/// Functions that start a stack (a root frame with samples on or below it).
+///
+/// Readers take a *called* function's inclusive cost as the sum of its incoming calls
+/// (callgrind_annotate, KCachegrind, gprof2dot). A function that is a root on some stacks and
+/// called on others would show only the second part: `X;Y 99` and `A;X 8` showed `X` at 8, not
+/// 107, and `cksum;main;cksum 5` or `f;f 5` (called only from inside recursion below itself,
+/// calls that carry nothing) showed `cksum` and `f` at 0 (callgrind_annotate counts self-calls
+/// as incoming calls). So a root function that has any call into it gets one more, from a
+/// synthetic caller, [`ROOT_CALLER`], carrying its root subtrees' costs: its incoming calls then
+/// add up to its whole inclusive cost, as for every other function. (Leaving the calls from
+/// inside recursion out instead would make `cksum` uncalled, and readers take an uncalled
+/// function's self cost plus its calls, which counts the inner `cksum` twice.)
+struct RootEntries {
+    /// Per callgrind function: starts a stack with samples on or below it.
+    is_root: Vec<bool>,
+    /// Live root stacks: (callgrind function, stack), and their subtrees' totals, `nc` each.
+    stacks: Vec<(u32, u32)>,
+    totals: Vec<i64>,
+}
+
+impl RootEntries {
+    /// `None` (nothing to do, the common case, checked without a pass over the samples) when no
+    /// root function is called.
+    fn new(
+        p: &ProfileRef<'_>,
+        sites: &Sites,
+        edges: &[MergedEdge],
+        cols: &[usize],
+        n_cg: usize,
+    ) -> Option<RootEntries> {
+        let ns = p.n_stacks();
+        let cg_of = |s: usize| sites.frame_cg[p.stack_frame[s] as usize];
+        let mut candidate = vec![false; n_cg];
+        for s in 0..ns {
+            if p.stack_prefix[s] == NONE {
+                candidate[cg_of(s) as usize] = true;
+            }
+        }
+        if !edges.iter().any(|e| candidate[e.callee as usize]) {
+            return None;
+        }
+        // Per stack, the index of its root among the roots; per root, its subtree's totals.
+        let nc = cols.len();
+        let mut root_of = vec![0u32; ns];
+        let mut all_roots: Vec<u32> = Vec::new();
+        for s in 0..ns {
+            root_of[s] = match p.stack_prefix[s] {
+                NONE => {
+                    all_roots.push(s as u32);
+                    (all_roots.len() - 1) as u32
+                }
+                q => root_of[q as usize],
+            };
+        }
+        let mut totals = vec![0i64; all_roots.len() * nc];
+        let mut live = vec![false; all_roots.len()];
+        for i in 0..p.n_samples() {
+            let r = root_of[p.sample_stack[i] as usize] as usize;
+            live[r] = true;
+            for (k, &c) in cols.iter().enumerate() {
+                // The grand totals fit and every value is at least 0: no sum of some overflows.
+                totals[r * nc + k] += p.sample_values[c][i];
+            }
+        }
+        let mut is_root = vec![false; n_cg];
+        let mut stacks = Vec::new();
+        let mut kept = Vec::new();
+        for (r, &s) in all_roots.iter().enumerate() {
+            if live[r] {
+                let f = cg_of(s as usize);
+                is_root[f as usize] = true;
+                stacks.push((f, s));
+                kept.extend_from_slice(&totals[r * nc..(r + 1) * nc]);
+            }
+        }
+        Some(RootEntries {
+            is_root,
+            stacks,
+            totals: kept,
+        })
+    }
+
+    /// Adds the synthetic caller to `cg` and its calls to `edges` (after every other caller's, as
+    /// its function is the last), for the root functions that `edges` has a call into (a
+    /// self-call too); returns its function and how many it calls, or `None` if none.
+    #[allow(clippy::too_many_arguments)]
+    fn add_caller<'a>(
+        self,
+        cg: &mut CgFuncs<'a>,
+        name: &'a str,
+        edges: &mut Vec<MergedEdge>,
+        costs: &mut Vec<i64>,
+        calls: &[i64],
+        rule: CallRule,
+        nc: usize,
+    ) -> Option<(u32, usize)> {
+        let mut called = vec![false; self.is_root.len()];
+        for e in edges.iter() {
+            called[e.callee as usize] = true;
+        }
+        let mut entries: Vec<usize> = (0..self.stacks.len())
+            .filter(|&k| called[self.stacks[k].0 as usize])
+            .collect();
+        if entries.is_empty() {
+            return None;
+        }
+        entries.sort_by_key(|&k| self.stacks[k]);
+        let caller = cg.add_synthetic(name);
+        let mut n = 0;
+        for group in entries.chunk_by(|&a, &b| self.stacks[a].0 == self.stacks[b].0) {
+            let callee = self.stacks[group[0]].0;
+            let at = costs.len();
+            costs.resize(at + nc, 0);
+            let mut count = 0u64;
+            for &k in group {
+                for (sum, &v) in costs[at..]
+                    .iter_mut()
+                    .zip(&self.totals[k * nc..(k + 1) * nc])
+                {
+                    *sum += v;
+                }
+                let s = self.stacks[k].1 as usize;
+                count = count.saturating_add(match rule {
+                    CallRule::Contexts => 1,
+                    _ => calls[s].max(0) as u64,
+                });
+            }
+            edges.push(MergedEdge {
+                caller,
+                addr: 0,
+                line: 0,
+                callee,
+                calls: count,
+                cost: at,
+                outer: true,
+            });
+            n += 1;
+        }
+        Some((caller, n))
+    }
 }
 
 struct MergedEdge {
@@ -957,6 +1165,7 @@ impl<W: Write> Writer<'_, W> {
     fn header(
         &mut self,
         p: &ProfileRef<'_>,
+        cg: &CgFuncs<'_>,
         cols: &[usize],
         calls_col: Option<usize>,
         notes: &Notes,
@@ -966,6 +1175,7 @@ impl<W: Write> Writer<'_, W> {
             rule,
             zero_calls,
             dropped,
+            root_caller,
         } = *notes;
         let mut h = String::new();
         h.push_str("# callgrind format\nversion: 1\n");
@@ -1017,6 +1227,14 @@ impl<W: Write> Writer<'_, W> {
             h.push_str(&format!(
                 "desc: Left out: {} call edge(s) made only from inside recursion ({} call(s)): they carry no inclusive cost, and their callees have other callers\n",
                 dropped.0, dropped.1
+            ));
+        }
+        if let Some((f, n)) = root_caller {
+            h.push_str("desc: ");
+            h.push_str(ROOT_CALLER_DESC);
+            h.push_str(cg.names[f as usize]);
+            h.push_str(&format!(
+                " (not a function of the profile: it calls the {n} function(s) that start stacks and are also called, with what they cost there, so that their incoming calls add up to their inclusive cost)\n"
             ));
         }
         if !omitted.is_empty() {
@@ -1277,6 +1495,7 @@ fn push_hex(buf: &mut Vec<u8>, v: u64) {
 mod tests {
     use super::*;
     use profconv_plugin::ir::{Profile, ProfileBuilder, flags};
+    use std::collections::BTreeMap;
 
     fn emit(p: &Profile) -> String {
         let mut out = Vec::new();
@@ -1292,16 +1511,118 @@ mod tests {
     #[test]
     fn each_sample_counts_once_per_callee() {
         // f;g;f;h: the sample goes to the calls into g and h (their outermost frames), not to
-        // g -> f (f's outermost frame is the root). Incoming sums: g 1, h 1, f 0, all <= 1;
-        // charging every call on the stack would give f an incoming 1 and g -> f a 1 too.
+        // g -> f (f's outermost frame is the root). f, a root that g calls, gets its call from
+        // the synthetic `(root)`, with the sample. Incoming sums: g 1, h 1, f 1, all <= 1;
+        // charging every call on the stack would give f an incoming 2 with g -> f a 1 too.
         let mut b = ProfileBuilder::new();
         b.add_value_type("samples", "count", ValueKind::Weight);
         b.add_stack(&["f", "g", "f", "h"], &[1]).unwrap();
         let text = emit(&b.finish());
         assert_eq!(
             body(&text),
-            "\nsummary: 1\n\nfl=(1) ???\nfn=(1) f\ncfi=(1)\ncfn=(2) g\ncalls=1 0\n0 1\ncfi=(1)\ncfn=(3) h\ncalls=1 0\n0 1\n\nfn=(2)\ncfi=(1)\ncfn=(1)\ncalls=1 0\n0 0\n\nfn=(3)\n0 1\n\ntotals: 1\n"
+            "\nsummary: 1\n\nfl=(1) ???\nfn=(1) f\ncfi=(1)\ncfn=(2) g\ncalls=1 0\n0 1\ncfi=(1)\ncfn=(3) h\ncalls=1 0\n0 1\n\nfn=(2)\ncfi=(1)\ncfn=(1)\ncalls=1 0\n0 0\n\nfn=(3)\n0 1\n\nfn=(4) (root)\ncfi=(1)\ncfn=(1)\ncalls=1 0\n0 1\n\ntotals: 1\n"
         );
+    }
+
+    /// What callgrind_annotate `--inclusive=yes` shows per function: for a function with a call
+    /// into it (a self-call too), the sum of its incoming calls' costs; else its self cost plus
+    /// its outgoing calls'.
+    fn annotate_inclusive(text: &str) -> BTreeMap<String, i64> {
+        // profconv's reader leaves out the calls of the caller the header names: unnamed, it
+        // reads every call, as other readers do.
+        let text = text.replace("\ndesc: Root caller:", "\ndesc: Root caller, unnamed:");
+        let g = crate::parse_graph(
+            &mut profconv_plugin::Input::from_slice(text.as_bytes()),
+            &mut profconv_plugin::Context::silent(),
+        )
+        .unwrap();
+        let name = |f: u32| g.str(g.funcs[f as usize].name).to_string();
+        let (mut own, mut incoming) = (BTreeMap::new(), BTreeMap::new());
+        for (i, sc) in g.selfs.iter().enumerate() {
+            *own.entry(name(sc.func)).or_insert(0) += g.self_costs.row(i)[0];
+        }
+        for (i, e) in g.edges.iter().enumerate() {
+            *own.entry(name(e.caller)).or_insert(0) += g.edge_costs.row(i)[0];
+            *incoming.entry(name(e.callee)).or_insert(0) += g.edge_costs.row(i)[0];
+        }
+        own.extend(incoming);
+        own
+    }
+
+    /// A function that starts stacks and is also called (by another function, or only by
+    /// itself below its root frame) gets its root subtrees' costs as a call from `(root)`, so
+    /// that readers summing incoming calls show its whole cost; profconv reads the file back
+    /// without that caller.
+    #[test]
+    fn root_functions_that_are_also_called_get_a_caller() {
+        type Stacks<'a> = &'a [(&'a [&'a str], i64)];
+        let cases: [(Stacks, &[(&str, i64)]); 4] = [
+            // X: 99 at the root, 8 under A (annotate showed 8).
+            (
+                &[(&["X", "Y"], 99), (&["A", "X"], 8)],
+                &[("(root)", 99), ("A", 8), ("X", 107), ("Y", 99)],
+            ),
+            // cksum called only from inside recursion below itself (annotate showed 0).
+            (
+                &[
+                    (&["cksum", "main", "cksum"], 5),
+                    (&["cksum", "main"], 3),
+                    (&["cksum"], 2),
+                ],
+                &[("(root)", 10), ("cksum", 10), ("main", 8)],
+            ),
+            // Only a self-call (annotate counts it as an incoming call: it showed 0).
+            (&[(&["f", "f"], 5), (&["f"], 2)], &[("(root)", 7), ("f", 7)]),
+            // Never called: no synthetic caller, self plus calls is exact.
+            (
+                &[(&["main", "f"], 5), (&["main"], 2)],
+                &[("f", 5), ("main", 7)],
+            ),
+        ];
+        for (stacks, want) in cases {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("samples", "count", ValueKind::Weight);
+            for (names, v) in stacks {
+                b.add_stack(names, &[*v]).unwrap();
+            }
+            let p = b.finish();
+            let text = emit(&p);
+            let want: BTreeMap<String, i64> =
+                want.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+            assert_eq!(annotate_inclusive(&text), want, "{stacks:?}");
+            assert_eq!(
+                text.contains("\ndesc: Root caller: (root) ("),
+                want.contains_key("(root)")
+            );
+            // Read back, the synthetic caller's calls are left out: the same tree as from the
+            // file without them.
+            let mut without = String::new();
+            let mut skip = false;
+            for line in text.lines() {
+                skip = (skip && !line.is_empty())
+                    || (line.starts_with("fn=(") && line.ends_with(") (root)"));
+                if !skip && !line.starts_with("desc: Root caller:") {
+                    without.push_str(line);
+                    without.push('\n');
+                }
+            }
+            let read = |t: &str| {
+                let g = crate::parse_graph(
+                    &mut profconv_plugin::Input::from_slice(t.as_bytes()),
+                    &mut profconv_plugin::Context::silent(),
+                )
+                .unwrap();
+                let p = crate::build_profile(
+                    &g,
+                    &crate::BuildOptions::default(),
+                    &mut profconv_plugin::Context::silent(),
+                )
+                .unwrap();
+                profconv_plugin::ir::testing::first_seen_tree(&p.view(), false)
+            };
+            assert_eq!(read(&text), read(&without), "{stacks:?}");
+            assert!(!read(&text).contains("(root)"));
+        }
     }
 
     /// A name of only whitespace (a line break is written as a space) would be trimmed by

@@ -28,7 +28,9 @@ mod tree;
 use profconv_plugin::ir::{Profile, ProfileRef};
 use profconv_plugin::{Context, Format, Input, OptionDesc, Options, Output, PluginError};
 
-pub use emit::{EmitOptions, emit_callgrind, emit_callgrind_validated};
+pub use emit::{
+    EmitOptions, ROOT_CALLER, ROOT_CALLER_DESC, emit_callgrind, emit_callgrind_validated,
+};
 pub use graph::{Costs, Edge, Event, Func, Graph, SelfCost};
 pub use parse::{CELLS_PER_BYTE, FREE_CELLS, MAX_EVENTS, parse_graph, sniff};
 pub use tree::{BuildOptions, NODE_CELLS, WORK_PER_ITEM, WORK_PER_NODE, build_profile};

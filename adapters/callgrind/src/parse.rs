@@ -39,6 +39,7 @@
 //! the inclusive costs of the calls each function makes, the `calls=` counts of one call edge
 //! and of the whole file (the profile's `calls` column) must each stay below 2^63.
 
+use crate::emit::ROOT_CALLER_DESC;
 use crate::graph::{Costs, Edge, Event, Func, Graph, SelfCost};
 use crate::lines::for_each_line;
 use nom::branch::alt;
@@ -209,9 +210,26 @@ struct Reader<'c, 'x> {
     redefined: u64,
     zero_calls: u64,
     unknown_headers: u64,
+    /// The synthetic caller profconv's callgrind writer names in a `desc: Root caller: NAME (…)`
+    /// line, whose calls are left out (its callees are roots of the profile, where the writer
+    /// found them), and its string id once seen.
+    root_caller: Option<String>,
+    root_caller_id: Option<u32>,
 }
 
 impl Reader<'_, '_> {
+    /// Whether `func` is the synthetic caller the header named (see [`ROOT_CALLER_DESC`]).
+    fn is_root_caller(&mut self, func: u32) -> bool {
+        let Some(name) = &self.root_caller else {
+            return false;
+        };
+        if self.root_caller_id.is_none() {
+            self.root_caller_id = self.names.get(name.as_str()).copied();
+        }
+        self.root_caller_id
+            .is_some_and(|id| self.g.funcs[func as usize].name == id)
+    }
+
     /// An error at byte `col` of the current line (after its leading whitespace).
     fn err(&self, col: usize, msg: impl Into<String>) -> PluginError {
         let col = self.lead + col;
@@ -658,6 +676,7 @@ impl Reader<'_, '_> {
         // Only the costs given on the line are added: the others are 0.
         let given = seen - npos;
         match self.pending.take() {
+            Some(_) if self.is_root_caller(self.func) => Ok(()),
             Some(p) => {
                 let key = (self.func, addr, line_no, self.callee);
                 let e = match self.edge_index.get(&key) {
@@ -846,7 +865,13 @@ impl Reader<'_, '_> {
                 }
             }
             b"pid" | b"thread" | b"part" => self.new_part(),
-            b"desc" => {}
+            b"desc" => {
+                if let Some(rest) = text.strip_prefix(ROOT_CALLER_DESC) {
+                    let name = rest.split_once(" (").map_or(rest, |(name, _)| name);
+                    self.root_caller = Some(name.to_string());
+                    self.root_caller_id = None;
+                }
+            }
             b"positions" => {
                 self.new_part();
                 let mut kinds = Vec::new();
@@ -1048,6 +1073,8 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
         redefined: 0,
         zero_calls: 0,
         unknown_headers: 0,
+        root_caller: None,
+        root_caller_id: None,
     };
     r.g.self_costs = Costs::default();
     r.g.edge_costs = Costs::default();

@@ -30,7 +30,9 @@ pub use quick_xml;
 use color::{Palette, Rgb};
 use merge::{ChartColumns, Frame, Layout};
 use profconv_plugin::ir::{CallTree, NONE, ProfileRef, Transform, ValueKind};
-use profconv_plugin::{Context, Format, OptionDesc, Options, Output, PluginError, value_column};
+use profconv_plugin::{
+    Context, Format, OptionDesc, Options, Output, PluginError, value_column, warn_if_counts,
+};
 use std::io::Write;
 use svg::{Describe, Picture};
 
@@ -206,6 +208,7 @@ fn draw<W: Write + ?Sized>(
     cx: &mut Context<'_>,
 ) -> Result<(), PluginError> {
     let col = value_column(p, o.value.as_deref())?;
+    warn_if_counts(p, col, cx);
     let countname = count_name(p, col, o);
     let mut layout: Layout = if o.flamechart {
         if !p.is_ordered() {

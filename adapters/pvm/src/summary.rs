@@ -14,7 +14,7 @@
 
 use profconv_plugin::ir::text::push_name;
 use profconv_plugin::ir::{NONE, ProfileRef, ValueKind, format_fixed};
-use profconv_plugin::{Context, PluginError, one_value_column};
+use profconv_plugin::{Context, PluginError, one_value_column, value_column};
 use std::collections::BTreeMap;
 use std::io::Write;
 
@@ -42,8 +42,10 @@ pub fn emit_summary(
             .filter(|&c| p.value_types[c].kind == ValueKind::Weight)
     };
     let named = value.is_some_and(|v| !v.is_empty());
-    let chosen = if named || p.meta("diff").is_some() {
-        one_value_column(p, value, cx)?
+    let chosen = if named {
+        value_column(p, value)?
+    } else if p.meta("diff").is_some() {
+        one_value_column(p, None, cx)?
     } else {
         weight("ticks").or_else(|| p.default_weight())
     };

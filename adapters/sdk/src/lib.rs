@@ -36,7 +36,7 @@ pub use profconv_ir as ir;
 pub use sdk::{
     Context, EMIT_BUFFER, Format, Input, MAX_OUTPUT_SIZE, MAX_OUTPUT_SIZE_TEXT, Options, Output,
     PluginError, format_desc, grow_line_buffer, human_bytes, no_newline, one_value_column,
-    read_some, unknown_value_type, value_column,
+    read_some, unknown_value_type, value_column, warn_if_counts,
 };
 pub use text::{UTF8_BOM, quote_input};
 

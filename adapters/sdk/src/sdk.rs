@@ -893,7 +893,22 @@ pub fn one_value_column(
             return Ok(Some(after));
         }
     }
-    value_column(p, name)
+    let col = value_column(p, name)?;
+    warn_if_counts(p, col, cx);
+    Ok(col)
+}
+
+/// Warns when `col` is a `Count` column (`calls`, `exits`…: events of each call node itself,
+/// never summed into its parent): an emitter that shows totals (a flame graph's widths, the
+/// Firefox Profiler's and speedscope's running time) adds a node's descendants into it, so
+/// those totals count the events at or below each node, not the node's own.
+pub fn warn_if_counts(p: &ProfileRef<'_>, col: Option<usize>, cx: &mut Context<'_>) {
+    if let Some(c) = col.filter(|&c| p.value_types[c].kind == profconv_ir::ValueKind::Count) {
+        let name = p.value_type_name(c);
+        cx.warn(&format!(
+            "`{name}` counts events of each call node, not a cost: the totals shown here add up the {name} of every node below each one"
+        ));
+    }
 }
 
 /// `option value=NAME: no value type 'NAME' in this profile (it has: …)`, a bad option.
@@ -1008,6 +1023,27 @@ mod tests {
                 .message
                 .ends_with("(it has: none)")
         );
+    }
+
+    #[test]
+    fn a_count_column_shown_as_totals_is_warned_about() {
+        use profconv_ir::{ProfileBuilder, ValueKind};
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("ticks", "ticks", ValueKind::Weight);
+        b.add_value_type("calls", "calls", ValueKind::Count);
+        let p = b.finish();
+        let warnings = |name: Option<&str>| {
+            let mut messages = Vec::new();
+            let mut sink = |_: u32, m: &str| messages.push(m.to_string());
+            let col = one_value_column(&p.view(), name, &mut Context::with_sink(&mut sink));
+            (col, messages)
+        };
+        assert_eq!(warnings(None), (Ok(Some(0)), vec![]));
+        assert_eq!(warnings(Some("ticks")), (Ok(Some(0)), vec![]));
+        let (col, messages) = warnings(Some("calls"));
+        assert_eq!(col, Ok(Some(1)));
+        assert_eq!(messages.len(), 1);
+        assert!(messages[0].starts_with("`calls` counts events of each call node"));
     }
 
     #[test]
