@@ -177,6 +177,16 @@ impl Failure {
         ExitCode::from(code)
     }
 
+    /// An IR error about `context`: a result past a bound (`IrError::TooLarge`: choose other
+    /// transforms or options) is a usage error (exit 2), like the emitters' size bounds; an
+    /// overflow or an invalid profile comes from the input (exit 3).
+    fn ir(context: &str, e: &profconv_ir::IrError) -> Failure {
+        match e {
+            profconv_ir::IrError::TooLarge(_) => Failure::Usage(format!("{context}: {e}")),
+            _ => Failure::Input(format!("{context}: {e}")),
+        }
+    }
+
     /// Reading `place` failed: corrupt or truncated gzip data is malformed input (exit 3, at its
     /// compressed byte offset); anything else is an I/O error (exit 4).
     fn reading(place: &str, e: &std::io::Error) -> Failure {
@@ -664,7 +674,7 @@ fn apply_transforms(
     for t in transforms {
         let input = current.as_ref().map_or_else(|| view.clone(), Profile::view);
         let (next, applied) = profconv_ir::transform::apply(&input, t)
-            .map_err(|e| Failure::Input(format!("{name}: transform {t}: {e}")))?;
+            .map_err(|e| Failure::ir(&format!("{name}: transform {t}"), &e))?;
         if applied.matched == 0 && !matches!(t, Transform::MaxDepth(_) | Transform::MinTotal(_)) {
             warn(quiet, &format!("{name}: transform {t} matched nothing"));
         }
@@ -887,7 +897,7 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
     let bc = value_column(&bv, args.value.as_deref(), &before_name)?;
     let ac = value_column(&av, args.value.as_deref(), &after_name)?;
     let combined = profconv_ir::diff::combine(&bv, bc, &av, ac)
-        .map_err(|e| Failure::Input(format!("{before_name} and {after_name}: {e}")))?;
+        .map_err(|e| Failure::ir(&format!("{before_name} and {after_name}"), &e))?;
     write_output(emitter, &combined.view(), &out_path, &opts[2], run)
 }
 
@@ -904,7 +914,7 @@ fn tree(registry: &Registry, args: &TreeArgs, run: Run) -> Result<(), Failure> {
         Some(v) => Some(value_column(&view, Some(v), &name)?),
         None => None,
     };
-    let call_tree = CallTree::build(&view).map_err(|e| Failure::Input(format!("{name}: {e}")))?;
+    let call_tree = CallTree::build(&view).map_err(|e| Failure::ir(&name, &e))?;
     let options = TreeTextOptions {
         value,
         all_values: args.all_values,
@@ -923,7 +933,7 @@ fn tree(registry: &Registry, args: &TreeArgs, run: Run) -> Result<(), Failure> {
         Ok(()) => Ok(()),
         Err(TreeError::Io(e)) if is_broken_pipe(&e) => Err(Failure::BrokenPipe),
         Err(TreeError::Io(e)) => Err(Failure::Io(format!("<stdout>: {e}"))),
-        Err(TreeError::Ir(e)) => Err(Failure::Input(format!("{name}: {e}"))),
+        Err(TreeError::Ir(e)) => Err(Failure::ir(&name, &e)),
     }
 }
 

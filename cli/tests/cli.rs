@@ -157,6 +157,45 @@ fn bad_input_names_file_and_line_and_leaves_no_output() {
     assert!(!missing.exists());
 }
 
+/// A transform whose result would pass its bound (inverting a deep chain of distinct calls
+/// makes the square of its depth in stacks) is refused as a usage error (exit 2), as the
+/// emitters' size bounds are: other transforms or options will do, the input is fine. The
+/// flame graph's `-O reverse`, the same inversion, likewise.
+#[test]
+fn a_result_past_a_bound_is_a_usage_error() {
+    let d = tmp();
+    let mut trace = String::from("PVMTRACE 1\n");
+    for i in 0..3000 {
+        trace.push_str(&format!("C +1 f{i}\n"));
+    }
+    for _ in 0..3000 {
+        trace.push_str("E +1\n");
+    }
+    let input = write(d.path(), "deep.pvmtrace", trace.as_bytes());
+    let input = input.to_str().unwrap();
+    let svg = d.path().join("deep.svg");
+    for args in [
+        vec!["tree", input, "-T", "invert"],
+        vec![
+            "convert",
+            input,
+            "-o",
+            svg.to_str().unwrap(),
+            "-O",
+            "reverse",
+        ],
+    ] {
+        let out = run(&args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("too large: the inverted tree has more than"),
+            "{err}"
+        );
+    }
+    assert!(!svg.exists());
+}
+
 /// An option a format declares for reading only (or writing only) is refused where the format
 /// does the other: `-O max-nodes` when writing callgrind would do nothing. The same option
 /// reading callgrind applies, and the listing of known options names only what applies.

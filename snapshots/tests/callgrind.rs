@@ -721,6 +721,33 @@ fn emit_seed_000_exact_calls() {
     );
 }
 
+/// Functions that start stacks and are also called: callgrind_annotate shows each one's whole
+/// inclusive cost (it showed 0 for `cksum` and `f` before the emitter's `(root)` caller), and
+/// gprof2dot reads the file (the calls into `b` from inside recursion below it, kept, made a
+/// cycle of weightless edges it asserted on).
+#[test]
+fn readers_see_the_whole_cost_of_root_functions_that_are_also_called() {
+    let annotate = annotate_tool();
+    let gprof2dot = gprof2dot_tool();
+    for (stem, text) in [
+        ("root_and_callee", "X;Y 99\nA;X 8\n"),
+        (
+            "root_through_recursion",
+            "cksum;main;cksum 5\ncksum;main 3\ncksum 2\n",
+        ),
+        ("root_self_call", "f;f 5\nf 2\n"),
+        ("root_in_a_cycle", "b;a;d;b 2\na;c 5\nb;c;b 8\n"),
+    ] {
+        let p = <Folded as Format>::parse(
+            &mut Input::from_slice(text.as_bytes()),
+            &Options::default(),
+            &mut Context::silent(),
+        )
+        .expect("folded");
+        check_readers(stem, &p, annotate.as_deref(), gprof2dot.as_deref());
+    }
+}
+
 #[test]
 fn emit_fractional_values_are_scaled() {
     let bytes = read_fixture("folded/inferno/flamegraph/fractional-samples/fractional.txt");

@@ -181,6 +181,8 @@ pub fn emit_callgrind_validated(
         nodes,
         rest,
     } = walk;
+    // What each function that starts a stack costs there (see `RootEntries`).
+    let roots = RootEntries::new(p, &sites, &nodes, &rest, nc);
     drop((open, nodes, rest));
     let edges = edges.finish();
 
@@ -209,8 +211,10 @@ pub fn emit_callgrind_validated(
     // carry no cost. Left in, they would make readers see cycles whose edges have no weight,
     // which gprof2dot cannot apportion (it asserts). They are left out when the callee has a
     // call from outside recursion, so readers still know it is called; self-calls stay (every
-    // reader ignores them or counts them as zero).
-    let mut outer_in = vec![false; cg.names.len()];
+    // reader ignores them or counts them as zero). A root function that is also called gets a
+    // call from the synthetic root caller below: that is its call from outside.
+    let root_called = roots.called(&body_edges, cg.names.len());
+    let mut outer_in = root_called.clone();
     for e in &body_edges {
         if e.outer && e.caller != e.callee {
             outer_in[e.callee as usize] = true;
@@ -227,24 +231,23 @@ pub fn emit_callgrind_validated(
     });
     // Root functions that are also called get their starts of stacks as calls from a caller of
     // their own (see `RootEntries`).
-    let roots = RootEntries::new(p, &sites, &body_edges, &cols, cg.names.len());
-    let root_name = match roots {
-        Some(_) => cg.unused_name(ROOT_CALLER),
-        None => String::new(),
+    let root_name = if root_called.contains(&true) {
+        cg.unused_name(ROOT_CALLER)
+    } else {
+        String::new()
     };
     let mut cg = cg;
-    let root_caller = match roots {
-        Some(r) => r.add_caller(
-            &mut cg,
-            &root_name,
-            &mut body_edges,
-            &mut costs,
-            &calls,
-            rule,
-            nc,
-        ),
-        None => None,
-    };
+    let root_caller = roots.add_caller(
+        &root_called,
+        &mut cg,
+        &root_name,
+        &mut body_edges,
+        &mut costs,
+        |s| match rule {
+            CallRule::Contexts => 1,
+            _ => calls[s as usize].max(0) as u64,
+        },
+    );
     let mut zero_calls = 0u64;
     for e in &mut body_edges {
         if e.calls == 0 {
@@ -415,10 +418,20 @@ impl<'a> CgFuncs<'a> {
 }
 
 impl<'a> CgFuncs<'a> {
-    /// `name`, with `'` appended while a function has that name.
+    /// `name`, with `'` appended while a function has that name as readers read it back (line
+    /// breaks written as spaces, whitespace around it dropped).
     fn unused_name(&self, name: &str) -> String {
+        let read_back: hashbrown::HashSet<String, FixedState> = self
+            .names
+            .iter()
+            .map(|n| {
+                clean(or_unknown(n))
+                    .trim_matches(|c: char| c.is_ascii_whitespace())
+                    .to_string()
+            })
+            .collect();
         let mut name = name.to_string();
-        while self.names.contains(&name.as_str()) {
+        while read_back.contains(&name) {
             name.push('\'');
         }
         name
@@ -997,108 +1010,80 @@ pub const ROOT_CALLER_DESC: &str = "Root caller: ";
 /// calls that carry nothing) showed `cksum` and `f` at 0 (callgrind_annotate counts self-calls
 /// as incoming calls). So a root function that has any call into it gets one more, from a
 /// synthetic caller, [`ROOT_CALLER`], carrying its root subtrees' costs: its incoming calls then
-/// add up to its whole inclusive cost, as for every other function. (Leaving the calls from
-/// inside recursion out instead would make `cksum` uncalled, and readers take an uncalled
-/// function's self cost plus its calls, which counts the inner `cksum` twice.)
+/// add up to its whole inclusive cost, as for every other function. That call is its call from
+/// outside recursion, so calls into it from inside recursion are left out as for any function
+/// (kept, they would close cycles of weightless edges, which gprof2dot cannot apportion; left
+/// out with no root caller, `cksum` would be uncalled, and readers take an uncalled function's
+/// self cost plus its calls, which counts the inner `cksum` twice).
 struct RootEntries {
-    /// Per callgrind function: starts a stack with samples on or below it.
-    is_root: Vec<bool>,
-    /// Live root stacks: (callgrind function, stack), and their subtrees' totals, `nc` each.
+    /// Live root stacks: (callgrind function, stack), in stack order.
     stacks: Vec<(u32, u32)>,
+    /// Their subtrees' totals, one per written column each.
     totals: Vec<i64>,
+    nc: usize,
 }
 
 impl RootEntries {
-    /// `None` (nothing to do, the common case, checked without a pass over the samples) when no
-    /// root function is called.
+    /// From the walk's subtree totals (`nodes`: the first column and [`LIVE`]; `rest`: the other
+    /// columns), before they are dropped.
     fn new(
         p: &ProfileRef<'_>,
         sites: &Sites,
-        edges: &[MergedEdge],
-        cols: &[usize],
-        n_cg: usize,
-    ) -> Option<RootEntries> {
-        let ns = p.n_stacks();
-        let cg_of = |s: usize| sites.frame_cg[p.stack_frame[s] as usize];
-        let mut candidate = vec![false; n_cg];
-        for s in 0..ns {
-            if p.stack_prefix[s] == NONE {
-                candidate[cg_of(s) as usize] = true;
+        nodes: &[Node],
+        rest: &[i64],
+        nc: usize,
+    ) -> RootEntries {
+        let (mut stacks, mut totals) = (Vec::new(), Vec::new());
+        for (s, node) in nodes.iter().enumerate() {
+            if p.stack_prefix[s] == NONE && node.site & LIVE != 0 {
+                stacks.push((sites.cg[(node.site & !LIVE) as usize], s as u32));
+                totals.push(node.cost);
+                totals.extend_from_slice(&rest[s * (nc - 1)..(s + 1) * (nc - 1)]);
             }
         }
-        if !edges.iter().any(|e| candidate[e.callee as usize]) {
-            return None;
-        }
-        // Per stack, the index of its root among the roots; per root, its subtree's totals.
-        let nc = cols.len();
-        let mut root_of = vec![0u32; ns];
-        let mut all_roots: Vec<u32> = Vec::new();
-        for s in 0..ns {
-            root_of[s] = match p.stack_prefix[s] {
-                NONE => {
-                    all_roots.push(s as u32);
-                    (all_roots.len() - 1) as u32
-                }
-                q => root_of[q as usize],
-            };
-        }
-        let mut totals = vec![0i64; all_roots.len() * nc];
-        let mut live = vec![false; all_roots.len()];
-        for i in 0..p.n_samples() {
-            let r = root_of[p.sample_stack[i] as usize] as usize;
-            live[r] = true;
-            for (k, &c) in cols.iter().enumerate() {
-                // The grand totals fit and every value is at least 0: no sum of some overflows.
-                totals[r * nc + k] += p.sample_values[c][i];
-            }
-        }
-        let mut is_root = vec![false; n_cg];
-        let mut stacks = Vec::new();
-        let mut kept = Vec::new();
-        for (r, &s) in all_roots.iter().enumerate() {
-            if live[r] {
-                let f = cg_of(s as usize);
-                is_root[f as usize] = true;
-                stacks.push((f, s));
-                kept.extend_from_slice(&totals[r * nc..(r + 1) * nc]);
-            }
-        }
-        Some(RootEntries {
-            is_root,
-            stacks,
-            totals: kept,
-        })
+        RootEntries { stacks, totals, nc }
     }
 
-    /// Adds the synthetic caller to `cg` and its calls to `edges` (after every other caller's, as
-    /// its function is the last), for the root functions that `edges` has a call into (a
-    /// self-call too); returns its function and how many it calls, or `None` if none.
-    #[allow(clippy::too_many_arguments)]
+    /// Per callgrind function: it starts a stack and `edges` has a call into it (a self-call
+    /// too).
+    fn called(&self, edges: &[MergedEdge], n_cg: usize) -> Vec<bool> {
+        let mut is_root = vec![false; n_cg];
+        for &(f, _) in &self.stacks {
+            is_root[f as usize] = true;
+        }
+        let mut called = vec![false; n_cg];
+        for e in edges {
+            called[e.callee as usize] |= is_root[e.callee as usize];
+        }
+        called
+    }
+
+    /// Adds the synthetic caller, named `name`, to `cg` and its calls to the `called` functions
+    /// to `edges` (after every other caller's, as its function is the last), each with the
+    /// costs of the function's root stacks and the calls `count_of` gives for them (at least 1,
+    /// at most 2^63-1, as every call line); returns its function and how many it calls, or
+    /// `None` if none.
     fn add_caller<'a>(
         self,
+        called: &[bool],
         cg: &mut CgFuncs<'a>,
         name: &'a str,
         edges: &mut Vec<MergedEdge>,
         costs: &mut Vec<i64>,
-        calls: &[i64],
-        rule: CallRule,
-        nc: usize,
+        count_of: impl Fn(u32) -> u64,
     ) -> Option<(u32, usize)> {
-        let mut called = vec![false; self.is_root.len()];
-        for e in edges.iter() {
-            called[e.callee as usize] = true;
-        }
-        let mut entries: Vec<usize> = (0..self.stacks.len())
+        let nc = self.nc;
+        let entries: Vec<usize> = (0..self.stacks.len())
             .filter(|&k| called[self.stacks[k].0 as usize])
             .collect();
         if entries.is_empty() {
             return None;
         }
-        entries.sort_by_key(|&k| self.stacks[k]);
         let caller = cg.add_synthetic(name);
+        let mut by_callee = entries;
+        by_callee.sort_by_key(|&k| self.stacks[k]);
         let mut n = 0;
-        for group in entries.chunk_by(|&a, &b| self.stacks[a].0 == self.stacks[b].0) {
-            let callee = self.stacks[group[0]].0;
+        for group in by_callee.chunk_by(|&a, &b| self.stacks[a].0 == self.stacks[b].0) {
             let at = costs.len();
             costs.resize(at + nc, 0);
             let mut count = 0u64;
@@ -1107,20 +1092,17 @@ impl RootEntries {
                     .iter_mut()
                     .zip(&self.totals[k * nc..(k + 1) * nc])
                 {
+                    // Parts of the grand total, which fits.
                     *sum += v;
                 }
-                let s = self.stacks[k].1 as usize;
-                count = count.saturating_add(match rule {
-                    CallRule::Contexts => 1,
-                    _ => calls[s].max(0) as u64,
-                });
+                count = count.saturating_add(count_of(self.stacks[k].1));
             }
             edges.push(MergedEdge {
                 caller,
                 addr: 0,
                 line: 0,
-                callee,
-                calls: count,
+                callee: self.stacks[group[0]].0,
+                calls: count.clamp(1, i64::MAX as u64),
                 cost: at,
                 outer: true,
             });
@@ -1512,15 +1494,16 @@ mod tests {
     fn each_sample_counts_once_per_callee() {
         // f;g;f;h: the sample goes to the calls into g and h (their outermost frames), not to
         // g -> f (f's outermost frame is the root). f, a root that g calls, gets its call from
-        // the synthetic `(root)`, with the sample. Incoming sums: g 1, h 1, f 1, all <= 1;
-        // charging every call on the stack would give f an incoming 2 with g -> f a 1 too.
+        // the synthetic `(root)`, with the sample, and g -> f (no cost, from inside recursion)
+        // is left out. Incoming sums: g 1, h 1, f 1, all <= 1; charging every call on the stack
+        // would give f an incoming 2 with g -> f a 1 too.
         let mut b = ProfileBuilder::new();
         b.add_value_type("samples", "count", ValueKind::Weight);
         b.add_stack(&["f", "g", "f", "h"], &[1]).unwrap();
         let text = emit(&b.finish());
         assert_eq!(
             body(&text),
-            "\nsummary: 1\n\nfl=(1) ???\nfn=(1) f\ncfi=(1)\ncfn=(2) g\ncalls=1 0\n0 1\ncfi=(1)\ncfn=(3) h\ncalls=1 0\n0 1\n\nfn=(2)\ncfi=(1)\ncfn=(1)\ncalls=1 0\n0 0\n\nfn=(3)\n0 1\n\nfn=(4) (root)\ncfi=(1)\ncfn=(1)\ncalls=1 0\n0 1\n\ntotals: 1\n"
+            "\nsummary: 1\n\nfl=(1) ???\nfn=(1) f\ncfi=(1)\ncfn=(2) g\ncalls=1 0\n0 1\ncfi=(1)\ncfn=(3) h\ncalls=1 0\n0 1\n\nfn=(3)\n0 1\n\nfn=(4) (root)\ncfi=(1)\ncfn=(1)\ncalls=1 0\n0 1\n\ntotals: 1\n"
         );
     }
 
@@ -1621,7 +1604,90 @@ mod tests {
                 profconv_plugin::ir::testing::first_seen_tree(&p.view(), false)
             };
             assert_eq!(read(&text), read(&without), "{stacks:?}");
-            assert!(!read(&text).contains("(root)"));
+            // Nor is it a function of the profile read back: written again, the file is the
+            // same (no `(root)'` for a `(root)` left over).
+            let back = read_profile(&text);
+            assert!(
+                !(0..back.funcs.name.len())
+                    .any(|f| back.view().func_name_str(f as u32) == "(root)")
+            );
+            let again = emit(&back);
+            assert!(!again.contains("(root)'"), "{stacks:?}: {again}");
+        }
+    }
+
+    fn read_profile(text: &str) -> Profile {
+        let mut warnings = Vec::new();
+        let p = read_warning(text, &mut warnings);
+        assert!(
+            !warnings.iter().any(|w| w.contains("Root caller")),
+            "{warnings:?}"
+        );
+        p
+    }
+
+    fn read_warning(text: &str, warnings: &mut Vec<String>) -> Profile {
+        let mut sink = |_: u32, m: &str| warnings.push(m.to_string());
+        let mut cx = profconv_plugin::Context::with_sink(&mut sink);
+        let g = crate::parse_graph(
+            &mut profconv_plugin::Input::from_slice(text.as_bytes()),
+            &mut cx,
+        )
+        .unwrap();
+        crate::build_profile(&g, &crate::BuildOptions::default(), &mut cx).unwrap()
+    }
+
+    /// The synthetic caller's name is one no function has as readers read it back (line breaks
+    /// written as spaces, whitespace around a name dropped).
+    #[test]
+    fn the_root_caller_is_named_apart_from_every_function() {
+        for taken in ["(root)", "(root) ", " (root)", "(root)\n"] {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("samples", "count", ValueKind::Weight);
+            b.add_stack(&[taken, "X"], &[5]).unwrap();
+            b.add_stack(&["X", "Y"], &[3]).unwrap();
+            b.add_stack(&["A", "X"], &[2]).unwrap();
+            let p = b.finish();
+            let text = emit(&p);
+            assert!(
+                text.contains("\ndesc: Root caller: (root)' ("),
+                "{taken:?}: {text}"
+            );
+            assert!(text.contains(") (root)'\n"), "{taken:?}");
+            // Read back, the function named like it keeps its calls.
+            let tree =
+                profconv_plugin::ir::testing::first_seen_tree(&read_profile(&text).view(), false);
+            assert!(
+                tree.starts_with("(root) self=0 total=5"),
+                "{taken:?}: {tree}"
+            );
+        }
+    }
+
+    /// A `desc: Root caller:` line naming a function that is not what the writer makes (one
+    /// with costs of its own, or called) leaves its calls as they are, with a warning.
+    #[test]
+    fn a_root_caller_line_naming_a_real_function_changes_nothing() {
+        let body = "events: Ir\nfl=a.c\nfn=main\n1 5\ncfn=f\ncalls=1 1\n1 7\nfn=f\n1 7\n";
+        let plain = read_profile(body);
+        for named in ["main", "f", "nobody"] {
+            let text = format!("desc: Root caller: {named} (x)\n{body}");
+            let mut warnings = Vec::new();
+            let p = read_warning(&text, &mut warnings);
+            assert_eq!(
+                profconv_plugin::ir::testing::first_seen_tree(&p.view(), false),
+                profconv_plugin::ir::testing::first_seen_tree(&plain.view(), false),
+                "{named}"
+            );
+            let ours: Vec<&String> = warnings
+                .iter()
+                .filter(|w| w.contains("Root caller"))
+                .collect();
+            assert_eq!(ours.len(), 1, "{named}: {warnings:?}");
+            assert!(
+                ours[0].contains("its calls are read as they are"),
+                "{warnings:?}"
+            );
         }
     }
 
@@ -1803,11 +1869,17 @@ mod tests {
         // main:1 -> a: two callers' frames of a (lines 1 and 5) under one main stack, and
         // main:1 under x: two calling contexts; inclusive 3 + 2 + 1 + 0 + 1 = 7 samples, 70 ns.
         assert!(
-            text.contains("fn=(6) main\ncfi=(1)\ncfn=(1)\ncalls=2 0\n1 7 70\n"),
+            text.contains("fn=(5) main\ncfi=(1)\ncfn=(1)\ncalls=2 0\n1 7 70\n"),
             "{text}"
         );
-        // a -> b from inside recursion only (a;b;a;b) is left out: b's outer call is a -> b.
-        assert!(text.contains("desc: Left out: "), "{text}");
+        // a -> b from inside recursion only (a;b;a;b) is left out: b's outer call is a -> b;
+        // so is a -> x (x;main;a;x;a): x, a root, gets its call from `(root)`, as main does
+        // (called by x), each with what it costs as a root.
+        assert!(text.contains("desc: Left out: 4 call edge(s)"), "{text}");
+        assert!(
+            text.contains("fn=(7) (root)\ncfi=(1)\ncfn=(5)\ncalls=2 0\n0 11 110\ncfi=(1)\ncfn=(6)\ncalls=1 0\n0 1 10\n"),
+            "{text}"
+        );
     }
 
     #[test]

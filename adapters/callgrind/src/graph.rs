@@ -182,6 +182,9 @@ pub struct Graph {
     pub meta: Vec<(String, String)>,
     /// Number of parts read.
     pub parts: u32,
+    /// The synthetic caller profconv's writer adds (its `desc: Root caller:` line), whose calls
+    /// were left out: not a function of the profile.
+    pub root_caller: Option<u32>,
 }
 
 impl Graph {
@@ -202,6 +205,30 @@ impl Graph {
             self.str(func.file)
         };
         format!("{file}:{}", self.str(func.name))
+    }
+
+    /// Leaves out the call edges `caller` makes (and their costs), keeping the others in order;
+    /// returns how many went.
+    pub(crate) fn drop_calls_of(&mut self, caller: u32) -> usize {
+        let mut costs = Costs {
+            pitch: self.edge_costs.pitch,
+            stride: self.edge_costs.stride,
+            data: Vec::new(),
+        };
+        let mut kept = Vec::with_capacity(self.edges.len());
+        for (i, e) in self.edges.iter().enumerate() {
+            if e.caller != caller {
+                let at = self.edge_costs.pitch * i;
+                costs
+                    .data
+                    .extend_from_slice(&self.edge_costs.data[at..at + self.edge_costs.pitch]);
+                kept.push(*e);
+            }
+        }
+        let dropped = self.edges.len() - kept.len();
+        self.edges = kept;
+        self.edge_costs = costs;
+        dropped
     }
 
     /// Sum of the self costs, per event column.

@@ -211,25 +211,11 @@ struct Reader<'c, 'x> {
     zero_calls: u64,
     unknown_headers: u64,
     /// The synthetic caller profconv's callgrind writer names in a `desc: Root caller: NAME (…)`
-    /// line, whose calls are left out (its callees are roots of the profile, where the writer
-    /// found them), and its string id once seen.
+    /// line (see [`resolve_root_caller`]).
     root_caller: Option<String>,
-    root_caller_id: Option<u32>,
 }
 
 impl Reader<'_, '_> {
-    /// Whether `func` is the synthetic caller the header named (see [`ROOT_CALLER_DESC`]).
-    fn is_root_caller(&mut self, func: u32) -> bool {
-        let Some(name) = &self.root_caller else {
-            return false;
-        };
-        if self.root_caller_id.is_none() {
-            self.root_caller_id = self.names.get(name.as_str()).copied();
-        }
-        self.root_caller_id
-            .is_some_and(|id| self.g.funcs[func as usize].name == id)
-    }
-
     /// An error at byte `col` of the current line (after its leading whitespace).
     fn err(&self, col: usize, msg: impl Into<String>) -> PluginError {
         let col = self.lead + col;
@@ -676,7 +662,6 @@ impl Reader<'_, '_> {
         // Only the costs given on the line are added: the others are 0.
         let given = seen - npos;
         match self.pending.take() {
-            Some(_) if self.is_root_caller(self.func) => Ok(()),
             Some(p) => {
                 let key = (self.func, addr, line_no, self.callee);
                 let e = match self.edge_index.get(&key) {
@@ -869,7 +854,6 @@ impl Reader<'_, '_> {
                 if let Some(rest) = text.strip_prefix(ROOT_CALLER_DESC) {
                     let name = rest.split_once(" (").map_or(rest, |(name, _)| name);
                     self.root_caller = Some(name.to_string());
-                    self.root_caller_id = None;
                 }
             }
             b"positions" => {
@@ -1074,7 +1058,6 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
         zero_calls: 0,
         unknown_headers: 0,
         root_caller: None,
-        root_caller_id: None,
     };
     r.g.self_costs = Costs::default();
     r.g.edge_costs = Costs::default();
@@ -1104,6 +1087,9 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
         ));
     }
     let mut g = r.g;
+    if let Some(name) = &r.root_caller {
+        resolve_root_caller(&mut g, name, r.cx);
+    }
     let mut long_names = r.long_names;
     for e in &mut g.events {
         if let Some(long) = long_names.remove(&e.name) {
@@ -1130,6 +1116,38 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
         }
     }
     Ok(g)
+}
+
+/// Leaves out the calls of the synthetic caller named by a `desc: Root caller: NAME (…)` line
+/// (profconv's writer calls the functions that start stacks and are also called from it, so that
+/// other readers see their whole cost): its callees are roots of the profile, as they were where
+/// the file was written, and it is not a function of the profile (`Graph::root_caller`). Only a
+/// function that fits what the writer makes is taken: one of that name, with no self cost, not
+/// called, and making calls; any other is read as it is, with a warning.
+fn resolve_root_caller(g: &mut Graph, name: &str, cx: &mut Context<'_>) {
+    let named: Vec<u32> = (0..g.funcs.len() as u32)
+        .filter(|&f| g.str(g.funcs[f as usize].name) == name)
+        .collect();
+    let fits = |f: u32| {
+        !g.selfs.iter().any(|s| s.func == f)
+            && !g.edges.iter().any(|e| e.callee == f)
+            && g.edges.iter().any(|e| e.caller == f)
+    };
+    match named[..] {
+        [f] if fits(f) => {
+            g.drop_calls_of(f);
+            g.root_caller = Some(f);
+        }
+        _ => cx.warn(&format!(
+            "`desc: {ROOT_CALLER_DESC}` names `{}`, but {}: its calls are read as they are",
+            show_name(name),
+            match named.len() {
+                0 => "no function has that name".to_string(),
+                1 => "that function has costs of its own, is called or calls nothing, unlike the caller profconv writes".to_string(),
+                n => format!("{n} functions (in different files or objects) have that name"),
+            }
+        )),
+    }
 }
 
 /// Confidence that `head` is a callgrind file.

@@ -342,10 +342,15 @@ fn build(
         let v = g.str(s);
         (s != NONE && !v.is_empty() && v != "???").then_some(v)
     };
+    // The synthetic root caller (its calls left out) is no function of the profile.
     let ir_func: Vec<u32> = g
         .funcs
         .iter()
-        .map(|f| {
+        .enumerate()
+        .map(|(k, f)| {
+            if g.root_caller == Some(k as u32) {
+                return NONE;
+            }
             let line = (f.line != 0).then_some(f.line);
             b.func_with(g.str(f.name), known(f.file), line, known(f.object))
         })

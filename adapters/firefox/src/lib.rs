@@ -23,7 +23,10 @@ pub use firefox::{
     FirefoxOptions, GECKO_VERSION, GZIP_LEVEL, INTERVAL_MS, PROCESSED_PROFILE_VERSION,
     emit_firefox, firefox_json_pretty,
 };
-pub use speedscope::{SCHEMA, SpeedscopeOptions, emit_speedscope, speedscope_json_pretty};
+pub use speedscope::{
+    MAX_SIZE as SPEEDSCOPE_MAX_SIZE, SCHEMA, SpeedscopeOptions, emit_speedscope,
+    speedscope_json_pretty,
+};
 
 use profconv_plugin::ir::ProfileRef;
 use profconv_plugin::{Context, Format, OptionDesc, Options, Output, PluginError};
@@ -73,8 +76,8 @@ impl Format for Speedscope {
         ).emit_only(),
         OptionDesc::integer(
             "max-size",
-            profconv_plugin::MAX_OUTPUT_SIZE_TEXT,
-            "the most bytes the sampled profiles' stacks may take (0: no bound); each sample holds its whole stack, so deep recursion can make terabytes",
+            speedscope::MAX_SIZE_TEXT,
+            "the most bytes the sampled profiles' stacks may take (0: no bound; the default, 2 GiB, is the most speedscope opens); each sample holds its whole stack, so deep recursion can make terabytes",
         ).emit_only(),
     ];
     const CAN_EMIT: bool = true;
@@ -87,7 +90,7 @@ impl Format for Speedscope {
     ) -> Result<(), PluginError> {
         let opts = SpeedscopeOptions {
             value: options.get("value"),
-            max_size: options.max_output_size("max-size")?,
+            max_size: options.max_output_size_or("max-size", speedscope::MAX_SIZE)?,
         };
         emit_speedscope(profile, output, opts, cx)
     }

@@ -34,10 +34,19 @@ pub struct SpeedscopeOptions<'a> {
     /// The value type written as the weight (default: the first weight).
     pub value: Option<&'a str>,
     /// The most bytes the sampled profiles' stacks may take, checked before anything is
-    /// written; `None` (the `Default`): no bound. The plugin's default is
-    /// [`profconv_plugin::MAX_OUTPUT_SIZE`] (option `max-size`).
+    /// written; `None` (the `Default`): no bound. The plugin's default is [`MAX_SIZE`] (option
+    /// `max-size`).
     pub max_size: Option<u64>,
 }
+
+/// Default [`SpeedscopeOptions::max_size`]: 2 GiB. speedscope cannot open a file of 2 GB or
+/// more (the browser's `FileReader` gives it no buffer past that: speedscope issue #372; it
+/// reads files past V8's 512 MB string limit since its pull request #385), so a larger one would
+/// be written for nothing.
+pub const MAX_SIZE: u64 = 1 << 31;
+
+/// [`MAX_SIZE`] as the option's documented default.
+pub const MAX_SIZE_TEXT: &str = "2147483648";
 
 #[derive(Serialize)]
 struct File<'r, 'p> {

@@ -633,6 +633,32 @@ fn sampled_output_over_the_size_bound_is_an_error_before_anything_is_written() {
     assert_eq!(e.status, Status::BAD_OPTIONS);
 }
 
+/// The default bound is the most speedscope opens (2 GiB): a chain 40 000 calls deep, one
+/// sample per node (some 5 GB of frame lists), is refused by default, written with `0`.
+#[test]
+fn the_default_size_bound_is_what_speedscope_opens() {
+    assert_eq!(crate::SPEEDSCOPE_MAX_SIZE, 1 << 31);
+    assert_eq!(
+        crate::speedscope::MAX_SIZE_TEXT,
+        crate::SPEEDSCOPE_MAX_SIZE.to_string()
+    );
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("samples", "count", ValueKind::Weight);
+    let frames = profconv_plugin::ir::testing::numbered_frames(&mut b, 40_000);
+    let mut stack = profconv_plugin::ir::NONE;
+    for &fr in &frames {
+        stack = b.stack(stack, fr);
+        b.add_to_stack(stack, &[1]).unwrap();
+    }
+    let p = b.finish();
+    let e = emit::<Speedscope>(&p, &[]).unwrap_err();
+    assert!(
+        e.message.contains("over the 2147483648-byte bound"),
+        "{}",
+        e.message
+    );
+}
+
 #[test]
 fn folded_input_through_both() {
     let text = b"main;parse;read 42\nmain;parse 8\nmain;write_[k] 50\n";

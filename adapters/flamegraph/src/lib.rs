@@ -84,8 +84,12 @@ fn diff_sides<'a>(p: &ProfileRef<'a>) -> Option<(ProfileRef<'a>, ProfileRef<'a>)
 
 /// `p` with every stack reversed (option `reverse`).
 fn reversed(p: &ProfileRef<'_>) -> Result<profconv_plugin::ir::Profile, PluginError> {
-    let (reversed, _) = profconv_plugin::ir::transform::apply(p, &Transform::Invert)
-        .map_err(|e| PluginError::invalid_input(format!("option reverse: {e}")))?;
+    let (reversed, _) =
+        profconv_plugin::ir::transform::apply(p, &Transform::Invert).map_err(|e| {
+            let mut e = PluginError::from(e);
+            e.message = format!("option reverse: {}", e.message);
+            e
+        })?;
     Ok(reversed)
 }
 

@@ -34,7 +34,7 @@ pub struct EmitOptions<'a> {
     pub max_size: Option<u64>,
 }
 
-/// Default [`EmitOptions::max_size`]: 64 GiB ([`profconv_plugin::MAX_OUTPUT_SIZE`]). Every line
+/// Default [`EmitOptions::max_size`]: 16 GiB ([`profconv_plugin::MAX_OUTPUT_SIZE`]). Every line
 /// holds its whole stack, so the output grows with the square of the depth.
 pub const MAX_SIZE: u64 = profconv_plugin::MAX_OUTPUT_SIZE;
 

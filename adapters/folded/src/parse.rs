@@ -1376,6 +1376,29 @@ fn absorb_bound(b: &ProfileBuilder, bound: i128, part: &Profile) -> Option<i128>
     (new <= i128::from(i64::MAX)).then_some(new)
 }
 
+/// Confidence that `head`, all of it the start of one line longer than the head, is folded
+/// stacks: a deep stack (thousands of frames) is a line longer than any head a host reads. Text
+/// (UTF-8, without control characters but tabs) with many `;` is a weak 5, read as folded only
+/// when no other format knows the input; then the parser reads the whole line and says what is
+/// wrong with it, if anything.
+fn long_first_line(head: &[u8]) -> u32 {
+    // The head may end inside a character.
+    let text = match std::str::from_utf8(head) {
+        Ok(t) => t,
+        Err(e) if e.error_len().is_none() => {
+            std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default()
+        }
+        Err(_) => return 0,
+    };
+    let frames = memchr::memchr_iter(b';', text.as_bytes()).count();
+    let plain = !text.chars().any(|c| c.is_control() && c != '\t');
+    if plain && frames >= 64 && text.len() / frames <= 512 {
+        5
+    } else {
+        0
+    }
+}
+
 /// Confidence that `head` is folded stacks: every complete line ends in a count.
 pub fn sniff(head: &[u8]) -> u32 {
     // A byte-order mark before the content is read as whitespace, as the parser does.
@@ -1386,7 +1409,7 @@ pub fn sniff(head: &[u8]) -> u32 {
     let complete = match memchr::memrchr(b'\n', head) {
         Some(i) => &head[..i],
         None if head.len() < 4096 => head,
-        None => return 0,
+        None => return long_first_line(head),
     };
     let (mut good, mut with_semicolon, mut bad) = (0, 0, 0);
     for line in complete.split(|&c| c == b'\n').take(64) {
@@ -1852,6 +1875,27 @@ mod tests {
         assert_eq!(sniff(&text), 0);
         assert_eq!(sniff(b"a;b 1\nc;d 2\ne;f 3\nbad\n"), 0);
         assert_eq!(sniff(b"events: Ir\nfn=main\n1 5\n"), 0);
+        // A first line longer than the head (a stack thousands of frames deep): a weak 5 when
+        // it reads as frames, nothing for other long text.
+        let deep: String = (0..5000).map(|i| format!("frame_{i};")).collect();
+        assert_eq!(sniff(&deep.as_bytes()[..16 * 1024]), 5);
+        assert_eq!(sniff(&deep.as_bytes()[..16 * 1024 - 1]), 5);
+        let cut = "é;".repeat(9000);
+        assert_eq!(
+            sniff(&cut.as_bytes()[..16 * 1024 + 1]),
+            5,
+            "cut inside a character"
+        );
+        assert_eq!(sniff(&[b'x'; 16 * 1024]), 0);
+        assert_eq!(
+            sniff(
+                deep.replace(';', "\x01")
+                    .as_bytes()
+                    .get(..16 * 1024)
+                    .unwrap()
+            ),
+            0
+        );
     }
 
     /// A streamed line longer than the bound is an error at the byte where it starts, on one

@@ -182,8 +182,13 @@ impl From<io::Error> for PluginError {
 }
 
 impl From<profconv_ir::IrError> for PluginError {
+    /// A result past a bound is `UNSUPPORTED` (as the emitters' size bounds: other options may
+    /// do), an overflow or an invalid profile `INVALID_INPUT`.
     fn from(e: profconv_ir::IrError) -> Self {
-        PluginError::invalid_input(e.to_string())
+        match e {
+            profconv_ir::IrError::TooLarge(_) => PluginError::unsupported(e.to_string()),
+            _ => PluginError::invalid_input(e.to_string()),
+        }
     }
 }
 
@@ -272,8 +277,14 @@ impl Options {
     /// when the option is not given. For emitters whose output can grow faster than the
     /// profile (formats that repeat each line's whole stack).
     pub fn max_output_size(&self, key: &str) -> Result<Option<u64>, PluginError> {
+        self.max_output_size_or(key, MAX_OUTPUT_SIZE)
+    }
+
+    /// [`Self::max_output_size`] with another default (a format whose readers stop well below
+    /// [`MAX_OUTPUT_SIZE`]).
+    pub fn max_output_size_or(&self, key: &str, default: u64) -> Result<Option<u64>, PluginError> {
         Ok(match self.parse::<u64>(key)? {
-            None => Some(MAX_OUTPUT_SIZE),
+            None => Some(default),
             Some(0) => None,
             Some(n) => Some(n),
         })
@@ -851,13 +862,16 @@ pub fn install_quiet_panic_hook(plugin: &'static str) {
 }
 
 /// Default bound on an output whose size can grow with the square of the stacks' depth (every
-/// folded line and every speedscope sample holds its whole stack): 64 GiB. A trace that recursed
-/// a million calls deep would take terabytes (hours of writing, then a full disk); real profiles
-/// stay far below (the benchmark's 10 M-event PVM trace makes 2.9 GB of folded stacks).
-pub const MAX_OUTPUT_SIZE: u64 = 1 << 36;
+/// folded line and every speedscope sample holds its whole stack): 16 GiB. A trace that recursed
+/// a million calls deep would take terabytes, and a 2 MB trace of 120 000 nested calls 49 GB
+/// (hours of writing, then a full disk); real profiles stay far below (the benchmark's 10
+/// M-event PVM trace makes 2.9 GB of folded stacks), and the readers of such files hold them in
+/// memory (inferno about 1.5 times the file, flamegraph.pl 4.5 times): past 16 GiB they are
+/// not drawn on common machines.
+pub const MAX_OUTPUT_SIZE: u64 = 1 << 34;
 
 /// [`MAX_OUTPUT_SIZE`] as an option's documented default (`OptionDesc::integer`).
-pub const MAX_OUTPUT_SIZE_TEXT: &str = "68719476736";
+pub const MAX_OUTPUT_SIZE_TEXT: &str = "17179869184";
 
 /// The value column an emitter writes: the one named by `name` (the `-O value=NAME` option; an
 /// empty name counts as unset), else the profile's first weight column, else its first column;
