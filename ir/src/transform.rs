@@ -330,7 +330,7 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
     // without any (a transform's own output never has them), and a target found only there
     // matched nothing a user can see.
     let live = crate::profile::live_stacks(p.stack_prefix, p.sample_stack);
-    let counts = |s: usize| usize::from(live[s]);
+    let live_count = |s: usize| usize::from(live[s]);
     let mut matched = 0usize;
     match t {
         Transform::MergeCallNode(path)
@@ -343,7 +343,7 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
             let k = path.len() as u32;
             let state = path_states(p, &keys, &keys.path(path));
             for (s, &st) in state.iter().enumerate() {
-                matched += usize::from(st == k) * counts(s);
+                matched += usize::from(st == k) * live_count(s);
                 match (t, st) {
                     (Transform::MergeCallNode(_), st) if st == k => r.merge(p, s),
                     (Transform::MergeSubtree(_), st) if st == k || st == INSIDE => r.merge(p, s),
@@ -359,7 +359,7 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
             let f = keys.key(name);
             for s in 0..n {
                 if keys.stack_key[s] == f {
-                    matched += counts(s);
+                    matched += live_count(s);
                     r.merge(p, s);
                 } else {
                     r.keep(p, s);
@@ -375,7 +375,7 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
                 if parent_in {
                     r.keep(p, s);
                 } else if keys.stack_key[s] == f {
-                    matched += counts(s);
+                    matched += live_count(s);
                     r.root(p, s);
                 } else {
                     r.drop_stack();
@@ -392,7 +392,7 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
                     && keys.stack_key[prefix as usize] == key
                     && only.is_none_or(|o| o == key)
                 {
-                    matched += counts(s);
+                    matched += live_count(s);
                     r.merge(p, s);
                 } else {
                     r.keep(p, s);
@@ -423,7 +423,7 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
                 };
                 depth.push(d);
                 if d >= *max {
-                    matched += counts(s);
+                    matched += live_count(s);
                     r.merge(p, s);
                 } else {
                     r.keep(p, s);
@@ -448,7 +448,7 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
                         || fraction.below(tree.total_values[col][node], grand));
                 small.push(is_small);
                 if is_small {
-                    matched += counts(s);
+                    matched += live_count(s);
                     r.merge(p, s);
                 } else {
                     r.keep(p, s);

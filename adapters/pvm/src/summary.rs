@@ -44,7 +44,7 @@ pub fn emit_summary(
     let named = value.is_some_and(|v| !v.is_empty());
     let chosen = if named {
         value_column(p, value)?
-    } else if p.meta("diff").is_some() {
+    } else if p.meta("diff") == Some(profconv_plugin::ir::diff::DIFF_COLUMNS) {
         one_value_column(p, None, cx)?
     } else {
         weight("ticks").or_else(|| p.default_weight())
