@@ -724,7 +724,7 @@ fn emit_seed_000_exact_calls() {
 /// Functions that start stacks and are also called: callgrind_annotate shows each one's whole
 /// inclusive cost (it showed 0 for `cksum` and `f` before the emitter's `(root)` caller), and
 /// gprof2dot reads the file (the calls into `b` from inside recursion below it, kept, made a
-/// cycle of weightless edges it asserted on).
+/// cycle of weightless edges it asserted on; so did calls whose samples are all 0).
 #[test]
 fn readers_see_the_whole_cost_of_root_functions_that_are_also_called() {
     let annotate = annotate_tool();
@@ -737,6 +737,11 @@ fn readers_see_the_whole_cost_of_root_functions_that_are_also_called() {
         ),
         ("root_self_call", "f;f 5\nf 2\n"),
         ("root_in_a_cycle", "b;a;d;b 2\na;c 5\nb;c;b 8\n"),
+        // Calls of no cost (zero samples) closing a cycle that `(root)` calls into.
+        (
+            "zero_cost_cycle",
+            "a;d 0\nb;c 1\nb;d 0\nc;a 0\nc;b 1\nd 1\nd;b 1\n",
+        ),
     ] {
         let p = <Folded as Format>::parse(
             &mut Input::from_slice(text.as_bytes()),

@@ -106,7 +106,7 @@ pub fn emit_callgrind_validated(
     }
 
     let ns = p.n_stacks();
-    if ns >= OUTER as usize {
+    if ns >= GROUP_LIMIT as usize {
         // Call-line groups are numbered below 2^31 (see `Acc`).
         return Err(PluginError::unsupported(format!(
             "{ns} stacks: the callgrind emitter handles fewer than 2^31"
@@ -201,36 +201,14 @@ pub fn emit_callgrind_validated(
                 callee: key as u32,
                 calls: edges.calls[g].max(0) as u64,
                 cost: g * nc,
-                outer: edges.outer[g],
             }
         })
         .collect();
     let mut costs = edges.costs;
 
-    // Calls made only from inside recursion (the callee is already on every stack they are on)
-    // carry no cost. Left in, they would make readers see cycles whose edges have no weight,
-    // which gprof2dot cannot apportion (it asserts). They are left out when the callee has a
-    // call from outside recursion, so readers still know it is called; self-calls stay (every
-    // reader ignores them or counts them as zero). A root function that is also called gets a
-    // call from the synthetic root caller below: that is its call from outside.
-    let root_called = roots.called(&body_edges, cg.names.len());
-    let mut outer_in = root_called.clone();
-    for e in &body_edges {
-        if e.outer && e.caller != e.callee {
-            outer_in[e.callee as usize] = true;
-        }
-    }
-    let (mut dropped, mut dropped_calls) = (0u64, 0u64);
-    body_edges.retain(|e| {
-        let keep = e.outer || e.caller == e.callee || !outer_in[e.callee as usize];
-        if !keep {
-            dropped += 1;
-            dropped_calls = dropped_calls.saturating_add(e.calls);
-        }
-        keep
-    });
     // Root functions that are also called get their starts of stacks as calls from a caller of
     // their own (see `RootEntries`).
+    let root_called = roots.called(&body_edges, cg.names.len());
     let root_name = if root_called.contains(&true) {
         cg.unused_name(ROOT_CALLER)
     } else {
@@ -248,6 +226,15 @@ pub fn emit_callgrind_validated(
             _ => calls[s as usize].max(0) as u64,
         },
     );
+    // Calls of no cost that close a cycle of calls: the calls made only from inside recursion
+    // (the callee is already on every stack they are on), and calls whose samples are all 0
+    // between functions that call each other. Left in, they make readers see cycles with
+    // weightless edges, which gprof2dot cannot apportion (it asserts) once the cycle is called
+    // from outside. They are left out when their callee has another call that stays, so
+    // readers still know it is called; self-calls stay (every reader ignores them or counts
+    // them as zero).
+    let (dropped, dropped_calls) =
+        leave_out_weightless_cycle_calls(&mut body_edges, &costs, nc, cg.names.len());
     let mut zero_calls = 0u64;
     for e in &mut body_edges {
         if e.calls == 0 {
@@ -634,8 +621,7 @@ const NO_KEY: u64 = u64::MAX;
 /// One group's sums so far (with its key, 32 bytes: half a cache line).
 #[derive(Clone, Copy)]
 struct Acc {
-    /// The group's number, and [`OUTER`] once some row was the callee's outermost frame on its
-    /// stack.
+    /// The group's number (below [`GROUP_LIMIT`]).
     g: u32,
     /// The last caller stack counted (distinct calling contexts).
     last_parent: u32,
@@ -644,8 +630,8 @@ struct Acc {
     cost0: i64,
 }
 
-/// Flag in [`Acc::g`].
-const OUTER: u32 = 1 << 31;
+/// Call-line groups are numbered below this (they are fewer than the stacks).
+const GROUP_LIMIT: u32 = 1 << 31;
 
 const EMPTY_ACC: Acc = Acc {
     g: 0,
@@ -659,7 +645,6 @@ struct Groups {
     /// `site << 32 | callee`.
     keys: Vec<u64>,
     calls: Vec<i64>,
-    outer: Vec<bool>,
     /// `nc` per group.
     costs: Vec<i64>,
 }
@@ -730,10 +715,9 @@ impl EdgeGroups {
         }
         let acc = &mut self.slots[i].1;
         if let Some((cost0, more)) = outer {
-            acc.g |= OUTER;
             acc.cost0 += cost0;
             if self.nc > 1 {
-                let g = (acc.g & !OUTER) as usize * (self.nc - 1);
+                let g = acc.g as usize * (self.nc - 1);
                 for (r, &v) in self.rest[g..g + self.nc - 1].iter_mut().zip(more) {
                     *r += v;
                 }
@@ -756,14 +740,12 @@ impl EdgeGroups {
         let mut out = Groups {
             keys: vec![0; n],
             calls: vec![0; n],
-            outer: vec![false; n],
             costs: vec![0; n * nc],
         };
         for (key, acc) in self.slots.into_iter().filter(|s| s.0 != NO_KEY) {
-            let g = (acc.g & !OUTER) as usize;
+            let g = acc.g as usize;
             out.keys[g] = key;
             out.calls[g] = acc.calls;
-            out.outer[g] = acc.g & OUTER != 0;
             out.costs[g * nc] = acc.cost0;
             out.costs[g * nc + 1..(g + 1) * nc]
                 .copy_from_slice(&self.rest[g * (nc - 1)..(g + 1) * (nc - 1)]);
@@ -1060,9 +1042,9 @@ impl RootEntries {
 
     /// Adds the synthetic caller, named `name`, to `cg` and its calls to the `called` functions
     /// to `edges` (after every other caller's, as its function is the last), each with the
-    /// costs of the function's root stacks and the calls `count_of` gives for them (at least 1,
-    /// at most 2^63-1, as every call line); returns its function and how many it calls, or
-    /// `None` if none.
+    /// costs of the function's root stacks and the calls `count_of` gives for them (at most
+    /// 2^63-1, as every call line); returns its function and how many it calls, or `None` if
+    /// none.
     fn add_caller<'a>(
         self,
         called: &[bool],
@@ -1073,8 +1055,12 @@ impl RootEntries {
         count_of: impl Fn(u32) -> u64,
     ) -> Option<(u32, usize)> {
         let nc = self.nc;
+        // A root stack of no cost adds nothing to its function's incoming calls: no call.
         let entries: Vec<usize> = (0..self.stacks.len())
-            .filter(|&k| called[self.stacks[k].0 as usize])
+            .filter(|&k| {
+                called[self.stacks[k].0 as usize]
+                    && self.totals[k * nc..(k + 1) * nc].iter().any(|&v| v != 0)
+            })
             .collect();
         if entries.is_empty() {
             return None;
@@ -1102,14 +1088,54 @@ impl RootEntries {
                 addr: 0,
                 line: 0,
                 callee: self.stacks[group[0]].0,
-                calls: count.clamp(1, i64::MAX as u64),
+                // 0 (no call in a `calls` column) is written as 1 and counted in the header.
+                calls: count.min(i64::MAX as u64),
                 cost: at,
-                outer: true,
             });
             n += 1;
         }
         Some((caller, n))
     }
+}
+
+/// Leaves out the calls of [`emit_callgrind`]'s rule (of no cost in any column, caller and
+/// callee in one cycle of the call graph: its strongly connected component) whose callee has
+/// another call that stays (a call with a cost, or one from outside the cycle); returns how
+/// many went and their calls.
+fn leave_out_weightless_cycle_calls(
+    edges: &mut Vec<MergedEdge>,
+    costs: &[i64],
+    nc: usize,
+    n_cg: usize,
+) -> (u64, u64) {
+    let mut out_of: Vec<Vec<u32>> = vec![Vec::new(); n_cg];
+    for (i, e) in edges.iter().enumerate() {
+        if e.caller != e.callee {
+            out_of[e.caller as usize].push(i as u32);
+        }
+    }
+    let comp = crate::tree::components(n_cg, &out_of, |i| edges[i as usize].callee);
+    let weightless = |e: &MergedEdge| {
+        e.caller != e.callee
+            && comp[e.caller as usize] == comp[e.callee as usize]
+            && costs[e.cost..e.cost + nc].iter().all(|&v| v == 0)
+    };
+    let mut anchored = vec![false; n_cg];
+    for e in edges.iter() {
+        if e.caller != e.callee && !weightless(e) {
+            anchored[e.callee as usize] = true;
+        }
+    }
+    let (mut dropped, mut dropped_calls) = (0u64, 0u64);
+    edges.retain(|e| {
+        let keep = !weightless(e) || !anchored[e.callee as usize];
+        if !keep {
+            dropped += 1;
+            dropped_calls = dropped_calls.saturating_add(e.calls);
+        }
+        keep
+    });
+    (dropped, dropped_calls)
 }
 
 struct MergedEdge {
@@ -1120,8 +1146,6 @@ struct MergedEdge {
     calls: u64,
     /// Offset of its costs in the shared cost vector.
     cost: usize,
-    /// Made from a callee's outermost frame on some stack (not only from inside recursion).
-    outer: bool,
 }
 
 struct Writer<'o, W: Write> {
@@ -1207,7 +1231,7 @@ impl<W: Write> Writer<'_, W> {
         }
         if dropped.0 > 0 {
             h.push_str(&format!(
-                "desc: Left out: {} call edge(s) made only from inside recursion ({} call(s)): they carry no inclusive cost, and their callees have other callers\n",
+                "desc: Left out: {} call edge(s) of no cost that close a cycle of calls (made only from inside recursion, or whose samples are all 0) ({} call(s)): their callees have other callers\n",
                 dropped.0, dropped.1
             ));
         }

@@ -1128,26 +1128,37 @@ fn resolve_root_caller(g: &mut Graph, name: &str, cx: &mut Context<'_>) {
     let named: Vec<u32> = (0..g.funcs.len() as u32)
         .filter(|&f| g.str(g.funcs[f as usize].name) == name)
         .collect();
-    let fits = |f: u32| {
-        !g.selfs.iter().any(|s| s.func == f)
-            && !g.edges.iter().any(|e| e.callee == f)
-            && g.edges.iter().any(|e| e.caller == f)
-    };
-    match named[..] {
-        [f] if fits(f) => {
-            g.drop_calls_of(f);
-            g.root_caller = Some(f);
+    // What keeps the function from being the caller profconv writes, if anything.
+    let unlike = |f: u32| {
+        if g.selfs.iter().any(|s| s.func == f) {
+            Some("that function has costs of its own")
+        } else if g.edges.iter().any(|e| e.callee == f) {
+            Some("that function is called")
+        } else if !g.edges.iter().any(|e| e.caller == f) {
+            Some("that function calls nothing")
+        } else {
+            None
         }
-        _ => cx.warn(&format!(
-            "`desc: {ROOT_CALLER_DESC}` names `{}`, but {}: its calls are read as they are",
-            show_name(name),
-            match named.len() {
-                0 => "no function has that name".to_string(),
-                1 => "that function has costs of its own, is called or calls nothing, unlike the caller profconv writes".to_string(),
-                n => format!("{n} functions (in different files or objects) have that name"),
+    };
+    let why = match named[..] {
+        [] => "no function has that name".to_string(),
+        [f] => match unlike(f) {
+            None => {
+                g.drop_calls_of(f);
+                g.root_caller = Some(f);
+                return;
             }
-        )),
-    }
+            Some(why) => why.to_string(),
+        },
+        _ => format!(
+            "{} functions (in different files or objects) have that name",
+            named.len()
+        ),
+    };
+    cx.warn(&format!(
+        "`desc: {ROOT_CALLER_DESC}` names `{}`, but {why}: its calls are read as they are",
+        show_name(name)
+    ));
 }
 
 /// Confidence that `head` is a callgrind file.

@@ -1089,7 +1089,7 @@ impl Parts {
 /// algorithm, iteratively): functions that reach each other through calls, a recursion cycle
 /// when there are several. `out_of[f]` lists the edges from `f`, `to(e)` an edge's callee
 /// (self-calls are not edges). A component's id is the index of one of its functions.
-fn components(n: usize, out_of: &[Vec<u32>], to: impl Fn(u32) -> u32) -> Vec<u32> {
+pub(crate) fn components(n: usize, out_of: &[Vec<u32>], to: impl Fn(u32) -> u32) -> Vec<u32> {
     let mut index = vec![NONE; n];
     let mut low = vec![0u32; n];
     let mut on_stack = vec![false; n];

@@ -1376,12 +1376,17 @@ fn absorb_bound(b: &ProfileBuilder, bound: i128, part: &Profile) -> Option<i128>
     (new <= i128::from(i64::MAX)).then_some(new)
 }
 
-/// Confidence that `head`, all of it the start of one line longer than the head, is folded
-/// stacks: a deep stack (thousands of frames) is a line longer than any head a host reads. Text
-/// (UTF-8, without control characters but tabs) with many `;` is a weak 5, read as folded only
-/// when no other format knows the input; then the parser reads the whole line and says what is
-/// wrong with it, if anything.
+/// Confidence that `head`, 4 KiB or more without a line end (the start of a line longer than
+/// the head, or a whole input without a final newline), is folded stacks: a deep stack
+/// (thousands of frames) is a line longer than any head a host reads. Text (UTF-8, without
+/// control characters but tabs, not a `#` comment) with many `;` is a weak 5, read as folded
+/// only when no other format knows the input; then the parser reads the whole line and says
+/// what is wrong with it, if anything (other long text with many `;`, such as minified code,
+/// then gets the parser's error instead of "cannot tell the input's format").
 fn long_first_line(head: &[u8]) -> u32 {
+    if head.trim_ascii_start().starts_with(b"#") {
+        return 0;
+    }
     // The head may end inside a character.
     let text = match std::str::from_utf8(head) {
         Ok(t) => t,
@@ -1392,11 +1397,7 @@ fn long_first_line(head: &[u8]) -> u32 {
     };
     let frames = memchr::memchr_iter(b';', text.as_bytes()).count();
     let plain = !text.chars().any(|c| c.is_control() && c != '\t');
-    if plain && frames >= 64 && text.len() / frames <= 512 {
-        5
-    } else {
-        0
-    }
+    if plain && frames >= 64 { 5 } else { 0 }
 }
 
 /// Confidence that `head` is folded stacks: every complete line ends in a count.
@@ -1887,6 +1888,11 @@ mod tests {
             "cut inside a character"
         );
         assert_eq!(sniff(&[b'x'; 16 * 1024]), 0);
+        assert_eq!(
+            sniff(format!("# {deep}").as_bytes().get(..16 * 1024).unwrap()),
+            0,
+            "a comment"
+        );
         assert_eq!(
             sniff(
                 deep.replace(';', "\x01")
