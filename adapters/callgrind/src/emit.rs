@@ -24,10 +24,11 @@
 //!   calls of every function, which is what callgrind_annotate (`--inclusive=yes`) and
 //!   KCachegrind show as a function's inclusive cost: it never exceeds the total, even with
 //!   recursion, and self-recursive edges (`f -> f`) carry no cost. One walk over the stacks.
-//!   A call edge made only from inside recursion (no cost) is left out when its callee has a
-//!   call from outside recursion: gprof2dot cannot apportion weightless edges in cycles. The
-//!   header counts what was left out. A function that starts stacks and is also called gets a
-//!   call from a synthetic `(root)` with its root subtrees' costs ([`RootEntries`]).
+//!   A function that starts stacks and is also called gets a call from a synthetic `(root)`
+//!   with its root subtrees' costs ([`RootEntries`]). A call of no cost that closes a cycle of
+//!   calls (made only from inside recursion, or of zero samples) is left out when its callee has
+//!   another call that stays: gprof2dot cannot apportion weightless edges in cycles. The header
+//!   counts what was left out.
 //! * **Call counts**: the `calls` column's exact counts; else, for `ORDERED` profiles, seed 003's
 //!   estimate (consecutive samples of one thread that share a prefix are the same calls); else
 //!   a lower bound, the number of distinct calling contexts (caller stacks) of the edge. The
@@ -402,9 +403,7 @@ impl<'a> CgFuncs<'a> {
             ob_group,
         }
     }
-}
 
-impl<'a> CgFuncs<'a> {
     /// `name`, with `'` appended while a function has that name as readers read it back (line
     /// breaks written as spaces, whitespace around it dropped).
     fn unused_name(&self, name: &str) -> String {
@@ -1614,18 +1613,7 @@ mod tests {
                 }
             }
             let read = |t: &str| {
-                let g = crate::parse_graph(
-                    &mut profconv_plugin::Input::from_slice(t.as_bytes()),
-                    &mut profconv_plugin::Context::silent(),
-                )
-                .unwrap();
-                let p = crate::build_profile(
-                    &g,
-                    &crate::BuildOptions::default(),
-                    &mut profconv_plugin::Context::silent(),
-                )
-                .unwrap();
-                profconv_plugin::ir::testing::first_seen_tree(&p.view(), false)
+                profconv_plugin::ir::testing::first_seen_tree(&read_profile(t).view(), false)
             };
             assert_eq!(read(&text), read(&without), "{stacks:?}");
             // Nor is it a function of the profile read back: written again, the file is the
