@@ -766,10 +766,14 @@ impl std::str::FromStr for Transform {
             },
             "max-depth" => {
                 let a = need(arg)?;
-                let n: u32 = a
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("max-depth needs a whole number of levels, not `{a}`"))?;
+                let digits = a.trim();
+                if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+                    return Err(format!(
+                        "max-depth needs a whole number of levels (digits only), not `{a}`"
+                    ));
+                }
+                // No stack is 2^32 frames deep: a larger limit is no limit.
+                let n: u32 = digits.parse().unwrap_or(u32::MAX);
                 if n == 0 {
                     return Err("max-depth must be at least 1".into());
                 }
@@ -1079,6 +1083,9 @@ mod tests {
             ("min-total:0.500", "min-total:0.5"),
             ("min-total:100%", "min-total:1"),
             ("min-total:0%", "min-total:0"),
+            ("max-depth: 7 ", "max-depth:7"),
+            ("max-depth:4294967296", "max-depth:4294967295"),
+            ("max-depth:99999999999999999999999", "max-depth:4294967295"),
             ("min-total: 1% ", "min-total:0.01"),
             (
                 "min-total:0.000000000000000001",
@@ -1096,6 +1103,9 @@ mod tests {
             "merge:A;;B",
             "max-depth:0",
             "max-depth:x",
+            "max-depth:+2",
+            "max-depth:-1",
+            "max-depth: ",
             "min-total:2",
             "min-total:101%",
             "min-total:1e-2",

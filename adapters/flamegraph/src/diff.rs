@@ -184,6 +184,8 @@ struct DiffDescribe<'a, 'p> {
     max_delta: f64,
     negate: bool,
     decimals: u32,
+    /// Digits shown past the column's own: 2 when before was scaled by `normalize`.
+    extra_decimals: u32,
     countname: &'a str,
     total: i64,
 }
@@ -209,16 +211,20 @@ impl Describe for DiffDescribe<'_, '_> {
         color::diff_color(self.delta(f.node), self.max_delta, self.negate)
     }
     fn extra(&self, f: &Frame, out: &mut String) {
+        // Scaled before values are shown with `extra_decimals` more digits (the fraction
+        // `normalize` keeps), and the percentage comes from the unrounded change.
+        let unit = 10f64.powi(self.extra_decimals as i32);
+        let decimals = self.decimals + self.extra_decimals;
         let before_total = if f.node == NONE {
             self.matched.total_before_all
         } else {
             self.matched.total_before[f.node as usize]
-        }
-        .round() as i64;
+        };
         out.push_str("; before ");
-        svg::push_value(out, before_total, self.decimals);
+        svg::push_value(out, (before_total * unit).round() as i64, decimals);
         out.push_str(", self ");
-        let d = self.delta(f.node).round() as i64;
+        let delta = self.delta(f.node);
+        let d = (delta * unit).round() as i64;
         out.push(if d > 0 {
             '+'
         } else if d < 0 {
@@ -226,14 +232,14 @@ impl Describe for DiffDescribe<'_, '_> {
         } else {
             '±'
         });
-        svg::push_value(out, d.saturating_abs(), self.decimals);
+        svg::push_value(out, d.saturating_abs(), decimals);
         out.push(' ');
         out.push_str(self.countname);
         out.push_str(", ");
         if d > 0 {
             out.push('+');
         }
-        svg::push_percent(out, d, self.total);
+        svg::push_percent_of(out, if d == 0 { 0.0 } else { delta }, self.total);
     }
 }
 
@@ -292,6 +298,11 @@ fn draw_diff<W: Write + ?Sized>(
         max_delta: 0.0,
         negate: o.negate,
         decimals: dec_a as u32,
+        extra_decimals: if o.normalize && scale != 1.0 {
+            2u32.min(18u32.saturating_sub(dec_a as u32))
+        } else {
+            0
+        },
         countname: &countname,
         total,
     };
@@ -303,8 +314,8 @@ fn draw_diff<W: Write + ?Sized>(
     if matched.unmatched > 0.0 && total_before > 0 {
         let share = matched.unmatched / (total_before as f64 * scale) * 100.0;
         cx.warn(&format!(
-            "{share:.2}% of the before profile's {countname} are on stacks with nothing after \
-             (absent from the after profile, or 0 there); they cannot be drawn in the after \
+            "{share:.2}% of the before profile's {countname} are on call paths with nothing \
+             after (absent from the after profile, or of total 0 there); they cannot be drawn in the after \
              profile's shape (swap the inputs to see them)"
         ));
     }

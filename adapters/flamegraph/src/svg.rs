@@ -553,10 +553,15 @@ pub fn push_value(s: &mut String, v: i64, decimals: u32) {
 
 /// Appends `part / whole` as a percentage with two decimals (`12.34%`).
 pub fn push_percent(s: &mut String, part: i64, whole: i64) {
+    push_percent_of(s, part as f64, whole);
+}
+
+/// [`push_percent`] of a part that need not be whole (a normalized difference).
+pub fn push_percent_of(s: &mut String, part: f64, whole: i64) {
     let pc = if whole == 0 {
         0.0
     } else {
-        part as f64 * 100.0 / whole as f64
+        part * 100.0 / whole as f64
     };
     let _ = write!(s, "{pc:.2}%");
 }

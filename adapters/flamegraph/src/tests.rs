@@ -586,8 +586,8 @@ fn differential_graph_has_the_after_shape_and_self_change_colours() {
     assert_eq!(
         warnings,
         [
-            "10.00% of the before profile's samples are on stacks with nothing after (absent \
-          from the after profile, or 0 there); they cannot be drawn in the after profile's shape \
+            "10.00% of the before profile's samples are on call paths with nothing after \
+          (absent from the after profile, or of total 0 there); they cannot be drawn in the after profile's shape \
           (swap the inputs to see them)"
         ]
     );
@@ -628,8 +628,18 @@ fn differential_graph_has_the_after_shape_and_self_change_colours() {
         .unwrap();
     assert_eq!(
         same.title,
-        "same (5 samples, 8.33%; before 6, self -1 samples, -1.67%)"
+        "same (5 samples, 8.33%; before 6.00, self -1.00 samples, -1.67%)"
     );
+    // Scaled values keep two decimals, and the percentage is the exact change's: before 1
+    // and 2 scaled to after's total of 2 are 2/3 and 4/3, changes of +1/3 and -1/3.
+    let (s, _) = emit_diff_svg(
+        &folded(&[("a", 1), ("b", 2)]),
+        &folded(&[("a", 1), ("b", 1)]),
+        &opts(&[("normalize", None), ("minwidth", Some("0"))]),
+    );
+    let titles: Vec<&str> = s.frames.iter().map(|f| f.title.as_str()).collect();
+    assert!(titles.contains(&"a (1 samples, 50.00%; before 0.67, self +0.33 samples, +16.67%)"));
+    assert!(titles.contains(&"b (1 samples, 50.00%; before 1.33, self -0.33 samples, -16.67%)"));
     // The same profile twice: nothing changed, all near white.
     let (s, w) = emit_diff_svg(&after, &after, &FlameOptions::default());
     assert!(w.is_empty());
@@ -655,8 +665,8 @@ fn a_combined_profile_reports_what_only_before_has() {
     assert_eq!(
         warnings,
         [
-            "50.00% of the before profile's samples are on stacks with nothing after (absent \
-          from the after profile, or 0 there); they cannot be drawn in the after profile's shape \
+            "50.00% of the before profile's samples are on call paths with nothing after \
+          (absent from the after profile, or of total 0 there); they cannot be drawn in the after profile's shape \
           (swap the inputs to see them)"
         ]
     );
