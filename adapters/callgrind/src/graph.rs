@@ -100,6 +100,20 @@ impl Costs {
         }
         self.stride = width;
     }
+
+    /// Keeps the columns whose `keep` is true, in their order.
+    pub(crate) fn keep_columns(&mut self, keep: &[bool]) {
+        let cols: Vec<usize> = (0..self.stride).filter(|&c| keep[c]).collect();
+        let rows = self.len();
+        let mut data = Vec::with_capacity(rows * cols.len());
+        for r in 0..rows {
+            let row = &self.data[r * self.pitch..r * self.pitch + self.stride];
+            data.extend(cols.iter().map(|&c| row[c]));
+        }
+        self.data = data;
+        self.pitch = cols.len();
+        self.stride = cols.len();
+    }
 }
 
 /// An event column.
@@ -229,6 +243,18 @@ impl Graph {
         self.edges = kept;
         self.edge_costs = costs;
         dropped
+    }
+
+    /// Keeps the event columns whose `keep` is true (one per event), in their order.
+    pub(crate) fn keep_events(&mut self, keep: &[bool]) {
+        let mut k = keep.iter();
+        self.events.retain(|_| *k.next().unwrap_or(&true));
+        self.self_costs.keep_columns(keep);
+        self.edge_costs.keep_columns(keep);
+        for sums in [&mut self.summary, &mut self.totals].into_iter().flatten() {
+            let mut k = keep.iter();
+            sums.retain(|_| *k.next().unwrap_or(&true));
+        }
     }
 
     /// Sum of the self costs, per event column.

@@ -213,9 +213,51 @@ struct Reader<'c, 'x> {
     /// The synthetic caller profconv's callgrind writer names in a `desc: Root caller: NAME (…)`
     /// line (see [`resolve_root_caller`]).
     root_caller: Option<String>,
+    /// Per event column, the first cost from 2^63 to 2^64 - 1 in it: such an event is left out
+    /// (see [`Reader::cost`]).
+    wrapped: Vec<Option<Wrapped>>,
+}
+
+/// Where an event's first cost past 2^63 was.
+#[derive(Clone, Copy, Debug)]
+struct Wrapped {
+    line: u64,
+    col: u64,
+    offset: u64,
+    value: u64,
 }
 
 impl Reader<'_, '_> {
+    /// The cost `tok` at byte `at` for event column `event`. callgrind writes its costs as
+    /// unsigned 64-bit numbers, and a difference that went negative (a forked child's
+    /// `sysCpuTime` under `--collect-systime=nsec`) as its 2^64 complement: a value from 2^63
+    /// on is read as 0 and its event left out at the end, with a warning, so that the other
+    /// events of the file are still read.
+    fn cost(&mut self, tok: &[u8], at: usize, event: usize, what: &str) -> Result<i64, PluginError> {
+        match whole_number(tok) {
+            Some(v) if v <= i64::MAX as u64 => Ok(v as i64),
+            Some(v) => {
+                if self.wrapped.len() <= event {
+                    self.wrapped.resize(event + 1, None);
+                }
+                let first = &mut self.wrapped[event];
+                if first.is_none() {
+                    *first = Some(Wrapped {
+                        line: self.line_no,
+                        col: (self.lead + at + 1) as u64,
+                        offset: self.offset + (self.lead + at) as u64,
+                        value: v,
+                    });
+                }
+                Ok(0)
+            }
+            None => Err(self.err(
+                at,
+                format!("expected a cost ({what}below 2^64), found `{}`", show(tok)),
+            )),
+        }
+    }
+
     /// An error at byte `col` of the current line (after its leading whitespace).
     fn err(&self, col: usize, msg: impl Into<String>) -> PluginError {
         let col = self.lead + col;
@@ -615,18 +657,9 @@ impl Reader<'_, '_> {
                     ),
                 ));
             }
-            let v = whole_number(tok)
-                .filter(|&v| v <= i64::MAX as u64)
-                .ok_or_else(|| {
-                    self.err(
-                        at,
-                        format!(
-                            "expected a cost (decimal or 0x hex, below 2^63), found `{}`",
-                            show(tok)
-                        ),
-                    )
-                })?;
-            self.row[k] = v as i64;
+            let event = self.cols.as_ref().map_or(0, |c| c[k]);
+            let v = self.cost(tok, at, event, "decimal or 0x hex, ")?;
+            self.row[k] = v;
             self.row_at[k] = at;
             seen += 1;
         }
@@ -968,7 +1001,7 @@ impl Reader<'_, '_> {
                 self.cols = Some(cols);
             }
             b"summary" | b"totals" => {
-                let Some(cols) = &self.cols else {
+                let Some(cols) = self.cols.clone() else {
                     return Err(self.err(0, "`summary:`/`totals:` before the `events:` line"));
                 };
                 let mut given = Vec::new();
@@ -979,15 +1012,8 @@ impl Reader<'_, '_> {
                             format!("too many costs: `events:` names {} event(s)", cols.len()),
                         ));
                     }
-                    let n = whole_number(tok)
-                        .filter(|&n| n <= i64::MAX as u64)
-                        .ok_or_else(|| {
-                            self.err(
-                                col + at,
-                                format!("expected a cost (below 2^63), found `{}`", show(tok)),
-                            )
-                        })?;
-                    given.push((cols[k], n as i64));
+                    let n = self.cost(tok, col + at, cols[k], "")?;
+                    given.push((cols[k], n));
                 }
                 let n = self.g.events.len();
                 let target = if key == b"summary" {
@@ -1058,6 +1084,7 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
         zero_calls: 0,
         unknown_headers: 0,
         root_caller: None,
+        wrapped: Vec::new(),
     };
     r.g.self_costs = Costs::default();
     r.g.edge_costs = Costs::default();
@@ -1087,6 +1114,33 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
         ));
     }
     let mut g = r.g;
+    if r.wrapped.iter().any(Option::is_some) {
+        r.wrapped.resize(g.events.len(), None);
+        if let (true, Some(w)) = (
+            r.wrapped.iter().all(Option::is_some),
+            r.wrapped.iter().flatten().next(),
+        ) {
+            return Err(PluginError::invalid_input(format!(
+                "expected a cost below 2^63, found `{}`: every event of the file has such a cost, \
+                 so none is left to read",
+                w.value
+            ))
+            .at_offset(w.offset)
+            .at_line(w.line, w.col));
+        }
+        for (e, w) in g.events.iter().zip(&r.wrapped) {
+            if let Some(w) = w {
+                r.cx.warn(&format!(
+                    "event `{}` is left out: line {}, column {} has the cost {}, past 2^63 \
+                     (callgrind writes a difference that went negative, such as a forked \
+                     child's sysCpuTime, as its 2^64 complement)",
+                    e.name, w.line, w.col, w.value
+                ));
+            }
+        }
+        let keep: Vec<bool> = r.wrapped.iter().map(Option::is_none).collect();
+        g.keep_events(&keep);
+    }
     if let Some(name) = &r.root_caller {
         resolve_root_caller(&mut g, name, r.cx);
     }
@@ -1220,6 +1274,39 @@ mod tests {
     fn graph_streaming(text: &str) -> Result<Graph, PluginError> {
         let mut r = text.as_bytes();
         parse_graph(&mut Input::from_reader(&mut r), &mut Context::silent())
+    }
+
+    /// callgrind 3.19 writes a forked child's negative `sysCpuTime` as its 2^64 complement
+    /// (`--collect-systime=nsec`); callgrind_annotate reads the file, so profconv reads the
+    /// other events and leaves that one out, saying where it was.
+    #[test]
+    fn an_event_with_a_cost_past_2_63_is_left_out() {
+        let text = "events: Ir sysCpuTime sysCount\nsummary: 30 18446744073618122990 2\n\
+                    fn=main\n1 10 5 1\n2 20 18446744073618122990 1\n";
+        let mut messages = Vec::new();
+        let mut sink = |_: u32, m: &str| messages.push(m.to_string());
+        let g = parse_graph(
+            &mut Input::from_slice(text.as_bytes()),
+            &mut Context::with_sink(&mut sink),
+        )
+        .unwrap();
+        let names: Vec<&str> = g.events.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["Ir", "sysCount"]);
+        assert_eq!(g.self_total(), [30, 2]);
+        assert_eq!(g.summary, Some(vec![30, 2]));
+        assert_eq!(
+            messages,
+            ["event `sysCpuTime` is left out: line 2, column 13 has the cost \
+              18446744073618122990, past 2^63 (callgrind writes a difference that went negative, \
+              such as a forked child's sysCpuTime, as its 2^64 complement)"]
+        );
+        // Every event so: nothing is left, an error at the first such cost.
+        let e = graph("events: A\nfn=f\n1 3\n2 9223372036854775808\n").unwrap_err();
+        assert!(e.message.contains("every event of the file has such a cost"), "{e:?}");
+        assert_eq!(e.line, Some(4));
+        // Past 2^64 it is no number callgrind writes.
+        let e = graph("events: A B\nfn=f\n1 3 18446744073709551616\n").unwrap_err();
+        assert!(e.message.contains("below 2^64"), "{e:?}");
     }
 
     #[test]
