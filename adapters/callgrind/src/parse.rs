@@ -233,7 +233,13 @@ impl Reader<'_, '_> {
     /// `sysCpuTime` under `--collect-systime=nsec`) as its 2^64 complement: a value from 2^63
     /// on is read as 0 and its event left out at the end, with a warning, so that the other
     /// events of the file are still read.
-    fn cost(&mut self, tok: &[u8], at: usize, event: usize, what: &str) -> Result<i64, PluginError> {
+    fn cost(
+        &mut self,
+        tok: &[u8],
+        at: usize,
+        event: usize,
+        what: &str,
+    ) -> Result<i64, PluginError> {
         match whole_number(tok) {
             Some(v) if v <= i64::MAX as u64 => Ok(v as i64),
             Some(v) => {
@@ -1296,13 +1302,19 @@ mod tests {
         assert_eq!(g.summary, Some(vec![30, 2]));
         assert_eq!(
             messages,
-            ["event `sysCpuTime` is left out: line 2, column 13 has the cost \
+            [
+                "event `sysCpuTime` is left out: line 2, column 13 has the cost \
               18446744073618122990, past 2^63 (callgrind writes a difference that went negative, \
-              such as a forked child's sysCpuTime, as its 2^64 complement)"]
+              such as a forked child's sysCpuTime, as its 2^64 complement)"
+            ]
         );
         // Every event so: nothing is left, an error at the first such cost.
         let e = graph("events: A\nfn=f\n1 3\n2 9223372036854775808\n").unwrap_err();
-        assert!(e.message.contains("every event of the file has such a cost"), "{e:?}");
+        assert!(
+            e.message
+                .contains("every event of the file has such a cost"),
+            "{e:?}"
+        );
         assert_eq!(e.line, Some(4));
         // Past 2^64 it is no number callgrind writes.
         let e = graph("events: A B\nfn=f\n1 3 18446744073709551616\n").unwrap_err();

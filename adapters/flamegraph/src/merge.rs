@@ -13,6 +13,7 @@
 //! call tree is proportional to what is drawn. Both walk iteratively, never recursively.
 
 use crate::attrs::SortOrder;
+use profconv_plugin::ir::strings::cmp_terminated;
 use profconv_plugin::ir::{CallTree, NONE, ProfileRef, ValueKind, zeros};
 use std::borrow::Cow;
 
@@ -116,41 +117,51 @@ fn keep(w: i64, min_value: f64) -> bool {
     w > 0 && w as f64 >= min_value
 }
 
-/// Sorts sibling nodes for drawing; `wide_callees[n]`: node `n` has a callee of positive
-/// width.
-fn sort_siblings(
-    p: &ProfileRef<'_>,
-    tree: &CallTree,
-    widths: &[i64],
-    wide_callees: &[bool],
-    order: SortOrder,
-    nodes: &mut [u32],
+/// The drawn siblings of one list in drawing order, each with the width of the undrawn
+/// siblings just before it. Only the drawn ones are sorted (`before` is a total order, the
+/// whole list's); each undrawn one is placed among them by a binary search. A frame with a
+/// million tiny callees, none drawn, then costs a million searches among its few drawn ones,
+/// not a sort of a million names.
+fn order_drawn(
+    drawn: &mut [u32],
+    undrawn: &[u32],
+    before: impl Fn(u32, u32) -> bool,
+    width: impl Fn(u32) -> i64,
+    gaps: &mut Vec<i64>,
 ) {
-    // Names compare as they do in sorted folded lines, the order inferno and flamegraph.pl
-    // draw: followed by `;` when the node has callees (`a-b` before `a;c`, since `-` sorts
-    // before `;`), else by the space before the line's count (`a` before `a-b`). Callees count
-    // when they have width, as lines count when they have samples. (A node with both self value
-    // and callees is two frames there when a sibling sorts between `a ` and `a;`; here it is
-    // one, placed by its callees.)
-    let key = |n: u32| {
-        let end: &[u8] = match wide_callees[n as usize] {
-            false => b" ",
-            true => b";",
-        };
-        p.func_name_str(tree.func[n as usize])
-            .as_bytes()
-            .iter()
-            .chain(end)
-    };
-    // Stable sorts: equal names (two functions of one name) keep first-seen order.
-    match order {
-        SortOrder::Name => nodes.sort_by(|&a, &b| key(a).cmp(key(b))),
-        SortOrder::Weight => nodes.sort_by(|&a, &b| {
-            widths[b as usize]
-                .cmp(&widths[a as usize])
-                .then_with(|| key(a).cmp(key(b)))
-        }),
+    drawn.sort_unstable_by(|&a, &b| {
+        if before(a, b) {
+            std::cmp::Ordering::Less
+        } else {
+            std::cmp::Ordering::Greater
+        }
+    });
+    gaps.clear();
+    gaps.resize(drawn.len() + 1, 0);
+    for &u in undrawn {
+        let at = drawn.partition_point(|&d| before(d, u));
+        gaps[at] = gaps[at].saturating_add(width(u).max(0));
     }
+}
+
+/// Whether sibling `a` is drawn before sibling `b`, given each one's name, the byte after it
+/// (`;` when it has callees of positive width, else a space), its width and a tie-break (its
+/// first-seen rank).
+///
+/// Names compare as they do in sorted folded lines, the order inferno and flamegraph.pl draw:
+/// followed by `;` when the node has callees (`a-b` before `a;c`, since `-` sorts before `;`),
+/// else by the space before the line's count (`a` before `a-b`). Callees count when they have
+/// width, as lines count when they have samples. (A node with both self value and callees is
+/// two frames there when a sibling sorts between `a ` and `a;`; here it is one, placed by its
+/// callees.) Equal names (two functions of one name) keep first-seen order.
+#[inline]
+fn drawn_before(order: SortOrder, a: (&[u8], u8, i64, u32), b: (&[u8], u8, i64, u32)) -> bool {
+    let by_name = || cmp_terminated(a.0, a.1, b.0, b.1).then(a.3.cmp(&b.3));
+    match order {
+        SortOrder::Name => by_name(),
+        SortOrder::Weight => b.2.cmp(&a.2).then_with(by_name),
+    }
+    .is_lt()
 }
 
 /// The merged flame graph: one frame per call node at least `min_value` wide.
@@ -177,16 +188,37 @@ pub fn merged(
     // (node, left edge), popped in drawing order.
     let mut todo: Vec<(u32, i64)> = Vec::new();
     let mut siblings: Vec<u32> = tree.roots.clone();
-    let place = |siblings: &mut Vec<u32>, mut x: i64, todo: &mut Vec<(u32, i64)>| {
-        sort_siblings(p, tree, widths, &wide_callees, order, siblings);
-        let mark = todo.len();
-        for &n in siblings.iter() {
-            let w = widths[n as usize];
-            if keep(w, min_value) {
-                todo.push((n, x));
+    let (mut drawn, mut undrawn, mut gaps) = (Vec::new(), Vec::new(), Vec::new());
+    let mut rank: Vec<u32> = vec![0; tree.len()];
+    let mut place = |siblings: &mut Vec<u32>, mut x: i64, todo: &mut Vec<(u32, i64)>| {
+        drawn.clear();
+        undrawn.clear();
+        for (i, &n) in siblings.iter().enumerate() {
+            rank[n as usize] = i as u32;
+            match keep(widths[n as usize], min_value) {
+                true => drawn.push(n),
+                false => undrawn.push(n),
             }
+        }
+        let key = |n: u32| {
+            let end = if wide_callees[n as usize] { b';' } else { b' ' };
+            let name = p.func_name_str(tree.func[n as usize]).as_bytes();
+            (name, end, widths[n as usize], rank[n as usize])
+        };
+        let before = |a: u32, b: u32| drawn_before(order, key(a), key(b));
+        order_drawn(
+            &mut drawn,
+            &undrawn,
+            before,
+            |n| widths[n as usize],
+            &mut gaps,
+        );
+        let mark = todo.len();
+        for (&n, &gap) in drawn.iter().zip(&gaps) {
             // A pruned sibling still takes its place, so everything keeps its position.
-            x = x.saturating_add(w.max(0));
+            x = x.saturating_add(gap);
+            todo.push((n, x));
+            x = x.saturating_add(widths[n as usize].max(0));
         }
         todo[mark..].reverse();
     };
@@ -339,13 +371,12 @@ fn merged_from_totals<T: Total>(
         }
     }
     // Group by parent (roots first, then parents in stack order, so a parent is placed before
-    // its children), siblings by name as the call tree orders them (ties in stack order, which
-    // is the call tree's first-seen order).
+    // its children; within a group, stack order, the call tree's first-seen order).
     let parent_key = |s: u32| match p.stack_prefix[s as usize] {
         NONE => 0u64,
         pre => u64::from(pre) + 1,
     };
-    // Names end as in `sort_siblings`: `;` for a stack with callees of positive width, else a
+    // Names end as in `drawn_before`: `;` for a stack with callees of positive width, else a
     // space. (A stack of width 0 has only callees of width 0: totals add up self values drawn
     // as at least zero.)
     let mut has_callees = vec![0u64; n.div_ceil(64)];
@@ -354,22 +385,12 @@ fn merged_from_totals<T: Total>(
             has_callees[pre as usize / 64] |= 1 << (pre % 64);
         }
     }
-    let name = |s: u32| {
-        let end: &[u8] = match is_kept(&has_callees, s) {
-            true => b";",
-            false => b" ",
-        };
-        p.func_name_str(p.stack_func(s))
-            .as_bytes()
-            .iter()
-            .chain(end)
+    let key = |s: u32| {
+        let end = if is_kept(&has_callees, s) { b';' } else { b' ' };
+        (p.func_name_str(p.stack_func(s)).as_bytes(), end, w(s), s)
     };
-    placed.sort_by(|&a, &b| {
-        parent_key(a)
-            .cmp(&parent_key(b))
-            .then_with(|| name(a).cmp(name(b)))
-            .then(a.cmp(&b))
-    });
+    let before = |a: u32, b: u32| drawn_before(order, key(a), key(b));
+    placed.sort_by_key(|&s| parent_key(s));
     let mut layout = Layout {
         total,
         ..Layout::default()
@@ -377,6 +398,7 @@ fn merged_from_totals<T: Total>(
     // Left edge and depth of each drawn stack, looked up when its children are placed.
     let mut at: std::collections::HashMap<u32, (i64, u32)> = std::collections::HashMap::new();
     let mut funcs: Vec<u32> = Vec::new();
+    let (mut drawn, mut undrawn, mut gaps) = (Vec::new(), Vec::new(), Vec::new());
     let mut i = 0;
     while i < placed.len() {
         let key = parent_key(placed[i]);
@@ -384,7 +406,7 @@ fn merged_from_totals<T: Total>(
         while j < placed.len() && parent_key(placed[j]) == key {
             j += 1;
         }
-        let group = &mut placed[i..j];
+        let group = &placed[i..j];
         // Two siblings of one function: the stack table is not the call tree here.
         funcs.clear();
         funcs.extend(group.iter().map(|&c| p.stack_func(c)));
@@ -392,9 +414,15 @@ fn merged_from_totals<T: Total>(
         if funcs.windows(2).any(|f| f[0] == f[1]) {
             return None;
         }
-        if order == SortOrder::Weight {
-            group.sort_by_key(|&c| std::cmp::Reverse(w(c)));
+        drawn.clear();
+        undrawn.clear();
+        for &c in group {
+            match is_kept(&kept, c) {
+                true => drawn.push(c),
+                false => undrawn.push(c),
+            }
         }
+        order_drawn(&mut drawn, &undrawn, before, w, &mut gaps);
         let (mut x, depth) = match key {
             0 => (0, 0),
             _ => {
@@ -404,19 +432,18 @@ fn merged_from_totals<T: Total>(
                 (px + (w(parent) - children), pd + 1)
             }
         };
-        for &c in group.iter() {
+        for (&c, &gap) in drawn.iter().zip(&gaps) {
+            x += gap;
             let cw = w(c);
-            if is_kept(&kept, c) {
-                at.insert(c, (x, depth));
-                layout.max_depth = layout.max_depth.max(depth);
-                layout.frames.push(Frame {
-                    node: c,
-                    func: p.stack_func(c),
-                    depth,
-                    x,
-                    w: cw,
-                });
-            }
+            at.insert(c, (x, depth));
+            layout.max_depth = layout.max_depth.max(depth);
+            layout.frames.push(Frame {
+                node: c,
+                func: p.stack_func(c),
+                depth,
+                x,
+                w: cw,
+            });
             x += cw;
         }
         i = j;
@@ -658,6 +685,57 @@ mod tests {
             .collect()
     }
 
+    /// The merged graph the plain way: every sibling list sorted whole (names followed by `;`
+    /// or a space, compared byte by byte), every sibling advancing the left edge.
+    fn reference(p: &Profile, min_value: f64, order: SortOrder) -> Vec<(u32, u32, i64, i64)> {
+        let v = p.view();
+        let tree = CallTree::build(&v).unwrap();
+        let (w, _) = node_widths(&v, &tree, Some(0));
+        let wide_callees: Vec<bool> = (0..tree.len())
+            .map(|n| tree.children(n as u32).any(|c| w[c as usize] > 0))
+            .collect();
+        let key = |n: u32| {
+            let end: &[u8] = if wide_callees[n as usize] { b";" } else { b" " };
+            let name = v.func_name_str(tree.func[n as usize]).as_bytes().to_vec();
+            [name, end.to_vec()].concat()
+        };
+        let sorted = |mut list: Vec<u32>| {
+            list.sort_by(|&a, &b| match order {
+                SortOrder::Name => key(a).cmp(&key(b)),
+                SortOrder::Weight => w[b as usize].cmp(&w[a as usize]).then(key(a).cmp(&key(b))),
+            });
+            list
+        };
+        let mut out = Vec::new();
+        let mut todo: Vec<(u32, i64)> = Vec::new();
+        let mut x = 0;
+        for n in sorted(tree.roots.clone()) {
+            if keep(w[n as usize], min_value) {
+                todo.push((n, x));
+            }
+            x += w[n as usize].max(0);
+        }
+        while let Some((n, x)) = todo.pop() {
+            out.push((
+                tree.func[n as usize],
+                tree.depth[n as usize],
+                x,
+                w[n as usize],
+            ));
+            let kids: Vec<u32> = tree.children(n).collect();
+            let sum: i64 = kids.iter().map(|&c| w[c as usize].max(0)).sum();
+            let mut cx = x + w[n as usize] - sum;
+            for c in sorted(kids) {
+                if keep(w[c as usize], min_value) {
+                    todo.push((c, cx));
+                }
+                cx += w[c as usize].max(0);
+            }
+        }
+        out.sort_by_key(|&(_, depth, x, _)| (x, depth));
+        out
+    }
+
     #[test]
     fn the_stack_table_path_draws_what_the_call_tree_draws() {
         // Deterministic pseudo-random cases, the same everywhere.
@@ -682,6 +760,8 @@ mod tests {
                     let ((slow, slow_neg), fast) = both(&p, min, order);
                     let (fast, fast_neg) = fast.expect("folded stacks always qualify");
                     assert_eq!(key(&slow), key(&fast), "round {round} min {min} {order:?}");
+                    // Only drawn siblings are sorted; the undrawn ones are searched in.
+                    assert_eq!(key(&slow), reference(&p, min, order), "round {round} {min}");
                     assert_eq!((slow.total, slow.max_depth), (fast.total, fast.max_depth));
                     assert_eq!(slow_neg, fast_neg, "round {round}");
                     negatives += fast_neg;
