@@ -1323,9 +1323,11 @@ fn absorb_in_order(
                 main.line_no = 0;
                 main.prev_frames.clear();
                 let again = main.piece(piece.bytes());
-                if parsed.is_err() {
+                match &parsed {
                     // The worker's next piece has new tables.
-                    *maps = PieceMaps::default();
+                    Err(_) => *maps = PieceMaps::default(),
+                    // Its next pieces bring only the names this one did not.
+                    Ok((_, part)) => maps.take_tables(part),
                 }
                 bound = main.b.profile().samples.values[0]
                     .iter()
@@ -2096,6 +2098,15 @@ mod tests {
                 assert_eq!(outcome(text, on, false), expected);
             }
         }
+    }
+
+    /// A piece whose sums could overflow is parsed again by the absorbing thread, not absorbed;
+    /// the names its worker made there are still taken in, so that the worker's later pieces,
+    /// which bring only names new to it, are read with them.
+    #[test]
+    fn a_piece_parsed_again_still_brings_its_names() {
+        let text = b"a;x 5000000000000000000\na;y 5000000000000000000\nb;y 1\nb;x 1\nc;y 1\nc;z 1\nd;y 2\n";
+        same_with_threads(text, false);
     }
 
     #[test]

@@ -2,16 +2,64 @@
 //! partial profile per piece (on several threads) absorbs them into one builder, in input order.
 
 use super::{PathStart, ProfileBuilder};
-use crate::profile::{IrError, NONE, Profile, SampleTable};
+use crate::profile::{FrameTable, FuncTable, IrError, NONE, Profile, SampleTable};
+use crate::strings::StringTable;
 
 /// This builder's func and frame for the funcs and frames of the pieces of one other builder,
 /// which keeps its funcs and frames from piece to piece ([`ProfileBuilder::take_piece`]), as
 /// far as the pieces absorbed so far used them ([`ProfileBuilder::absorb_piece`]). A func's id
 /// here never changes, so what was mapped stays right whatever comes after.
-#[derive(Debug, Default)]
+///
+/// It also keeps a copy of the other builder's strings, funcs and frames, each piece bringing
+/// only those that are new since the one before: with millions of distinct names, a copy of
+/// every table in every piece made reading on several threads quadratic.
+#[derive(Debug)]
 pub struct PieceMaps {
     funcs: Vec<u32>,
     frames: Vec<u32>,
+    blob: String,
+    offsets: Vec<u64>,
+    their_funcs: FuncTable,
+    their_frames: FrameTable,
+}
+
+impl Default for PieceMaps {
+    fn default() -> Self {
+        PieceMaps {
+            funcs: Vec::new(),
+            frames: Vec::new(),
+            blob: String::new(),
+            offsets: vec![0],
+            their_funcs: FuncTable::default(),
+            their_frames: FrameTable::default(),
+        }
+    }
+}
+
+impl PieceMaps {
+    /// Takes in the strings, funcs and frames `part` brings (those its builder made since its
+    /// previous piece). [`ProfileBuilder::absorb_piece`] does this; a caller that does not
+    /// absorb a piece of the sequence must still call it, so that later pieces' ids are known.
+    pub fn take_tables(&mut self, part: &Profile) {
+        let base = *self.offsets.last().unwrap_or(&0);
+        self.blob.push_str(part.strings.blob());
+        self.offsets
+            .extend(part.strings.offsets().iter().skip(1).map(|&o| base + o));
+        let (f, t) = (&part.funcs, &mut self.their_funcs);
+        t.name.extend_from_slice(&f.name);
+        t.file.extend_from_slice(&f.file);
+        t.line.extend_from_slice(&f.line);
+        t.resource.extend_from_slice(&f.resource);
+        let (f, t) = (&part.frames, &mut self.their_frames);
+        t.func.extend_from_slice(&f.func);
+        t.address.extend_from_slice(&f.address);
+        t.line.extend_from_slice(&f.line);
+    }
+
+    fn string(&self, id: u32) -> &str {
+        let i = id as usize;
+        &self.blob[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+    }
 }
 
 impl ProfileBuilder {
@@ -56,6 +104,7 @@ impl ProfileBuilder {
                 .checked_pow(diff)
                 .ok_or_else(|| IrError::Overflow(format!("{diff} decimals")))?;
         }
+        maps.take_tables(part);
         self.map_piece_tables(part, maps);
         let stack_map = self.absorb_stacks(part, &maps.frames);
         let mut row = vec![0i64; n_cols];
@@ -80,43 +129,65 @@ impl ProfileBuilder {
     /// Maps, in `maps`, the funcs and frames of `part`'s stacks not mapped yet, in the order
     /// the stacks first use them (made here where new).
     fn map_piece_tables(&mut self, part: &Profile, maps: &mut PieceMaps) {
-        maps.funcs.resize(part.funcs.name.len(), NONE);
-        maps.frames.resize(part.frames.func.len(), NONE);
-        let strings = &part.strings;
-        let opt_str = |id: u32| (id != NONE).then(|| strings.get(id));
+        maps.funcs.resize(maps.their_funcs.name.len(), NONE);
+        maps.frames.resize(maps.their_frames.func.len(), NONE);
         let opt_u32 = |v: u32| (v != NONE).then_some(v);
-        let (f, fr) = (&part.funcs, &part.frames);
         for &frame in &part.stacks.frame {
             let i = frame as usize;
             if maps.frames[i] != NONE {
                 continue;
             }
+            let (f, fr) = (&maps.their_funcs, &maps.their_frames);
             let func = fr.func[i] as usize;
             if maps.funcs[func] == NONE {
+                let opt_str = |id: u32| (id != NONE).then(|| maps.string(id));
                 maps.funcs[func] = self.func_with(
-                    strings.get(f.name[func]),
+                    maps.string(f.name[func]),
                     opt_str(f.file[func]),
                     opt_u32(f.line[func]),
                     opt_str(f.resource[func]),
                 );
             }
             let address = (fr.address[i] != crate::profile::NO_ADDRESS).then_some(fr.address[i]);
-            maps.frames[i] = self.frame_at(maps.funcs[func], address, opt_u32(fr.line[i]));
+            let line = opt_u32(fr.line[i]);
+            maps.frames[i] = self.frame_at(maps.funcs[func], address, line);
         }
     }
 
-    /// The stacks and samples built so far, as a profile with a copy of this builder's strings,
-    /// funcs, frames and value columns, for [`Self::absorb_piece`]; this builder keeps those
-    /// and starts again with no stack or sample. A parser that reads its input in pieces keeps
-    /// one builder per thread this way, so that each piece does not intern every name again.
+    /// The stacks and samples built so far, as a profile with this builder's value columns and
+    /// the strings, funcs and frames it made since its previous piece, for
+    /// [`Self::absorb_piece`]; this builder keeps its tables and starts again with no stack or
+    /// sample. A parser that reads its input in pieces keeps one builder per thread this way,
+    /// so that each piece does not intern every name again. The ids in the piece are this
+    /// builder's, so a piece is not a valid profile on its own: only the [`PieceMaps`] that took
+    /// in every earlier piece of this builder, in order, can read it.
     pub fn take_piece(&mut self) -> Profile {
         let p = &mut self.profile;
         let n_cols = p.samples.values.len();
+        // Only what is new since the last piece; the ids in it stay this builder's.
+        let [s0, f0, r0] = self.piece_base;
+        let offsets = p.strings.offsets();
+        let from = offsets[s0];
+        let new_offsets: Vec<u64> = offsets[s0..].iter().map(|&o| o - from).collect();
+        let strings = StringTable::from_parts(&p.strings.blob()[from as usize..], &new_offsets);
+        let (f, fr) = (&p.funcs, &p.frames);
+        let funcs = FuncTable {
+            name: f.name[f0..].to_vec(),
+            file: f.file[f0..].to_vec(),
+            line: f.line[f0..].to_vec(),
+            resource: f.resource[f0..].to_vec(),
+        };
+        let frames = FrameTable {
+            func: fr.func[r0..].to_vec(),
+            address: fr.address[r0..].to_vec(),
+            line: fr.line[r0..].to_vec(),
+        };
+        self.piece_base = [p.strings.len(), f.name.len(), fr.func.len()];
         let part = Profile {
             flags: p.flags,
-            strings: p.strings.clone(),
-            funcs: p.funcs.clone(),
-            frames: p.frames.clone(),
+            strings,
+            funcs,
+            frames,
             stacks: std::mem::take(&mut p.stacks),
             value_types: p.value_types.clone(),
             samples: std::mem::replace(
@@ -237,9 +308,13 @@ mod tests {
         whole.absorb_piece(&first, &mut maps).unwrap();
         worker.add_stack(&["main", "b"], &[2]).unwrap();
         let second = worker.take_piece();
-        // Its own stacks only (`main` again, then `b`), and every func so far.
+        // Its own stacks only (`main` again, then `b`), and only the func new since the first
+        // piece (`b`: ids stay the worker's).
         assert_eq!(second.stacks.prefix, vec![NONE, 0]);
-        assert_eq!(second.funcs.name.len(), 4);
+        assert_eq!(first.funcs.name.len(), 3);
+        assert_eq!(second.funcs.name.len(), 1);
+        assert_eq!(second.strings.len(), 1);
+        assert_eq!(second.funcs.name, [first.strings.len() as u32]);
         whole.absorb_piece(&second, &mut maps).unwrap();
         let p = whole.finish();
         let names: Vec<&str> = p.funcs.name.iter().map(|&n| p.strings.get(n)).collect();

@@ -52,6 +52,8 @@ pub struct ProfileBuilder {
     sample_of_thread_stack: FastMap<(u32, u32), u32>,
     /// Thread given to new samples, once the profile has threads.
     current_thread: u32,
+    /// Strings, funcs and frames already handed over by [`Self::take_piece`].
+    piece_base: [usize; 3],
 }
 
 impl Default for ProfileBuilder {
@@ -73,6 +75,7 @@ impl ProfileBuilder {
             sample_of_stack: Vec::new(),
             sample_of_thread_stack: fast_map(),
             current_thread: 0,
+            piece_base: [0; 3],
         }
     }
 
