@@ -432,6 +432,19 @@ impl Sink {
             Ok(_) => std::fs::canonicalize(target)?,
             Err(_) => link_target(target)?,
         };
+        // A file being replaced: the new one gets its mode (and owner, where allowed), as `>`
+        // or `sed -i` keep them, and one the user may not write is not replaced behind its
+        // permissions' back.
+        let existing = std::fs::metadata(&target).ok().filter(|m| m.is_file());
+        if existing.is_some()
+            && let Err(e) = std::fs::OpenOptions::new().write(true).open(&target)
+            && e.kind() == io::ErrorKind::PermissionDenied
+        {
+            return Err(io::Error::new(
+                e.kind(),
+                "the file is not writable (its permissions do not let this user write it), so it is not replaced",
+            ));
+        }
         let dir = match target.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
@@ -475,6 +488,10 @@ impl Sink {
         profconv_plugin::host::remove_on_abort(Some(tmp.path()));
         *pending = Some(tmp.path().to_path_buf());
         drop(pending);
+        #[cfg(unix)]
+        if let Some(old) = &existing {
+            keep_owner_and_mode(tmp.as_file(), old, &dir)?;
+        }
         Ok(Sink::File { tmp, target })
     }
 
@@ -513,6 +530,34 @@ impl Sink {
             }
         }
     }
+}
+
+/// Gives the new file `new` (still a temp file) the owner and mode of the file `old` it is to
+/// replace: the owner where this user may set it (root; a group the user is in), then the
+/// permission bits (not set-id bits: an output is no program). Fails, before anything is written,
+/// when the rename would: in a sticky directory (`/tmp`) only the file's or the directory's
+/// owner may replace a file.
+#[cfg(unix)]
+fn keep_owner_and_mode(new: &File, old: &std::fs::Metadata, dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let me = new.metadata()?.uid();
+    if me != 0
+        && old.uid() != me
+        && let Ok(d) = std::fs::metadata(dir)
+        && d.mode() & 0o1000 != 0
+        && d.uid() != me
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "the file belongs to another user in {}, a sticky directory, where only its owner may replace it",
+                dir.display()
+            ),
+        ));
+    }
+    let _ = std::os::unix::fs::fchown(new, Some(old.uid()), Some(old.gid()));
+    let _ = std::os::unix::fs::fchown(new, None, Some(old.gid()));
+    new.set_permissions(std::fs::Permissions::from_mode(old.mode() & 0o777))
 }
 
 /// Where a new output file named `path` goes: `path` itself, or, when `path` is a symbolic link

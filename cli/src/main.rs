@@ -242,7 +242,15 @@ fn main() -> ExitCode {
     if let Command::PluginCheck { path, samples } = &cli.command {
         // The plugin under test is loaded by the kit itself, not through discovery.
         let report = profconv_conformance::check_plugin(path, samples);
-        print!("{report}");
+        // A closed stdout (`| head`) is no failure; a full disk is (exit 4), as for `convert`.
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = write!(out, "{report}").and_then(|()| out.flush()) {
+            return match is_broken_pipe(&e) {
+                true => Failure::BrokenPipe,
+                false => Failure::Io(format!("<stdout>: {e}")),
+            }
+            .exit();
+        }
         return if report.passed() {
             ExitCode::SUCCESS
         } else {
@@ -780,20 +788,36 @@ fn check_not_an_input(out_path: &Path, inputs: &[&Path]) -> Result<(), Failure> 
     Ok(())
 }
 
-/// Emits `view` into `out_path` (a temp file renamed when complete, or stdout).
-fn write_output(
-    emitter: &FormatHandle,
-    view: &ProfileRef<'_>,
-    out_path: &Path,
-    options: &OptionList,
-    run: Run,
-) -> Result<(), Failure> {
-    let out_name = if out_path == Path::new("-") {
+/// Where the output goes, opened before any input is read: a directory that does not exist or
+/// cannot take the temp file, or a file that may not be replaced, is reported at once, not
+/// after a long parse.
+struct Output {
+    sink: Sink,
+    name: String,
+}
+
+fn open_output(out_path: &Path) -> Result<Output, Failure> {
+    let name = if out_path == Path::new("-") {
         "<stdout>".to_string()
     } else {
         out_path.display().to_string()
     };
-    let mut sink = Sink::create(out_path).map_err(|e| Failure::Io(format!("{out_name}: {e}")))?;
+    let sink = Sink::create(out_path).map_err(|e| Failure::Io(format!("{name}: {e}")))?;
+    Ok(Output { sink, name })
+}
+
+/// Emits `view` into `out` (a temp file renamed when complete, or stdout).
+fn write_output(
+    emitter: &FormatHandle,
+    view: &ProfileRef<'_>,
+    out: Output,
+    options: &OptionList,
+    run: Run,
+) -> Result<(), Failure> {
+    let Output {
+        mut sink,
+        name: out_name,
+    } = out;
     let mut log = |level: u32, msg: &str| {
         if level == log_level::WARN {
             warn(run.quiet, &format!("{out_name}: {}", continued(msg)));
@@ -818,6 +842,7 @@ fn convert(registry: &Registry, args: &ConvertArgs, run: Run) -> Result<(), Fail
     let out_path = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
     let emitter = choose_emitter(registry, args.to.as_deref(), &out_path)?;
     check_not_an_input(&out_path, &[&args.input.input])?;
+    let out = open_output(&out_path)?;
     let (input, parser) = open_input(registry, &args.input, run.quiet)?;
     let opts = split_options(&args.input.options, &[(parser, true), (emitter, false)])?;
     let (name, profile) = parse(input, parser, &opts[0], run)?;
@@ -825,7 +850,7 @@ fn convert(registry: &Registry, args: &ConvertArgs, run: Run) -> Result<(), Fail
     let view = transformed
         .as_ref()
         .map_or_else(|| profile.view(), Profile::view);
-    write_output(emitter, &view, &out_path, &opts[1], run)
+    write_output(emitter, &view, out, &opts[1], run)
 }
 
 /// The value column `--value` names, or the first weight.
@@ -864,6 +889,7 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
     }
     let emitter = choose_emitter(registry, to, &out_path)?;
     check_not_an_input(&out_path, &[&args.before, &args.after])?;
+    let out = open_output(&out_path)?;
     let open = |path: &Path| {
         open_input(
             registry,
@@ -898,7 +924,7 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
     let ac = value_column(&av, args.value.as_deref(), &after_name)?;
     let combined = profconv_ir::diff::combine(&bv, bc, &av, ac)
         .map_err(|e| Failure::ir(&format!("{before_name} and {after_name}"), &e))?;
-    write_output(emitter, &combined.view(), &out_path, &opts[2], run)
+    write_output(emitter, &combined.view(), out, &opts[2], run)
 }
 
 fn tree(registry: &Registry, args: &TreeArgs, run: Run) -> Result<(), Failure> {

@@ -504,3 +504,129 @@ fn a_huge_thread_count_is_the_machine_s_cores() {
     assert!(huge.status.success(), "{}", text(&huge.stderr));
     assert_eq!(one.stdout, huge.stdout);
 }
+
+/// Replacing an existing output keeps its permissions (a private 0600 profile stays private),
+/// as `> out` does; the temp file and rename do not reset them.
+#[cfg(unix)]
+#[test]
+fn a_replaced_output_keeps_its_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tmp();
+    let input = write(d.path(), "in.folded", b"a;b 1\n");
+    for mode in [0o600, 0o640, 0o755] {
+        let out = write(d.path(), "out.folded", b"old\n");
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(mode)).unwrap();
+        let r = run(&[
+            "convert",
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(r.status.success(), "{}", text(&r.stderr));
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "a;b 1\n");
+        let now = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+        assert_eq!(now, mode, "mode {mode:o}");
+    }
+}
+
+/// The output is opened before the input is read: a directory that does not exist is the
+/// error (exit 4), even when the input would fail too, so a long parse is not wasted.
+#[test]
+fn the_output_is_checked_before_the_input_is_read() {
+    let d = tmp();
+    let out = d.path().join("no-such-dir").join("x.svg");
+    let r = run(&[
+        "convert",
+        d.path().join("missing.folded").to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.status.code(), Some(4));
+    let err = text(&r.stderr);
+    assert!(
+        err.contains("x.svg") && err.contains("no-such-dir"),
+        "{err}"
+    );
+    assert!(!err.contains("missing.folded"), "{err}");
+}
+
+/// An output this user may not write is not replaced behind its permissions' back (the rename
+/// would have done it), and one in a sticky directory owned by someone else is refused before
+/// the input is read, not by a failed rename at the end. Run as `nobody` through `setpriv`
+/// when the tests run as root (root may write anything).
+#[cfg(target_os = "linux")]
+#[test]
+fn an_output_the_user_may_not_write_is_not_replaced() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m));
+    let as_nobody = root.is_ok_and(|u| u == 0);
+    if as_nobody
+        && std::process::Command::new("setpriv")
+            .arg("--help")
+            .output()
+            .is_err()
+    {
+        eprintln!("skipped: running as root without setpriv to drop to nobody");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_profconv");
+    if as_nobody
+        && !std::process::Command::new("setpriv")
+            .args([
+                "--reuid=nobody",
+                "--regid=nogroup",
+                "--clear-groups",
+                bin,
+                "--version",
+            ])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    {
+        eprintln!("skipped: nobody cannot run {bin} (a checkout only root may enter)");
+        return;
+    }
+    let d = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let input = write(d.path(), "in.folded", b"a;b 1\n");
+    std::fs::set_permissions(&input, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let run = |out: &std::path::Path| {
+        let mut c = if as_nobody {
+            let mut c = std::process::Command::new("setpriv");
+            c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", bin]);
+            c
+        } else {
+            std::process::Command::new(bin)
+        };
+        c.args([
+            "convert",
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .env("XDG_DATA_HOME", "/nonexistent-profconv-test")
+        .env_remove("PROFCONV_PLUGIN_PATH")
+        .output()
+        .unwrap()
+    };
+    // Read-only for everyone: not replaced.
+    let ro = write(d.path(), "ro.folded", b"old\n");
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let r = run(&ro);
+    assert_eq!(r.status.code(), Some(4), "{}", text(&r.stderr));
+    assert!(
+        text(&r.stderr).contains("not writable"),
+        "{}",
+        text(&r.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&ro).unwrap(), "old\n");
+    if as_nobody {
+        // Writable by all but root's, in a sticky directory root owns: the rename would fail.
+        let other = write(d.path(), "other.folded", b"old\n");
+        std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let r = run(&other);
+        assert_eq!(r.status.code(), Some(4), "{}", text(&r.stderr));
+        assert!(text(&r.stderr).contains("sticky"), "{}", text(&r.stderr));
+        assert_eq!(std::fs::read_to_string(&other).unwrap(), "old\n");
+    }
+    assert!(temp_files(d.path()).is_empty());
+}

@@ -530,6 +530,39 @@ fn plugin_check_passes_real_plugins_and_fails_broken_ones() {
     }
 }
 
+/// The report goes to stdout like any output: a reader that closes it early is no failure, a
+/// full disk is an I/O error (exit 4); neither is a panic (exit 101).
+#[cfg(target_os = "linux")]
+#[test]
+fn plugin_check_report_survives_a_closed_or_full_stdout() {
+    let folded = lib_path("profconv_plugin_folded");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = profconv()
+        .args(["plugin-check", folded.to_str().unwrap()])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("No space left"),
+        "{}",
+        text(&out.stderr)
+    );
+    let mut child = profconv()
+        .args(["plugin-check", folded.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("panicked"));
+}
+
 /// A process that aborts (a plugin out of memory: Rust's allocation-failure handler aborts)
 /// runs no destructors, yet leaves no temp file: the host's SIGABRT handler removes it, and the
 /// process still ends as aborted. An existing output stays as it was.
