@@ -630,3 +630,72 @@ fn an_output_the_user_may_not_write_is_not_replaced() {
     }
     assert!(temp_files(d.path()).is_empty());
 }
+
+/// Where the system gives no more threads (a process limit, as a container's pids.max), the
+/// folded reader reads on the calling thread, with the same output, instead of failing as a
+/// plugin panic (exit 5). Run as `nobody` under `prlimit --nproc=1` (root has no such limit).
+#[cfg(target_os = "linux")]
+#[test]
+fn no_threads_to_be_had_reads_on_one() {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = env!("CARGO_BIN_EXE_profconv");
+    let root = std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m));
+    let drop_to: &[&str] = if root.is_ok_and(|u| u == 0) {
+        &[
+            "setpriv",
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+        ]
+    } else {
+        &[]
+    };
+    let limited = |args: &[&str]| {
+        let mut argv: Vec<&str> = drop_to.to_vec();
+        argv.extend(["prlimit", "--nproc=1", bin]);
+        argv.extend(args);
+        std::process::Command::new(argv[0])
+            .args(&argv[1..])
+            .env("XDG_DATA_HOME", "/nonexistent-profconv-test")
+            .env_remove("PROFCONV_PLUGIN_PATH")
+            .output()
+    };
+    if !limited(&["--version"]).is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: cannot run {bin} under prlimit (as nobody when root)");
+        return;
+    }
+    let d = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Several pieces of distinct names (the parallel reader's path).
+    let lines: String = (0..200_000)
+        .map(|i| format!("main;f{};g{} {}\n", i % 977, i % 13, 1 + i % 5))
+        .collect();
+    let input = write(d.path(), "in.folded", lines.as_bytes());
+    std::fs::set_permissions(&input, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let args = [
+        "-j",
+        "4",
+        "convert",
+        input.to_str().unwrap(),
+        "-O",
+        "piece-size=65536",
+        "-t",
+        "folded",
+        "-o",
+        "-",
+    ];
+    let out = limited(&args[..]).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let one = run(&[
+        "-j",
+        "1",
+        "convert",
+        input.to_str().unwrap(),
+        "-t",
+        "folded",
+        "-o",
+        "-",
+    ]);
+    assert!(one.status.success());
+    assert_eq!(out.stdout, one.stdout);
+}

@@ -1117,43 +1117,48 @@ fn parse_parallel(
         let parsed = main.piece(first.bytes());
         return finish_serial(parsed, main, cx);
     }
+    // This thread reads everything from the start, the first piece and the start of a line it
+    // cut before the rest of the input, as one thread does.
+    let serially = |first: Piece, pieces: &mut Pieces<'_, '_>, mut main: Parser_, cx| {
+        let parsed = match whole {
+            Some(whole) => {
+                let release = |upto: usize| release(upto as u64);
+                parse_serial(
+                    &mut Input::from_slice(whole).with_release(&release),
+                    &mut main,
+                )
+            }
+            None => {
+                let mut rest = first
+                    .bytes()
+                    .chain(&pieces.carry[..])
+                    .chain(&mut *pieces.input);
+                parse_serial(&mut Input::from_reader(&mut rest), &mut main)
+            }
+        };
+        finish_serial(parsed, main, cx)
+    };
     match first_data_line_is_differential(first.bytes()) {
         Some(false) => main.set_mode(false),
-        _ => {
-            // A differential file (a worker's piece would not know the mode its first line
-            // decides), or no data line yet: this thread reads everything from the start, the
-            // first piece and the start of a line it cut before the rest of the input, as one
-            // thread does.
-            let parsed = match whole {
-                Some(whole) => {
-                    let release = |upto: usize| release(upto as u64);
-                    parse_serial(
-                        &mut Input::from_slice(whole).with_release(&release),
-                        &mut main,
-                    )
-                }
-                None => {
-                    let mut rest = first
-                        .bytes()
-                        .chain(&pieces.carry[..])
-                        .chain(&mut *pieces.input);
-                    parse_serial(&mut Input::from_reader(&mut rest), &mut main)
-                }
-            };
-            return finish_serial(parsed, main, cx);
-        }
+        // A differential file (a worker's piece would not know the mode its first line
+        // decides), or no data line yet.
+        _ => return serially(first, &mut pieces, main, cx),
     }
     let threads = opts.threads.max(1);
     let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Piece)>(threads);
     let work_rx = Mutex::new(work_rx);
     let (done_tx, done_rx) = mpsc::channel::<(usize, usize, Piece, PieceResult)>();
-    std::thread::scope(|scope| {
+    let (main_tx, main_rx) = mpsc::channel::<Parser_>();
+    let outcome = std::thread::scope(|scope| {
         // Owned by this closure: however it returns, the work channel closes and the workers
         // stop before the scope joins them.
         let (work_tx, done_rx) = (work_tx, done_rx);
+        // Threads the system will not give (a process limit, as in a container's pids.max)
+        // are done without: fewer workers, or none and this thread alone.
+        let mut workers = 0;
         for worker in 0..threads {
             let (work_rx, done_tx) = (&work_rx, done_tx.clone());
-            scope.spawn(move || {
+            let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
                 // One parser for all of this worker's pieces: its funcs and frames (and names)
                 // stay, so a piece interns only the names new to this worker, and the absorber
                 // maps only those (measured, 1 GB on two threads: 2.27 -> 2.13 s of CPU).
@@ -1184,75 +1189,107 @@ fn parse_parallel(
                     }
                 }
             });
+            match spawned {
+                Ok(_) => workers += 1,
+                Err(_) => break,
+            }
         }
         drop(done_tx);
         // The absorber puts finished pieces into `main`'s profile in input order, so that this
         // thread only reads and hands out pieces (reading and absorbing on one thread made it
         // the bottleneck). What each piece reported comes back here in order: the context is
-        // this thread's.
+        // this thread's. It gets `main` once it runs, so a thread not given keeps it here.
         let (absorbed_tx, absorbed_rx) = mpsc::channel::<Absorbed>();
-        let absorber = scope.spawn(move || absorb_in_order(main, done_rx, absorbed_tx));
+        let absorber = match workers {
+            0 => None,
+            _ => std::thread::Builder::new()
+                .spawn_scoped(scope, move || {
+                    main_rx
+                        .recv()
+                        .ok()
+                        .map(|main| absorb_in_order(main, done_rx, absorbed_tx))
+                })
+                .ok(),
+        };
+        let Some(absorber) = absorber else {
+            return Err(Box::new((first, main)));
+        };
         let gone = || PluginError::internal("a folded parser thread stopped");
+        if main_tx.send(main).is_err() {
+            return Ok(Err(gone()));
+        }
+        let threads = workers;
         let mut next = Some(first);
-        let mut pool: Vec<Vec<u8>> = Vec::new();
-        let (mut sent, mut returned) = (0usize, 0usize);
-        // A piece that could not be read (a line too long) is reported once the pieces before
-        // it are in, whose own errors come first, as on one thread; `lines_in` is their lines.
-        let (mut unread, mut lines_in) = (None, 0u64);
-        // Where each piece in flight ends: an input in memory is done with up to there once
-        // the piece is back (its bytes are read in place, not copied).
-        let (mut ends, mut end) = (std::collections::VecDeque::new(), 0u64);
-        loop {
-            while unread.is_none() && sent - returned < threads + 1 {
-                let Some(piece) = next.take() else { break };
-                end += piece.bytes().len() as u64;
-                ends.push_back(end);
-                work_tx.send((sent, piece)).map_err(|_| gone())?;
-                sent += 1;
-                match pieces.next(pool.pop().unwrap_or_default()) {
-                    Ok(piece) => next = piece,
-                    Err(e) => unread = Some(e),
-                }
-            }
-            if returned == sent {
-                if let Some(e) = unread {
-                    return Err(e.at_line(lines_in + 1, 1));
-                }
-                break;
-            }
-            match absorbed_rx.recv().map_err(|_| gone())? {
-                Absorbed::Piece {
-                    report,
-                    lines,
-                    piece_lines,
-                    offset,
-                    buf,
-                } => {
-                    reporter.take(report, lines, offset, cx);
-                    lines_in = lines + piece_lines;
-                    pool.push(buf);
-                    returned += 1;
-                    if let Some(end) = ends.pop_front() {
-                        release(end);
+        let reading = || -> Result<Profile, PluginError> {
+            let mut pool: Vec<Vec<u8>> = Vec::new();
+            let (mut sent, mut returned) = (0usize, 0usize);
+            // A piece that could not be read (a line too long) is reported once the pieces before
+            // it are in, whose own errors come first, as on one thread; `lines_in` is their lines.
+            let (mut unread, mut lines_in) = (None, 0u64);
+            // Where each piece in flight ends: an input in memory is done with up to there once
+            // the piece is back (its bytes are read in place, not copied).
+            let (mut ends, mut end) = (std::collections::VecDeque::new(), 0u64);
+            loop {
+                while unread.is_none() && sent - returned < threads + 1 {
+                    let Some(piece) = next.take() else { break };
+                    end += piece.bytes().len() as u64;
+                    ends.push_back(end);
+                    work_tx.send((sent, piece)).map_err(|_| gone())?;
+                    sent += 1;
+                    match pieces.next(pool.pop().unwrap_or_default()) {
+                        Ok(piece) => next = piece,
+                        Err(e) => unread = Some(e),
                     }
                 }
-                Absorbed::Failed {
-                    report,
-                    lines,
-                    offset,
-                    error,
-                } => {
-                    reporter.take(report, lines, offset, cx);
-                    return Err(error);
+                if returned == sent {
+                    if let Some(e) = unread {
+                        return Err(e.at_line(lines_in + 1, 1));
+                    }
+                    break;
+                }
+                match absorbed_rx.recv().map_err(|_| gone())? {
+                    Absorbed::Piece {
+                        report,
+                        lines,
+                        piece_lines,
+                        offset,
+                        buf,
+                    } => {
+                        reporter.take(report, lines, offset, cx);
+                        lines_in = lines + piece_lines;
+                        pool.push(buf);
+                        returned += 1;
+                        if let Some(end) = ends.pop_front() {
+                            release(end);
+                        }
+                    }
+                    Absorbed::Failed {
+                        report,
+                        lines,
+                        offset,
+                        error,
+                    } => {
+                        reporter.take(report, lines, offset, cx);
+                        return Err(error);
+                    }
                 }
             }
+            // The workers stop, then the absorber, which gives the profile back.
+            drop(work_tx);
+            let main = absorber.join().ok().flatten().ok_or_else(gone)?;
+            reporter.finish(cx);
+            Ok(main.finish())
+        };
+        Ok(reading())
+    });
+    match outcome {
+        Ok(parsed) => parsed,
+        // Not one thread to be had: this one reads it all.
+        Err(kept) => {
+            let (first, main) = *kept;
+            serially(first, &mut pieces, main, cx)
         }
-        // The workers stop, then the absorber, which gives the profile back.
-        drop(work_tx);
-        let main = absorber.join().map_err(|_| gone())?;
-        reporter.finish(cx);
-        Ok(main.finish())
-    })
+    }
 }
 
 /// What the absorber tells the reading thread about a piece, in input order.
