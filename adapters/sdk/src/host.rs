@@ -587,6 +587,18 @@ pub fn ignore_file_size_signal() {
 /// The file [`remove_on_abort`] names, as a C string that is never freed (a handler on another
 /// thread may be reading it), or null.
 #[cfg(unix)]
+/// The signals [`remove_on_abort`] removes the temp file on: an abort, and the other signals
+/// whose default action ends the process and that nothing else here handles (SIGINT, SIGTERM
+/// and SIGHUP go to the host's Ctrl-C handler; SIGPIPE is ignored by the Rust runtime).
+#[cfg(unix)]
+pub const ENDING_SIGNALS: [libc::c_int; 5] = [
+    libc::SIGABRT,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+];
+
 static REMOVE_ON_ABORT: std::sync::atomic::AtomicPtr<libc::c_char> =
     std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
 
@@ -594,9 +606,11 @@ static REMOVE_ON_ABORT: std::sync::atomic::AtomicPtr<libc::c_char> =
 /// gives the next file or `None` once it is renamed or removed. An abort runs no destructors
 /// and no Ctrl-C handler: a failed allocation in the host or in a plugin (Rust's
 /// out-of-memory handler aborts), or a panic in a plugin built with `panic = "abort"`. A
-/// SIGABRT handler, installed on the first call, unlinks the file (`unlink` is safe in a signal
-/// handler), then raises SIGABRT again with its default action, so the process still ends as
-/// aborted (exit status 134 in a shell). Each call leaks its path's few bytes.
+/// handler, installed on the first call, unlinks the file (`unlink` is safe in a signal
+/// handler), then raises the signal again with its default action, so the process still ends
+/// as it would have (exit status 134 in a shell for SIGABRT). It serves the other signals
+/// whose default ends the process and that the host does not handle otherwise
+/// ([`ENDING_SIGNALS`]: Ctrl-\ sends SIGQUIT). Each call leaks its path's few bytes.
 pub fn remove_on_abort(path: Option<&Path>) {
     #[cfg(unix)]
     {
@@ -605,11 +619,13 @@ pub fn remove_on_abort(path: Option<&Path>) {
         static INSTALL: std::sync::Once = std::sync::Once::new();
         INSTALL.call_once(|| {
             let handler = on_abort as extern "C" fn(libc::c_int);
-            // SAFETY: the handler only reads an atomic pointer, calls `unlink` (async-signal-
-            // safe) and restores the default action before raising the signal again; SIGABRT
-            // has no other handler in this process.
-            unsafe {
-                libc::signal(libc::SIGABRT, handler as libc::sighandler_t);
+            for signal in ENDING_SIGNALS {
+                // SAFETY: the handler only reads an atomic pointer, calls `unlink` (async-
+                // signal-safe) and restores the default action before raising the signal
+                // again; these signals have no other handler in this process.
+                unsafe {
+                    libc::signal(signal, handler as libc::sighandler_t);
+                }
             }
         });
         let new = path
@@ -621,7 +637,7 @@ pub fn remove_on_abort(path: Option<&Path>) {
     let _ = path;
 }
 
-/// The SIGABRT handler of [`remove_on_abort`].
+/// The signal handler of [`remove_on_abort`].
 #[cfg(unix)]
 extern "C" fn on_abort(signal: libc::c_int) {
     let path = REMOVE_ON_ABORT.load(std::sync::atomic::Ordering::SeqCst);
