@@ -255,8 +255,9 @@ pub fn merged(
 /// the call tree's, frame for frame (the tests compare both). Folded stacks, whose funcs have
 /// one frame each and whose stacks are deduplicated, always qualify.
 ///
-/// Cost: one pass over the samples and two over the stacks, plus a sort of the children of
-/// the drawn frames; memory: one `u32` per stack (an `i64` when totals need more) and one bit,
+/// Cost: one pass over the samples and two over the stacks, plus a sort of the drawn frames
+/// among their siblings and a binary search among them per undrawn child of a drawn frame
+/// ([`order_drawn`]); memory: one `u32` per stack (an `i64` when totals need more) and one bit,
 /// where the call tree needs about 60 bytes per node. `min_value` gives the pruning threshold
 /// for a total. Also returns how many stacks have a negative self value (drawn as zero).
 pub fn merged_from_stacks(
