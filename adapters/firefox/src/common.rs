@@ -151,13 +151,11 @@ pub fn stack_rank(p: &ProfileRef<'_>) -> Vec<u32> {
 pub fn stack_rank_and_spare(p: &ProfileRef<'_>) -> (Vec<u32>, Vec<u32>) {
     let n = p.n_stacks();
     // Funcs ranked by name once, so sibling sorts compare integers.
-    let mut funcs: Vec<u32> = (0..p.n_funcs() as u32).collect();
-    funcs.sort_by(|&a, &b| {
-        p.func_name_str(a)
-            .as_bytes()
-            .cmp(p.func_name_str(b).as_bytes())
-            .then(a.cmp(&b))
-    });
+    let funcs = profconv_plugin::ir::strings::order_by_bytes(
+        p.n_funcs(),
+        |f| p.func_name_str(f).as_bytes(),
+        None,
+    );
     let mut func_rank = vec![0u32; funcs.len()];
     for (r, &f) in funcs.iter().enumerate() {
         func_rank[f as usize] = r as u32;

@@ -13,7 +13,7 @@
 
 use crate::parse::{count, is_comment};
 use profconv_plugin::ir::diff::DIFF_COLUMNS;
-use profconv_plugin::ir::strings::cmp_terminated;
+use profconv_plugin::ir::strings::order_by_bytes;
 use profconv_plugin::ir::{CallTree, IrError, NONE, ProfileRef, ValueKind, path_sums, write_fixed};
 use profconv_plugin::{PluginError, human_bytes, value_column};
 use std::borrow::Cow;
@@ -677,26 +677,7 @@ impl LineWriter {
 /// order); equal names share a rank.
 fn name_ranks(p: &ProfileRef<'_>) -> Vec<u32> {
     let name = |f: u32| p.func_name_str(f).as_bytes();
-    // Sorted with the first 8 bytes of `name;` beside each func (zero-padded, big-endian: they
-    // order as the bytes do, and only equal ones need the names): most comparisons then read
-    // no name, which with millions of names is a cache miss each.
-    let head = |f: u32| {
-        let mut b = [0u8; 8];
-        let n = name(f);
-        let k = n.len().min(8);
-        b[..k].copy_from_slice(&n[..k]);
-        if k < 8 {
-            b[k] = b';';
-        }
-        u64::from_be_bytes(b)
-    };
-    let mut keyed: Vec<(u64, u32)> = (0..p.n_funcs() as u32).map(|f| (head(f), f)).collect();
-    // Equal names get one rank, so their order among themselves does not matter.
-    keyed.sort_unstable_by(|&(ha, a), &(hb, b)| {
-        ha.cmp(&hb)
-            .then_with(|| cmp_terminated(name(a), b';', name(b), b';'))
-    });
-    let order: Vec<u32> = keyed.into_iter().map(|(_, f)| f).collect();
+    let order = order_by_bytes(p.n_funcs(), name, Some(b';'));
     let mut rank = vec![0u32; order.len()];
     let mut r = 0u32;
     for k in 1..order.len() {
