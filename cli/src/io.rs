@@ -436,12 +436,9 @@ impl Sink {
         // or `sed -i` keep them, and one the user may not write is not replaced behind its
         // permissions' back.
         let existing = std::fs::metadata(&target).ok().filter(|m| m.is_file());
-        if existing.is_some()
-            && let Err(e) = std::fs::OpenOptions::new().write(true).open(&target)
-            && e.kind() == io::ErrorKind::PermissionDenied
-        {
+        if existing.is_some() && !profconv_plugin::host::may_write(&target) {
             return Err(io::Error::new(
-                e.kind(),
+                io::ErrorKind::PermissionDenied,
                 "the file is not writable (its permissions do not let this user write it), so it is not replaced",
             ));
         }
@@ -471,9 +468,14 @@ impl Sink {
         builder.prefix(".profconv-").suffix(".tmp");
         #[cfg(unix)]
         {
-            // Like any new file (0666 less the umask), not tempfile's private 0600.
+            // Like any new file (0666 less the umask), not tempfile's private 0600; a file
+            // being replaced gives its own mode from the start (the umask can only narrow it),
+            // so a private file is never readable by others, not even while it is written.
             use std::os::unix::fs::PermissionsExt;
-            builder.permissions(std::fs::Permissions::from_mode(0o666));
+            let mode = existing
+                .as_ref()
+                .map_or(0o666, |m| m.permissions().mode() & 0o777);
+            builder.permissions(std::fs::Permissions::from_mode(mode));
         }
         // The lock is held from creating the file to recording it, so an interrupt in between
         // waits and then finds the file to remove.
@@ -489,8 +491,12 @@ impl Sink {
         *pending = Some(tmp.path().to_path_buf());
         drop(pending);
         #[cfg(unix)]
-        if let Some(old) = &existing {
-            keep_owner_and_mode(tmp.as_file(), old, &dir)?;
+        if let Some(old) = &existing
+            && let Err(e) = keep_owner_and_mode(tmp.as_file(), old, &dir)
+        {
+            drop(tmp);
+            set_pending(None);
+            return Err(e);
         }
         Ok(Sink::File { tmp, target })
     }
@@ -534,7 +540,8 @@ impl Sink {
 
 /// Gives the new file `new` (still a temp file) the owner and mode of the file `old` it is to
 /// replace: the owner where this user may set it (root; a group the user is in), then the
-/// permission bits (not set-id bits: an output is no program). Fails, before anything is written,
+/// permission bits (not set-id bits: an output is no program; not the group's unless the group
+/// is kept), as far as the file system allows. Fails, before anything is written,
 /// when the rename would: in a sticky directory (`/tmp`) only the file's or the directory's
 /// owner may replace a file.
 #[cfg(unix)]
@@ -557,7 +564,15 @@ fn keep_owner_and_mode(new: &File, old: &std::fs::Metadata, dir: &Path) -> io::R
     }
     let _ = std::os::unix::fs::fchown(new, Some(old.uid()), Some(old.gid()));
     let _ = std::os::unix::fs::fchown(new, None, Some(old.gid()));
-    new.set_permissions(std::fs::Permissions::from_mode(old.mode() & 0o777))
+    // The group's bits go only to the old group: under another one they would give access to
+    // people the old file did not. A file system that refuses modes (vfat, some network
+    // mounts) keeps its own: that is no reason to fail the conversion.
+    let mut mode = old.mode() & 0o777;
+    if new.metadata()?.gid() != old.gid() {
+        mode &= !0o070;
+    }
+    let _ = new.set_permissions(std::fs::Permissions::from_mode(mode));
+    Ok(())
 }
 
 /// Where a new output file named `path` goes: `path` itself, or, when `path` is a symbolic link

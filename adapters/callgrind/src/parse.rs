@@ -1140,7 +1140,10 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
                     "event `{}` is left out: line {}, column {} has the cost {}, past 2^63 \
                      (callgrind writes a difference that went negative, such as a forked \
                      child's sysCpuTime, as its 2^64 complement)",
-                    e.name, w.line, w.col, w.value
+                    show_name(&e.name),
+                    w.line,
+                    w.col,
+                    w.value
                 ));
             }
         }

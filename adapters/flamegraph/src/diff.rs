@@ -301,7 +301,8 @@ fn draw_diff<W: Write + ?Sized>(
         max_delta: 0.0,
         negate: o.negate,
         decimals: dec_a as u32,
-        extra_decimals: if o.normalize && scale != 1.0 {
+        // Two more digits only where they fit: a total of 9.2e16 or more shows as it is.
+        extra_decimals: if o.normalize && scale != 1.0 && (total as f64) * 100.0 < 9.2e18 {
             2u32.min(18u32.saturating_sub(dec_a as u32))
         } else {
             0

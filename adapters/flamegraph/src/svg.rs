@@ -523,18 +523,7 @@ pub fn push_px(s: &mut String, v: f64) {
         }
         let m = r.unsigned_abs();
         let (int, cents) = (m / 100, m % 100);
-        let mut digits = [0u8; 20];
-        let mut n = 0;
-        let mut i = int;
-        loop {
-            digits[n] = b'0' + (i % 10) as u8;
-            n += 1;
-            i /= 10;
-            if i == 0 {
-                break;
-            }
-        }
-        s.extend(digits[..n].iter().rev().map(|&d| d as char));
+        push_digits(s, int, None);
         if cents != 0 {
             s.push('.');
             s.push((b'0' + (cents / 10) as u8) as char);
@@ -552,6 +541,30 @@ pub fn push_px(s: &mut String, v: f64) {
     }
 }
 
+/// Appends the decimal digits of `v`, with `separator` between groups of three if given.
+fn push_digits(s: &mut String, v: u64, separator: Option<char>) {
+    let mut digits = [0u8; 20];
+    let mut n = 0;
+    let mut i = v;
+    loop {
+        digits[n] = b'0' + (i % 10) as u8;
+        n += 1;
+        i /= 10;
+        if i == 0 {
+            break;
+        }
+    }
+    for k in (0..n).rev() {
+        s.push(digits[k] as char);
+        if let Some(sep) = separator
+            && k > 0
+            && k % 3 == 0
+        {
+            s.push(sep);
+        }
+    }
+}
+
 /// Appends a fixed-point value with thousands separators (`1,234,567`, `1,234.50`).
 pub fn push_value(s: &mut String, v: i64, decimals: u32) {
     if v < 0 {
@@ -564,23 +577,7 @@ pub fn push_value(s: &mut String, v: i64, decimals: u32) {
     } else {
         (mag / scale, mag % scale)
     };
-    let mut digits = [0u8; 20];
-    let mut n = 0;
-    let mut i = int;
-    loop {
-        digits[n] = b'0' + (i % 10) as u8;
-        n += 1;
-        i /= 10;
-        if i == 0 {
-            break;
-        }
-    }
-    for k in (0..n).rev() {
-        s.push(digits[k] as char);
-        if k > 0 && k % 3 == 0 {
-            s.push(',');
-        }
-    }
+    push_digits(s, int, Some(','));
     if decimals > 0 {
         let _ = write!(s, ".{frac:0width$}", width = decimals as usize);
     }

@@ -584,9 +584,6 @@ pub fn ignore_file_size_signal() {
     }
 }
 
-/// The file [`remove_on_abort`] names, as a C string that is never freed (a handler on another
-/// thread may be reading it), or null.
-#[cfg(unix)]
 /// The signals [`remove_on_abort`] removes the temp file on: an abort, and the other signals
 /// whose default action ends the process and that nothing else here handles (SIGINT, SIGTERM
 /// and SIGHUP go to the host's Ctrl-C handler; SIGPIPE is ignored by the Rust runtime).
@@ -599,6 +596,9 @@ pub const ENDING_SIGNALS: [libc::c_int; 5] = [
     libc::SIGALRM,
 ];
 
+/// The file [`remove_on_abort`] names, as a C string that is never freed (a handler on another
+/// thread may be reading it), or null.
+#[cfg(unix)]
 static REMOVE_ON_ABORT: std::sync::atomic::AtomicPtr<libc::c_char> =
     std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
 
@@ -622,9 +622,14 @@ pub fn remove_on_abort(path: Option<&Path>) {
             for signal in ENDING_SIGNALS {
                 // SAFETY: the handler only reads an atomic pointer, calls `unlink` (async-
                 // signal-safe) and restores the default action before raising the signal
-                // again; these signals have no other handler in this process.
+                // again; these signals have no other handler in this process. A signal the
+                // process was started ignoring (`cmd &` ignores SIGQUIT; supervisors, SIGUSR1)
+                // is ignored again at once, so it still does not end the process.
                 unsafe {
-                    libc::signal(signal, handler as libc::sighandler_t);
+                    let old = libc::signal(signal, handler as libc::sighandler_t);
+                    if old == libc::SIG_IGN {
+                        libc::signal(signal, libc::SIG_IGN);
+                    }
                 }
             }
         });
@@ -653,6 +658,29 @@ extern "C" fn on_abort(signal: libc::c_int) {
     unsafe {
         libc::signal(signal, libc::SIG_DFL);
         libc::raise(signal);
+    }
+}
+
+/// Whether this process may write the file at `path`, by its effective user and groups
+/// (`faccessat` with `AT_EACCESS`): asked without opening it, which would tell file watchers
+/// it was written. True where the system cannot say (not unix, a name with a NUL byte).
+pub fn may_write(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+            return true;
+        };
+        // SAFETY: `c` is a valid NUL-terminated string that outlives the call; `faccessat`
+        // only reads it and touches no other memory of the process.
+        let r =
+            unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::W_OK, libc::AT_EACCESS) };
+        r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EACCES)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        true
     }
 }
 

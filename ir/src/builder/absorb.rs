@@ -84,6 +84,8 @@ impl ProfileBuilder {
     /// up here, where this piece's stacks first use them (the same ids as absorbing the piece
     /// on its own).
     pub fn absorb_piece(&mut self, part: &Profile, maps: &mut PieceMaps) -> Result<(), IrError> {
+        // First, whatever else fails: later pieces' ids build on these tables.
+        maps.take_tables(part);
         let n_cols = self.profile.value_types.len();
         if part.value_types.len() != n_cols {
             return Err(IrError::Invalid(format!(
@@ -104,7 +106,6 @@ impl ProfileBuilder {
                 .checked_pow(diff)
                 .ok_or_else(|| IrError::Overflow(format!("{diff} decimals")))?;
         }
-        maps.take_tables(part);
         self.map_piece_tables(part, maps);
         let stack_map = self.absorb_stacks(part, &maps.frames);
         let mut row = vec![0i64; n_cols];
