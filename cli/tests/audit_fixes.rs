@@ -571,6 +571,35 @@ fn the_output_is_checked_before_the_input_is_read() {
     assert!(!err.contains("missing.folded"), "{err}");
 }
 
+/// Whether the tests run as root (who may write anything and has no process limit).
+#[cfg(target_os = "linux")]
+fn running_as_root() -> bool {
+    std::fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+}
+
+/// `profconv ARGS` behind `wrapper` (such as `prlimit --nproc=1`), run as `nobody` through
+/// `setpriv` when the tests run as root; an error when that cannot be started.
+#[cfg(target_os = "linux")]
+fn unprivileged(wrapper: &[&str], args: &[&str]) -> std::io::Result<std::process::Output> {
+    let mut argv: Vec<&str> = Vec::new();
+    if running_as_root() {
+        argv.extend([
+            "setpriv",
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+        ]);
+    }
+    argv.extend(wrapper);
+    argv.push(env!("CARGO_BIN_EXE_profconv"));
+    argv.extend(args);
+    Command::new(argv[0])
+        .args(&argv[1..])
+        .env("XDG_DATA_HOME", "/nonexistent-profconv-test")
+        .env_remove("PROFCONV_PLUGIN_PATH")
+        .output()
+}
+
 /// An output this user may not write is not replaced behind its permissions' back (the rename
 /// would have done it), and one in a sticky directory owned by someone else is refused before
 /// the input is read, not by a failed rename at the end. Run as `nobody` through `setpriv`
@@ -579,31 +608,10 @@ fn the_output_is_checked_before_the_input_is_read() {
 #[test]
 fn an_output_the_user_may_not_write_is_not_replaced() {
     use std::os::unix::fs::PermissionsExt;
-    let root = std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m));
-    let as_nobody = root.is_ok_and(|u| u == 0);
-    if as_nobody
-        && std::process::Command::new("setpriv")
-            .arg("--help")
-            .output()
-            .is_err()
-    {
-        eprintln!("skipped: running as root without setpriv to drop to nobody");
-        return;
-    }
-    let bin = env!("CARGO_BIN_EXE_profconv");
-    if as_nobody
-        && !std::process::Command::new("setpriv")
-            .args([
-                "--reuid=nobody",
-                "--regid=nogroup",
-                "--clear-groups",
-                bin,
-                "--version",
-            ])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    {
-        eprintln!("skipped: nobody cannot run {bin} (a checkout only root may enter)");
+    if !unprivileged(&[], &["--version"]).is_ok_and(|o| o.status.success()) {
+        eprintln!(
+            "skipped: cannot run profconv as nobody (no setpriv, or a checkout only root may enter)"
+        );
         return;
     }
     let d = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
@@ -611,23 +619,13 @@ fn an_output_the_user_may_not_write_is_not_replaced() {
     let input = write(d.path(), "in.folded", b"a;b 1\n");
     std::fs::set_permissions(&input, std::fs::Permissions::from_mode(0o644)).unwrap();
     let run = |out: &std::path::Path| {
-        let mut c = if as_nobody {
-            let mut c = std::process::Command::new("setpriv");
-            c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", bin]);
-            c
-        } else {
-            std::process::Command::new(bin)
-        };
-        c.args([
+        let args = [
             "convert",
             input.to_str().unwrap(),
             "-o",
             out.to_str().unwrap(),
-        ])
-        .env("XDG_DATA_HOME", "/nonexistent-profconv-test")
-        .env_remove("PROFCONV_PLUGIN_PATH")
-        .output()
-        .unwrap()
+        ];
+        unprivileged(&[], &args).unwrap()
     };
     // Read-only for everyone: not replaced.
     let ro = write(d.path(), "ro.folded", b"old\n");
@@ -640,7 +638,7 @@ fn an_output_the_user_may_not_write_is_not_replaced() {
         text(&r.stderr)
     );
     assert_eq!(std::fs::read_to_string(&ro).unwrap(), "old\n");
-    if as_nobody {
+    if running_as_root() {
         // Writable by all but root's, in a sticky directory root owns: the rename would fail.
         let other = write(d.path(), "other.folded", b"old\n");
         std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o666)).unwrap();
@@ -659,30 +657,9 @@ fn an_output_the_user_may_not_write_is_not_replaced() {
 #[test]
 fn no_threads_to_be_had_reads_on_one() {
     use std::os::unix::fs::PermissionsExt;
-    let bin = env!("CARGO_BIN_EXE_profconv");
-    let root = std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m));
-    let drop_to: &[&str] = if root.is_ok_and(|u| u == 0) {
-        &[
-            "setpriv",
-            "--reuid=nobody",
-            "--regid=nogroup",
-            "--clear-groups",
-        ]
-    } else {
-        &[]
-    };
-    let limited = |args: &[&str]| {
-        let mut argv: Vec<&str> = drop_to.to_vec();
-        argv.extend(["prlimit", "--nproc=1", bin]);
-        argv.extend(args);
-        std::process::Command::new(argv[0])
-            .args(&argv[1..])
-            .env("XDG_DATA_HOME", "/nonexistent-profconv-test")
-            .env_remove("PROFCONV_PLUGIN_PATH")
-            .output()
-    };
+    let limited = |args: &[&str]| unprivileged(&["prlimit", "--nproc=1"], args);
     if !limited(&["--version"]).is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: cannot run {bin} under prlimit (as nobody when root)");
+        eprintln!("skipped: cannot run profconv under prlimit (as nobody when root)");
         return;
     }
     let d = tempfile::Builder::new().tempdir_in("/tmp").unwrap();

@@ -102,6 +102,67 @@ pub struct FrameTable {
     pub line: Vec<u32>,
 }
 
+impl FuncTable {
+    /// The rows from `start` on, ids unchanged in their columns.
+    pub fn rows_from(&self, start: usize) -> FuncTable {
+        // Destructured whole: a new column is a compile error here, not a column left out.
+        let FuncTable {
+            name,
+            file,
+            line,
+            resource,
+        } = self;
+        FuncTable {
+            name: name[start..].to_vec(),
+            file: file[start..].to_vec(),
+            line: line[start..].to_vec(),
+            resource: resource[start..].to_vec(),
+        }
+    }
+
+    /// Appends `other`'s rows.
+    pub fn append(&mut self, other: &FuncTable) {
+        let FuncTable {
+            name,
+            file,
+            line,
+            resource,
+        } = other;
+        self.name.extend_from_slice(name);
+        self.file.extend_from_slice(file);
+        self.line.extend_from_slice(line);
+        self.resource.extend_from_slice(resource);
+    }
+}
+
+impl FrameTable {
+    /// The rows from `start` on, ids unchanged in their columns.
+    pub fn rows_from(&self, start: usize) -> FrameTable {
+        let FrameTable {
+            func,
+            address,
+            line,
+        } = self;
+        FrameTable {
+            func: func[start..].to_vec(),
+            address: address[start..].to_vec(),
+            line: line[start..].to_vec(),
+        }
+    }
+
+    /// Appends `other`'s rows.
+    pub fn append(&mut self, other: &FrameTable) {
+        let FrameTable {
+            func,
+            address,
+            line,
+        } = other;
+        self.func.extend_from_slice(func);
+        self.address.extend_from_slice(address);
+        self.line.extend_from_slice(line);
+    }
+}
+
 /// Stacks as a prefix tree over frames: `prefix[i] < i` or [`NONE`] for a root.
 #[derive(Clone, Debug, Default)]
 pub struct StackTable {

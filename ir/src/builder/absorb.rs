@@ -45,15 +45,8 @@ impl PieceMaps {
         self.blob.push_str(part.strings.blob());
         self.offsets
             .extend(part.strings.offsets().iter().skip(1).map(|&o| base + o));
-        let (f, t) = (&part.funcs, &mut self.their_funcs);
-        t.name.extend_from_slice(&f.name);
-        t.file.extend_from_slice(&f.file);
-        t.line.extend_from_slice(&f.line);
-        t.resource.extend_from_slice(&f.resource);
-        let (f, t) = (&part.frames, &mut self.their_frames);
-        t.func.extend_from_slice(&f.func);
-        t.address.extend_from_slice(&f.address);
-        t.line.extend_from_slice(&f.line);
+        self.their_funcs.append(&part.funcs);
+        self.their_frames.append(&part.frames);
     }
 
     fn string(&self, id: u32) -> &str {
@@ -172,17 +165,7 @@ impl ProfileBuilder {
         let new_offsets: Vec<u64> = offsets[s0..].iter().map(|&o| o - from).collect();
         let strings = StringTable::from_parts(&p.strings.blob()[from as usize..], &new_offsets);
         let (f, fr) = (&p.funcs, &p.frames);
-        let funcs = FuncTable {
-            name: f.name[f0..].to_vec(),
-            file: f.file[f0..].to_vec(),
-            line: f.line[f0..].to_vec(),
-            resource: f.resource[f0..].to_vec(),
-        };
-        let frames = FrameTable {
-            func: fr.func[r0..].to_vec(),
-            address: fr.address[r0..].to_vec(),
-            line: fr.line[r0..].to_vec(),
-        };
+        let (funcs, frames) = (f.rows_from(f0), fr.rows_from(r0));
         self.piece_base = [p.strings.len(), f.name.len(), fr.func.len()];
         let part = Profile {
             flags: p.flags,
