@@ -571,25 +571,7 @@ fn zoom_beyond_2_pow_53_keeps_every_child() {
     std::fs::create_dir_all(&out_dir).unwrap();
     let folded =
         b"root;A 24732489.209496226\nroot;B;C1 3859155.010614073\nroot;B;C2 1201056.140443356\n";
-    let profile = parse_folded(
-        &mut Input::from_slice(folded),
-        false,
-        &mut Context::silent(),
-    )
-    .unwrap();
-    let mut svg = Vec::new();
-    {
-        let mut out = Output::from_writer(&mut svg);
-        Flamegraph::emit(
-            &profile.view(),
-            &mut out,
-            &Options::default(),
-            &mut Context::silent(),
-        )
-        .unwrap();
-        out.flush().unwrap();
-    }
-    let svg = String::from_utf8(svg).unwrap();
+    let svg = draw(folded, &[]);
     let (frames, _) = read_frames(&svg);
     let by_name = |n: &str| frames.iter().find(|f| f.name == n).unwrap().clone();
     let (b, c2) = (by_name("B"), by_name("C2"));
@@ -624,17 +606,7 @@ fn zoom_beyond_2_pow_53_keeps_every_child() {
         DRIVER_END,
     ]
     .concat();
-    let driven = out_dir.join("exact.svg");
-    std::fs::write(
-        &driven,
-        svg.replacen(
-            "</svg>",
-            &format!("<script type=\"text/ecmascript\"><![CDATA[{script}]]></script>\n</svg>"),
-            1,
-        ),
-    )
-    .unwrap();
-    let body = driver_result(&browser, &out_dir, "profile", &driven);
+    let body = drive(&browser, &out_dir, "exact", &svg, &script);
     let results: Vec<(&str, &str)> = body.lines().filter_map(|l| l.split_once('=')).collect();
     let want = [
         ("A", "hidden"),
@@ -662,4 +634,189 @@ fn zoom_beyond_2_pow_53_keeps_every_child() {
         "the link keeps B's exact position {}: {location}",
         b.fg_x
     );
+}
+
+/// The SVG of a folded profile drawn with `opts` through the plugin entry.
+fn draw(folded: &[u8], opts: &[(&str, &str)]) -> String {
+    let profile = parse_folded(
+        &mut Input::from_slice(folded),
+        false,
+        &mut Context::silent(),
+    )
+    .unwrap();
+    let opts = Options::new(
+        opts.iter()
+            .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+            .collect(),
+    );
+    let mut svg = Vec::new();
+    {
+        let mut out = Output::from_writer(&mut svg);
+        Flamegraph::emit(&profile.view(), &mut out, &opts, &mut Context::silent()).unwrap();
+        out.flush().unwrap();
+    }
+    String::from_utf8(svg).unwrap()
+}
+
+/// Opens `svg` with the driver `script` (ending in [`DRIVER_END`]) appended, as `name.svg` in
+/// `out_dir`, and returns what the driver put.
+fn drive(browser: &Path, out_dir: &Path, name: &str, svg: &str, script: &str) -> String {
+    let driven = out_dir.join(format!("{name}.svg"));
+    std::fs::write(
+        &driven,
+        svg.replacen(
+            "</svg>",
+            &format!("<script type=\"text/ecmascript\"><![CDATA[{script}]]></script>\n</svg>"),
+            1,
+        ),
+    )
+    .unwrap();
+    driver_result(browser, out_dir, &format!("profile-{name}"), &driven)
+}
+
+/// What a review found in the viewer, each checked in the page: labels measured against the
+/// browser's font (a fontwidth narrower than the font made cut labels reach past their frames),
+/// the search buttons apart at a large font size, the zoom share only inside the zoom, the details
+/// line following a zoom made under the mouse and cut to leave its numbers readable, a bad
+/// expression ending the previous search, and a root as wide as `all` zooming in.
+#[test]
+fn labels_details_and_buttons_fit_in_chromium() {
+    let Some(browser) = chromium() else {
+        let msg = "SKIPPED flamegraph browser test (fitting): no chromium found";
+        assert!(
+            std::env::var_os("PROFCONV_REQUIRE_BROWSER").is_none(),
+            "{msg}"
+        );
+        eprintln!("{msg}");
+        return;
+    };
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("flamegraph-browser-fit");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let long_x = "x".repeat(300);
+    let long_y = "y".repeat(300);
+    let folded = format!("main;{long_x} 50\nmain;{long_y} 30\nmain;foo;bar 20\n");
+    let script = [
+        r#"
+(function () {
+  var lines = [];
+  function put(k, v) { lines.push(k + "=" + String(v).replace(/\n/g, " ")); }
+  function node(name) {
+    for (var i = 0; i < fg_nodes.length; i++) if (fg_nodes[i].name === name) return fg_nodes[i];
+    throw new Error("no frame " + name);
+  }
+  function mouse(n, type) { n.rect.dispatchEvent(new MouseEvent(type, {bubbles: true, cancelable: true})); }
+  function text(id) { return document.getElementById(id).textContent; }
+  // Labels whose drawn text reaches past their frame's end (the text starts 3 px in).
+  function overflowing() {
+    var c = 0;
+    for (var i = 0; i < fg_nodes.length; i++) {
+      var n = fg_nodes[i];
+      if (n.g.classList.contains("hide") || n.text.textContent === "") continue;
+      if (n.text.getComputedTextLength() > +n.rect.getAttribute("width") - 3 + 0.01) c++;
+    }
+    return c;
+  }
+  function highlighted() {
+    var c = 0;
+    for (var i = 0; i < fg_nodes.length; i++) if (fg_nodes[i].rect.getAttribute("fill") === fg_searchcolor) c++;
+    return c;
+  }
+  function run() {
+    try {
+      var cut = node(LONG_X).text.textContent;
+      put("label_cut", cut.length > 3 && cut.charAt(cut.length - 1) === "\u2026");
+      put("overflow_opened", overflowing());
+      mouse(node("main"), "click");
+      put("root_zoomed", fg_zoomed === node("main"));
+      put("overflow_root_zoom", overflowing());
+      mouse(node(LONG_X), "mouseover");
+      var d = text("details");
+      put("details_cut", d.indexOf("\u2026") > 0);
+      put("details_ends", d.substring(d.length - 30));
+      put("details_room", fg_width(d) <= Math.floor(fg_plotw / fg_charw) - 18);
+      mouse(node(LONG_X), "mouseout");
+      mouse(node("foo"), "mouseover");
+      mouse(node("foo"), "click");
+      put("details_after_zoom", text("details"));
+      put("overflow_foo_zoom", overflowing());
+      mouse(node("foo"), "mouseout");
+      mouse(node("main"), "mouseover");
+      put("details_parent", text("details"));
+      mouse(node("main"), "mouseout");
+      fg_do_search("foo");
+      put("highlighted_foo", highlighted());
+      fg_do_search("(");
+      put("matched_bad", text("matched"));
+      put("highlighted_bad", highlighted());
+      put("search_bad", text("search"));
+      put("location_bad", window.location.search);
+      fg_do_search("ba");
+      put("highlighted_ba", highlighted());
+      var s = document.getElementById("search").getBBox(), ic = document.getElementById("ignorecase").getBBox();
+      put("buttons_apart", s.x + s.width < ic.x);
+      put("buttons_inside", ic.x + ic.width <= +document.documentElement.getAttribute("width"));
+"#,
+        DRIVER_END,
+    ]
+    .concat()
+    .replace("LONG_X", &js_string(&long_x));
+    // The default fontwidth, one narrower than the font (labels cut again by the script), and
+    // a large font (buttons).
+    for (name, opts) in [
+        ("default", vec![]),
+        ("narrow", vec![("fontwidth", "0.5")]),
+        ("large", vec![("fontsize", "20")]),
+    ] {
+        let svg = draw(folded.as_bytes(), &opts);
+        let body = drive(&browser, &out_dir, name, &svg, &script);
+        let results: Vec<(&str, &str)> = body.lines().filter_map(|l| l.split_once('=')).collect();
+        let get = |k: &str| -> &str {
+            results
+                .iter()
+                .find(|(key, _)| *key == k)
+                .map(|(_, v)| *v)
+                .unwrap_or_else(|| panic!("{name}: no {k} in the driver's results: {results:?}"))
+        };
+        let want = [
+            ("label_cut", "true"),
+            ("overflow_opened", "0"),
+            ("root_zoomed", "true"),
+            ("overflow_root_zoom", "0"),
+            ("details_cut", "true"),
+            (
+                "details_ends",
+                "(50 samples, 50.00%; 50.00% of the zoomed frame)",
+            ),
+            ("details_room", "true"),
+            (
+                "details_after_zoom",
+                "Function: foo (20 samples, 20.00%; 100.00% of the zoomed frame)",
+            ),
+            ("overflow_foo_zoom", "0"),
+            ("details_parent", "Function: main (100 samples, 100.00%)"),
+            ("highlighted_foo", "1"),
+            ("matched_bad", "Bad regular expression"),
+            ("highlighted_bad", "0"),
+            ("search_bad", "Search"),
+            ("location_bad", "?OF_FOO"),
+            ("highlighted_ba", "1"),
+            ("buttons_apart", "true"),
+            ("buttons_inside", "true"),
+        ];
+        let foo = read_frames(&svg)
+            .0
+            .into_iter()
+            .find(|f| f.name == "foo")
+            .unwrap();
+        for (k, v) in want {
+            let v = v.replace("OF_FOO", &format!("x={}&y={}", foo.fg_x, foo.y));
+            let got = get(k);
+            let ok = if k == "details_ends" {
+                v.ends_with(got)
+            } else {
+                got == v
+            };
+            assert!(ok, "{name}: {k}: want {v:?}, the page says {got:?}");
+        }
+    }
 }

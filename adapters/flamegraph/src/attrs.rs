@@ -40,7 +40,7 @@ pub const OPTIONS: &[OptionDesc] = &[
     OptionDesc::number("fontsize", "12", "font size in pixels"),
     OptionDesc::number(
         "fontwidth",
-        "0.59",
+        "0.6",
         "average character width as a fraction of the font size (fits labels to frames)",
     ),
     OptionDesc::string(
@@ -90,8 +90,10 @@ pub const DEFAULT_WIDTH: u32 = 1200;
 pub const DEFAULT_FRAME_HEIGHT: u32 = 16;
 /// Default font size in pixels.
 pub const DEFAULT_FONT_SIZE: f64 = 12.0;
-/// Default character width as a fraction of the font size (a monospace digit is 0.6 em).
-pub const DEFAULT_FONT_WIDTH: f64 = 0.59;
+/// Default character width as a fraction of the font size, for the default monospace font
+/// (0.600 em in Liberation Mono and Courier, 0.602 in DejaVu Sans Mono and Menlo; inferno's 0.59
+/// is for Verdana's average, and cut labels drawn in a monospace font reached past their frames).
+pub const DEFAULT_FONT_WIDTH: f64 = 0.6;
 /// Default minimum frame width in pixels (flamegraph.pl's default).
 pub const DEFAULT_MIN_WIDTH_PX: f64 = 0.1;
 /// Horizontal padding on each side of the frames, in pixels.

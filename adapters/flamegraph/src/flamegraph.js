@@ -13,6 +13,8 @@ var fg_nodes = []; // one entry per frame, in document order
 var fg_total = 1, fg_xpad = 10, fg_plotw = 1180, fg_charw = 7, fg_inverted = false;
 var fg_nametype = "", fg_searchcolor = "rgb(230,0,230)";
 var fg_zoomed = null; // the frame zoomed into, or null
+var fg_hovered = null; // the frame under the mouse, or null
+var fg_base = 0; // the level of the "all" frame under everything
 var fg_term = null; // the current search, or null
 var fg_ignorecase = false;
 
@@ -20,7 +22,7 @@ function fg_init(evt) {
   fg_svg = document.documentElement;
   var conf = function (name) { return fg_svg.getAttribute("fg:" + name); };
   var fontsize = +conf("fontsize") || 12;
-  fg_charw = fontsize * (+conf("fontwidth") || 0.59);
+  fg_charw = fontsize * (+conf("fontwidth") || 0.6);
   fg_xpad = +conf("xpad") || 0;
   fg_inverted = conf("inverted") === "1";
   fg_nametype = conf("nametype") || "";
@@ -64,19 +66,23 @@ function fg_init(evt) {
     });
   }
 
+  fg_base = Infinity;
+  for (var i = 0; i < fg_nodes.length; i++) fg_base = Math.min(fg_base, fg_nodes[i].level);
+  fg_measure_font();
+
   fg_frames.addEventListener("mouseover", function (e) {
     var n = fg_node_of(e.target);
-    if (n) fg_set_text(fg_details, fg_nametype + " " + fg_describe(n));
+    if (n) { fg_hovered = n; fg_show_details(); }
   });
   fg_frames.addEventListener("mouseout", function (e) {
-    if (fg_node_of(e.target)) fg_set_text(fg_details, "\u00a0");
+    if (fg_node_of(e.target)) { fg_hovered = null; fg_show_details(); }
   });
   fg_frames.addEventListener("click", function (e) {
     var n = fg_node_of(e.target);
     if (!n) return;
     e.preventDefault();
-    // The frame under everything ("all") zooms back out.
-    if (n.x === 0 && n.w >= fg_total) fg_reset_zoom(); else fg_zoom(n);
+    // The frame under everything ("all") zooms back out; a root as wide as it zooms in.
+    if (n.level === fg_base) fg_reset_zoom(); else fg_zoom(n);
   });
   fg_unzoom.addEventListener("click", function () { fg_reset_zoom(); });
   fg_search.addEventListener("click", function () {
@@ -103,6 +109,25 @@ function fg_keydown(e) {
   }
 }
 
+// The labels were cut for fontsize × fontwidth pixels a character. Where the browser's font is
+// wider (DejaVu Sans Mono and Menlo are 0.602 em, for a fontwidth of 0.6), a long label would
+// reach past its frame's end: the width is measured, and the labels cut again if it is larger.
+function fg_measure_font() {
+  var probe = document.createElementNS(fg_svg.namespaceURI, "text");
+  var sample = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:;.<>()";
+  probe.textContent = sample;
+  fg_frames.appendChild(probe); // styled as the frames' labels
+  var w = 0;
+  try { w = probe.getComputedTextLength() / sample.length; } catch (e) { w = 0; }
+  fg_frames.removeChild(probe);
+  if (!(w > fg_charw)) return;
+  fg_charw = w;
+  for (var i = 0; i < fg_nodes.length; i++) {
+    var n = fg_nodes[i], label = fg_fit(n.name, +n.rect.getAttribute("width"));
+    if (n.text.textContent !== label) n.text.textContent = label;
+  }
+}
+
 // The frame entry of an element inside a frame's <g>, or null.
 function fg_node_of(el) {
   while (el && el.parentNode !== fg_frames) el = el.parentNode;
@@ -115,13 +140,24 @@ function fg_percent(part, whole) {
   return (whole > 0 ? 100 * part / whole : 0).toFixed(2) + "%";
 }
 
-// "name (value unit, P% of the total)" plus, when zoomed, the share of the zoomed frame.
+// "name (value unit, P% of the total)" plus, when zoomed, the share of the zoomed frame (not
+// for the dimmed callers below it, which are wider than it).
 function fg_describe(n) {
   var t = n.title;
-  if (fg_zoomed && t.charAt(t.length - 1) === ")") {
+  if (fg_zoomed && !n.g.classList.contains("parent") && t.charAt(t.length - 1) === ")") {
     t = t.substring(0, t.length - 1) + "; " + fg_percent(n.w, fg_zoomed.w) + " of the zoomed frame)";
   }
   return t;
+}
+
+// The details line: the hovered frame's description, its name cut to leave room for the
+// numbers and for "Matched: 100.00%" on the right; a no-break space keeps the text node.
+function fg_show_details() {
+  var n = fg_hovered;
+  if (!n || n.g.classList.contains("hide")) { fg_set_text(fg_details, "\u00a0"); return; }
+  var t = fg_describe(n), rest = t.substring(n.name.length), head = fg_nametype + " ";
+  var room = Math.floor(fg_plotw / fg_charw) - 18 - fg_width(head) - fg_width(rest);
+  fg_set_text(fg_details, head + fg_cut(n.name, Math.max(room, 3)) + rest);
 }
 
 // Character cells of a code point: 2 for East Asian wide characters (same table as the Rust
@@ -134,14 +170,23 @@ function fg_cells(cp) {
     (cp >= 0x20000 && cp <= 0x3fffd) ? 2 : 1;
 }
 
+function fg_width(s) {
+  var total = 0;
+  for (var c of s) total += fg_cells(c.codePointAt(0));
+  return total;
+}
+
 // The label for a frame `px` pixels wide: the name, or its start and an ellipsis, or nothing.
 function fg_fit(name, px) {
   var room = Math.floor((px - 6) / fg_charw);
   if (!(room >= 3)) return "";
-  var total = 0, c;
-  for (c of name) total += fg_cells(c.codePointAt(0));
-  if (total <= room) return name;
-  var out = "", used = 0;
+  return fg_cut(name, room);
+}
+
+// `name` if it takes at most `room` cells, else its start and an ellipsis in `room` cells.
+function fg_cut(name, room) {
+  if (fg_width(name) <= room) return name;
+  var out = "", used = 0, c;
   for (c of name) {
     var w = fg_cells(c.codePointAt(0));
     if (used + w > room - 1) break;
@@ -185,6 +230,7 @@ function fg_zoom(z) {
   }
   fg_unzoom.classList.remove("hide");
   fg_update_matched();
+  fg_show_details();
   fg_save_state();
 }
 
@@ -198,6 +244,7 @@ function fg_reset_zoom() {
   }
   fg_unzoom.classList.add("hide");
   fg_update_matched();
+  fg_show_details();
   fg_save_state();
 }
 
@@ -213,14 +260,21 @@ function fg_do_search(term) {
   try {
     re = new RegExp(term, fg_ignorecase ? "i" : "");
   } catch (e) {
+    // The previous search ends too, so that nothing highlighted belongs to another term.
+    if (fg_term !== null) fg_reset_search();
     fg_set_text(fg_matched, "Bad regular expression");
     return;
   }
   fg_term = term;
+  // A name is tested once however many frames it has, and only rects that change are touched.
+  var tested = new Map();
   for (var i = 0; i < fg_nodes.length; i++) {
-    var n = fg_nodes[i];
-    n.match = re.test(n.name);
-    n.rect.setAttribute("fill", n.match ? fg_searchcolor : n.fill);
+    var n = fg_nodes[i], m = tested.get(n.name);
+    if (m === undefined) { m = re.test(n.name); tested.set(n.name, m); }
+    if (m !== n.match) {
+      n.match = m;
+      n.rect.setAttribute("fill", m ? fg_searchcolor : n.fill);
+    }
   }
   fg_set_text(fg_search, "Reset Search");
   fg_search.classList.add("show");
@@ -232,6 +286,7 @@ function fg_reset_search() {
   fg_term = null;
   for (var i = 0; i < fg_nodes.length; i++) {
     var n = fg_nodes[i];
+    if (!n.match) continue;
     n.match = false;
     n.rect.setAttribute("fill", n.fill);
   }

@@ -381,24 +381,20 @@ fn write_head<W: Write>(
         geo.title_y,
         "Reset Zoom",
     )?;
+    // Both end where their text ends (text-anchor: end), "ic" at the right edge and "Search"
+    // two characters before it, so neither covers the other at any font size, and "Search"
+    // grows leftwards when it becomes "Reset Search".
+    let char_w = o.font_size * o.font_width;
     ui_text(
         w,
         num,
         "search",
         Some("hide"),
-        right - 110.0,
+        right - 4.0 * char_w,
         geo.title_y,
         "Search",
     )?;
-    ui_text(
-        w,
-        num,
-        "ignorecase",
-        Some("hide"),
-        right - 16.0,
-        geo.title_y,
-        "ic",
-    )?;
+    ui_text(w, num, "ignorecase", Some("hide"), right, geo.title_y, "ic")?;
     ui_text(w, num, "matched", None, right, geo.details_y, "\u{a0}")?;
     Ok(())
 }
@@ -443,7 +439,7 @@ fn stylesheet(o: &FlameOptions, t: &Theme) -> String {
          #unzoom, #search, #ignorecase {{ cursor: pointer; }}\n\
          #search, #ignorecase {{ opacity: 0.1; }}\n\
          #search:hover, #search.show, #ignorecase:hover, #ignorecase.show {{ opacity: 1; }}\n\
-         #matched {{ text-anchor: end; }}\n\
+         #matched, #search, #ignorecase {{ text-anchor: end; }}\n\
          #frames g {{ cursor: pointer; }}\n\
          #frames g:hover rect {{ stroke: {stroke}; stroke-width: 0.5; }}\n\
          #frames text {{ fill: {frame}; pointer-events: none; }}\n\
