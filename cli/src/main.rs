@@ -8,7 +8,7 @@ mod registry;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use io::{OpenInput, Sink, is_broken_pipe};
 use profconv_ir::{
-    CallTree, Profile, ProfileRef, Transform, TreeOrder, TreeTextOptions, write_tree,
+    CallTree, Profile, ProfileRef, Transform, TreeOrder, TreeTextOptions, ValueKind, write_tree,
 };
 use profconv_plugin::Status;
 use profconv_plugin::abi::{log_level, option_kind};
@@ -394,48 +394,56 @@ fn split_options(
             per_format[i].push((key.to_string(), value.clone()));
             used = true;
         }
-        if !used && let Some((f, parse)) = elsewhere {
-            let (applies, here) = match parse {
-                true => ("writes", "reads"),
-                false => ("reads", "writes"),
-            };
-            return Err(Failure::Usage(format!(
-                "option '{key}' applies when format '{}' {applies} a profile; here it {here} one",
-                f.id
-            )));
+        if used {
+            continue;
         }
-        if !used {
-            // `diff` reads two inputs, often of one format, and a format may also write: each
-            // format is listed once, in order, with the keys that apply to what it does here.
-            let mut ids: Vec<&str> = Vec::new();
-            for (f, _) in formats {
-                if !ids.contains(&f.id.as_str()) {
-                    ids.push(&f.id);
-                }
+        // `diff` reads two inputs, often of one format, and a format may also write: each
+        // format is listed once, in order, with the keys that apply to what it does here.
+        let mut ids: Vec<&str> = Vec::new();
+        for (f, _) in formats {
+            if !ids.contains(&f.id.as_str()) {
+                ids.push(&f.id);
             }
-            let known: Vec<String> = ids
-                .iter()
-                .map(|&id| {
-                    let roles: Vec<_> = formats.iter().filter(|(f, _)| f.id == id).collect();
-                    let keys: Vec<&str> = roles[0]
-                        .0
-                        .options
-                        .iter()
-                        .filter(|o| roles.iter().any(|&&(_, parse)| o.applies(parse)))
-                        .map(|o| o.key.as_str())
-                        .collect();
-                    let keys = match keys.is_empty() {
-                        true => "none".to_string(),
-                        false => keys.join(", "),
-                    };
-                    format!("{id}: {keys}")
-                })
-                .collect();
-            return Err(Failure::Usage(format!(
+        }
+        let known: Vec<String> = ids
+            .iter()
+            .map(|&id| {
+                let roles: Vec<_> = formats.iter().filter(|(f, _)| f.id == id).collect();
+                let keys: Vec<&str> = roles[0]
+                    .0
+                    .options
+                    .iter()
+                    .filter(|o| roles.iter().any(|&&(_, parse)| o.applies(parse)))
+                    .map(|o| o.key.as_str())
+                    .collect();
+                let keys = match keys.is_empty() {
+                    true => "none".to_string(),
+                    false => keys.join(", "),
+                };
+                format!("{id}: {keys}")
+            })
+            .collect();
+        let key = profconv_plugin::quote_input(key.as_bytes(), 40);
+        // The known options too: `-O max-size` (the folded writer's) given when folded is read
+        // and a flame graph written is about the output, which has no such option.
+        return Err(Failure::Usage(match elsewhere {
+            Some((f, parse)) => {
+                let (applies, here) = match parse {
+                    true => ("writes", "reads"),
+                    false => ("reads", "writes"),
+                };
+                format!(
+                    "option '{key}' applies when format '{}' {applies} a profile; here it {here} \
+                     one (options here: {})",
+                    f.id,
+                    known.join("; ")
+                )
+            }
+            None => format!(
                 "unknown option '{key}' (known options: {})",
                 known.join("; ")
-            )));
-        }
+            ),
+        }));
     }
     Ok(per_format)
 }
@@ -450,7 +458,10 @@ fn check_option_value(
             "option '{}' of format '{}' takes {want}, got {}",
             decl.key,
             f.id,
-            value.map_or("no value".to_string(), |v| format!("'{v}'"))
+            value.map_or("no value".to_string(), |v| format!(
+                "'{}'",
+                profconv_plugin::quote_input(v.as_bytes(), 40)
+            ))
         ))
     };
     match (decl.kind, value) {
@@ -468,8 +479,12 @@ fn check_option_value(
             }
         }
         (_, None) => Err(bad("a value (KEY=VALUE)")),
+        // Unsigned options reach u64::MAX (`max-size`); the plugin checks its own range.
         (option_kind::INTEGER, Some(v)) => {
-            v.parse::<i64>().map(|_| ()).map_err(|_| bad("an integer"))
+            match v.parse::<i64>().is_ok() || v.parse::<u64>().is_ok() {
+                true => Ok(()),
+                false => Err(bad("an integer")),
+            }
         }
         // `nan`, `inf` and `1e400` (infinite) parse as f64 but are no setting's value.
         (option_kind::NUMBER, Some(v)) => match v.parse::<f64>() {
@@ -874,6 +889,54 @@ fn value_column(view: &ProfileRef<'_>, value: Option<&str>, name: &str) -> Resul
     }
 }
 
+/// A cost (summed into its callers) and a count (not) cannot be compared: an error. Values in
+/// different units (ticks against samples) are compared as plain numbers: a warning.
+fn check_comparable(
+    bv: &ProfileRef<'_>,
+    bc: usize,
+    before_name: &str,
+    av: &ProfileRef<'_>,
+    ac: usize,
+    after_name: &str,
+    quiet: bool,
+) -> Result<(), Failure> {
+    let what = |k| match k {
+        ValueKind::Weight => "a cost",
+        ValueKind::Count => "a count (never summed into its callers)",
+    };
+    let (kb, ka) = (bv.value_types[bc].kind, av.value_types[ac].kind);
+    if kb != ka {
+        return Err(Failure::Usage(format!(
+            "diff: '{}' of {before_name} is {} and '{}' of {after_name} is {}: they cannot be \
+             compared; choose one kind with --value",
+            bv.value_type_name(bc),
+            what(kb),
+            av.value_type_name(ac),
+            what(ka),
+        )));
+    }
+    let (ub, ua) = (bv.value_type_unit(bc), av.value_type_unit(ac));
+    if ub != ua {
+        warn(
+            quiet,
+            &format!(
+                "diff: '{}' of {before_name} is in {} and '{}' of {after_name} in {}: the two \
+                 are compared as plain numbers",
+                bv.value_type_name(bc),
+                unit_name(ub),
+                av.value_type_name(ac),
+                unit_name(ua),
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// A unit as a message names it.
+fn unit_name(unit: &str) -> &str {
+    if unit.is_empty() { "no unit" } else { unit }
+}
+
 fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
     let out_path = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
     let to = args
@@ -922,6 +985,7 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
     let av = after_t.as_ref().map_or_else(|| after.view(), Profile::view);
     let bc = value_column(&bv, args.value.as_deref(), &before_name)?;
     let ac = value_column(&av, args.value.as_deref(), &after_name)?;
+    check_comparable(&bv, bc, &before_name, &av, ac, &after_name, run.quiet)?;
     let combined = profconv_ir::diff::combine(&bv, bc, &av, ac)
         .map_err(|e| Failure::ir(&format!("{before_name} and {after_name}"), &e))?;
     write_output(emitter, &combined.view(), out, &opts[2], run)

@@ -250,6 +250,31 @@ fn an_option_for_the_other_phase_of_a_format_is_a_usage_error() {
         &[input, "-o", svg, "-O", "per-thread"],
         "option 'per-thread' applies when format 'folded' writes a profile; here it reads one",
     );
+    // The output's options are listed too: the user meant the flame graph's, which has none.
+    refused(
+        &[input, "-o", svg, "-O", "max-size=5"],
+        "here it reads one (options here: folded: skip-bad-lines, piece-size; flamegraph: title",
+    );
+    // A key or value of any length is quoted in 40 bytes.
+    let long = "k".repeat(100_000);
+    let out = convert(&[input, "-o", svg, "-O", &long]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).len() < 1000, "{}", text(&out.stderr));
+    let out = convert(&[input, "-o", svg, "-O", &format!("fontsize={long}")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).len() < 1000, "{}", text(&out.stderr));
+    // An unsigned option reaches 2^64 - 1; a bound names its option.
+    works(&[
+        input,
+        "--to",
+        "folded",
+        "-O",
+        "max-size=18446744073709551615",
+    ]);
+    refused(
+        &[grind, "-o", svg, "-O", "max-depth=0"],
+        "option max-depth=0: expected a depth from 1 to 4294967295",
+    );
     // Only the reader's options of callgrind are listed.
     refused(
         &[grind, "-o", svg, "-O", "nope"],
@@ -506,6 +531,136 @@ fn diff_draws_a_differential_flamegraph_and_gives_other_formats_both_columns() {
         text(&out.stdout),
         "main;a 3 0\nmain;b 1 5\nmain;c 0 2\n",
         "inferno's differential folded format: `STACK BEFORE AFTER`"
+    );
+}
+
+/// Each column keeps its unit: ticks against samples is a warning (compared as numbers), and a
+/// cost against a count (summed into callers, or not) is refused.
+#[test]
+fn diff_keeps_each_side_s_unit_and_refuses_a_cost_against_a_count() {
+    let d = tmp();
+    let trace = write(
+        d.path(),
+        "seed.pvmtrace",
+        b"PVMTRACE 1\nC 0 f\nC 10 g\nC 30 h\nE 60 h\nE 100 g\nE 160 f\n",
+    );
+    let folded = write(d.path(), "after.folded", b"f;g 3\n");
+    let (trace, folded) = (trace.to_str().unwrap(), folded.to_str().unwrap());
+    let out = run(&["diff", trace, folded, "--to", "callgrind", "-o", "-"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let grind = text(&out.stdout);
+    assert!(
+        grind.contains("event: before : before (ticks)")
+            && grind.contains("event: after : after (count)"),
+        "{grind}"
+    );
+    assert!(
+        text(&out.stderr).contains("is in ticks and 'samples' of")
+            && text(&out.stderr).contains("compared as plain numbers"),
+        "{}",
+        text(&out.stderr)
+    );
+    // The same units: no warning.
+    let out = run(&["diff", folded, folded, "--to", "folded", "-o", "-"]);
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{}",
+        text(&out.stderr)
+    );
+    // A callgrind event named `calls` is a cost; the trace's `calls` a count.
+    let grind = write(d.path(), "calls.callgrind", b"events: calls\nfn=f\n1 5\n");
+    let out = run(&[
+        "diff",
+        grind.to_str().unwrap(),
+        trace,
+        "--value",
+        "calls",
+        "-o",
+        d.path().join("d.svg").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("is a cost and 'calls' of")
+            && text(&out.stderr).contains("is a count"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!d.path().join("d.svg").exists());
+    // Two counts: drawn with the flame graph's warning, as `convert` draws them.
+    let out = run(&[
+        "diff",
+        trace,
+        trace,
+        "--value",
+        "calls",
+        "-o",
+        d.path().join("c.svg").to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("counts events of each call node"),
+        "{}",
+        text(&out.stderr)
+    );
+    // `-O value` does not choose a diff's column: `--value` does.
+    let out = run(&[
+        "diff",
+        trace,
+        trace,
+        "-O",
+        "value=before",
+        "-o",
+        d.path().join("v.svg").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("profconv diff --value NAME"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// Options that do not apply together are said so, not silently ignored.
+#[test]
+fn options_that_do_not_apply_together_are_warned_about() {
+    let d = tmp();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let input = input.to_str().unwrap();
+    let out = run(&[
+        "convert",
+        input,
+        "--to",
+        "folded",
+        "-O",
+        "flamechart",
+        "-O",
+        "per-thread",
+        "-o",
+        "-",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("option per-thread does not apply with flamechart")
+            && err.contains("does not keep time order"),
+        "{err}"
+    );
+    let svg = d.path().join("chart.svg");
+    let out = run(&[
+        "convert",
+        input,
+        "-O",
+        "flamechart",
+        "-O",
+        "sort=weight",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("option sort=weight does not apply to a flame chart"),
+        "{}",
+        text(&out.stderr)
     );
 }
 

@@ -6,12 +6,14 @@
 //! resource; frames by address and line.
 
 use crate::builder::ProfileBuilder;
-use crate::profile::{IrError, NONE, Profile, ProfileRef, ValueKind};
+use crate::profile::{IrError, NONE, Profile, ProfileRef};
 
 /// The `diff` metadata value naming the two columns, in order.
 pub const DIFF_COLUMNS: &str = "before,after";
 
-/// Combines value column `before_col` of `before` and `after_col` of `after`.
+/// Combines value column `before_col` of `before` and `after_col` of `after`. Each column keeps
+/// its own unit and kind (`profconv diff` refuses to compare a cost with a count, and warns when
+/// the units differ).
 pub fn combine(
     before: &ProfileRef<'_>,
     before_col: usize,
@@ -20,9 +22,8 @@ pub fn combine(
 ) -> Result<Profile, IrError> {
     let (vb, va) = (before.value_types[before_col], after.value_types[after_col]);
     let mut b = ProfileBuilder::new();
-    let unit = before.value_type_unit(before_col).to_string();
-    b.add_value_type("before", &unit, ValueKind::Weight);
-    b.add_value_type("after", &unit, ValueKind::Weight);
+    b.add_value_type("before", before.value_type_unit(before_col), vb.kind);
+    b.add_value_type("after", after.value_type_unit(after_col), va.kind);
     let decimals = vb.decimals.max(va.decimals);
     b.rescale(0, decimals)?;
     b.rescale(1, decimals)?;

@@ -91,13 +91,12 @@ impl Format for Callgrind {
         options: &Options,
         cx: &mut Context<'_>,
     ) -> Result<Profile, PluginError> {
-        let max_depth: u32 = options.parse("max-depth")?.unwrap_or(DEFAULT_MAX_DEPTH);
-        let max_nodes: usize = options.parse("max-nodes")?.unwrap_or(DEFAULT_MAX_NODES);
-        if max_depth == 0 || max_nodes == 0 {
-            return Err(PluginError::bad_option(
-                "max-depth and max-nodes must be at least 1",
-            ));
-        }
+        let max_depth = options
+            .parse_in("max-depth", 1..=u32::MAX, "a depth")?
+            .unwrap_or(DEFAULT_MAX_DEPTH);
+        let max_nodes = options
+            .parse_in("max-nodes", 1..=usize::MAX, "a number of nodes")?
+            .unwrap_or(DEFAULT_MAX_NODES);
         parse_callgrind(
             input,
             &BuildOptions {

@@ -8,7 +8,7 @@
 //! percentage of the total with `%` (inferno's `--minwidth` is always a percentage).
 
 use crate::color::Palette;
-use profconv_plugin::{OptionDesc, Options, PluginError};
+use profconv_plugin::{OptionDesc, Options, PluginError, quote_input};
 
 /// The options as declared to the host (`profconv formats` lists them).
 pub const OPTIONS: &[OptionDesc] = &[
@@ -84,6 +84,8 @@ pub const OPTIONS: &[OptionDesc] = &[
     ),
 ];
 
+/// The longest `countname`, in bytes.
+pub const MAX_COUNT_NAME: usize = 256;
 /// Default image width in pixels.
 pub const DEFAULT_WIDTH: u32 = 1200;
 /// Default frame height in pixels.
@@ -217,7 +219,8 @@ impl FlameOptions {
             Some("weight") => SortOrder::Weight,
             Some(v) => {
                 return Err(PluginError::bad_option(format!(
-                    "option sort={v}: expected `name` or `weight`"
+                    "option sort={}: expected `name` or `weight`",
+                    quote_input(v.as_bytes(), 40)
                 )));
             }
         };
@@ -225,11 +228,22 @@ impl FlameOptions {
             None | Some("") => d.palette,
             Some(v) => v.parse::<Palette>().map_err(|()| {
                 PluginError::bad_option(format!(
-                    "option colors={v}: expected one of {}",
+                    "option colors={}: expected one of {}",
+                    quote_input(v.as_bytes(), 40),
                     Palette::NAMES.join(", ")
                 ))
             })?,
         };
+        let countname = text("countname");
+        if let Some(c) = countname.as_ref().filter(|c| c.len() > MAX_COUNT_NAME) {
+            // Written into every frame's title: a long one would multiply the file's size.
+            return Err(PluginError::bad_option(format!(
+                "option countname={}: at most {MAX_COUNT_NAME} bytes (it is written into every \
+                 frame's title); this one has {}",
+                quote_input(c.as_bytes(), 40),
+                c.len()
+            )));
+        }
         let flamechart = o.flag("flamechart");
         let reverse = o.flag("reverse");
         if flamechart && reverse {
@@ -242,7 +256,7 @@ impl FlameOptions {
             title: text("title"),
             subtitle: text("subtitle"),
             notes: text("notes"),
-            countname: text("countname"),
+            countname,
             nametype: o.get("nametype").map_or(d.nametype, str::to_string),
             width,
             frame_height,
@@ -281,8 +295,9 @@ impl FlameOptions {
 fn parse_min_width(v: &str) -> Result<MinWidth, PluginError> {
     let bad = || {
         PluginError::bad_option(format!(
-            "option minwidth={v}: expected pixels (`0.1`, not negative) or a percentage of the \
-             total (`0.01%`, from 0 to 100)"
+            "option minwidth={}: expected pixels (`0.1`, not negative) or a percentage of the \
+             total (`0.01%`, from 0 to 100)",
+            quote_input(v.as_bytes(), 40)
         ))
     };
     let (num, percent) = match v.trim().strip_suffix('%') {

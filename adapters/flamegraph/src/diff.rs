@@ -22,7 +22,7 @@ use crate::{count_name, value_column};
 use foldhash::HashMap;
 use foldhash::HashMapExt;
 use profconv_plugin::ir::{CallTree, NONE, ProfileRef};
-use profconv_plugin::{Context, Options, PluginError};
+use profconv_plugin::{Context, Options, PluginError, warn_if_counts};
 use std::io::Write;
 
 /// Writes a differential flame graph of `before` → `after` with the user's `-O` options
@@ -256,6 +256,7 @@ fn draw_diff<W: Write + ?Sized>(
     let name = o.value.as_deref();
     let ca = value_column(after, name).map_err(|e| in_profile(e, "after"))?;
     let cb = value_column(before, name).map_err(|e| in_profile(e, "before"))?;
+    warn_if_counts(after, ca, cx);
     let countname = count_name(after, ca, o);
     // Each side's one value column (or sample counts) is all the drawing reads.
     let ta = CallTree::build_columns(after, ca.as_slice())?;

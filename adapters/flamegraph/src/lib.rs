@@ -27,6 +27,7 @@ pub use diff::{emit_diff, emit_diff_with};
 /// The XML library the SVG is written with, for callers that read it back (tests).
 pub use quick_xml;
 
+use attrs::SortOrder;
 use color::{Palette, Rgb};
 use merge::{ChartColumns, Frame, Layout};
 use profconv_plugin::ir::{CallTree, NONE, ProfileRef, Transform, ValueKind};
@@ -55,7 +56,14 @@ impl Format for Flamegraph {
     ) -> Result<(), PluginError> {
         let o = FlameOptions::from_options(options)?;
         if let Some((before, after)) = diff_sides(profile) {
-            // `profconv diff`: one profile with `before` and `after` columns.
+            // `profconv diff`: one profile with `before` and `after` columns, both drawn.
+            if let Some(v) = &o.value {
+                return Err(PluginError::bad_option(format!(
+                    "option value={}: a differential flame graph draws both columns (before and \
+                     after); the value type compared is chosen with `profconv diff --value NAME`",
+                    profconv_plugin::quote_input(v.as_bytes(), 40)
+                )));
+            }
             return diff::emit_diff_with(&before, &after, output, &o, cx);
         }
         if o.normalize || o.negate {
@@ -220,6 +228,9 @@ fn draw<W: Write + ?Sized>(
                 "this profile does not keep time order (it was aggregated): the flame chart \
                  shows its samples in stored order, which is not a timeline",
             );
+        }
+        if o.sort == SortOrder::Weight {
+            cx.warn("option sort=weight does not apply to a flame chart: it keeps time order");
         }
         if col.is_some_and(|c| p.sample_values[c].iter().any(|&v| v < 0)) {
             cx.warn("samples with negative values are drawn as zero");

@@ -481,6 +481,26 @@ fn a_profile_whose_frames_are_all_too_narrow_still_draws_all() {
 
 /// A control byte in the count name (a callgrind event's name) or the font family is replaced,
 /// as in frame names: the SVG stays well-formed XML.
+/// The count name is written into every frame's title: a long one is refused (a 131 KB one made
+/// a 75 KB profile's SVG 215 MB), naming the option and quoting 40 bytes of it.
+#[test]
+fn a_count_name_is_at_most_256_bytes() {
+    let parse =
+        |c: String| FlameOptions::from_options(&Options::new(vec![("countname".into(), Some(c))]));
+    assert!(parse("é".repeat(128)).is_ok());
+    let Err(e) = parse("x".repeat(257)) else {
+        panic!("a 257-byte count name was taken")
+    };
+    assert!(
+        e.message.starts_with("option countname=xxxx")
+            && e.message.contains("at most 256 bytes")
+            && e.message.contains("this one has 257")
+            && e.message.len() < 200,
+        "{}",
+        e.message
+    );
+}
+
 #[test]
 fn control_bytes_in_the_count_name_and_font_are_replaced() {
     let mut b = ProfileBuilder::new();
@@ -499,6 +519,13 @@ fn flame_chart_draws_each_call() {
     ]);
     let (svg, warnings) = emit(&p, &opts(&[("flamechart", None)]));
     assert!(warnings.is_empty());
+    // Sorting does not apply to a timeline: the same picture, and a warning.
+    let (sorted, warnings) = emit(&p, &opts(&[("flamechart", None), ("sort", Some("weight"))]));
+    assert_eq!(sorted, svg);
+    assert_eq!(
+        warnings,
+        ["option sort=weight does not apply to a flame chart: it keeps time order"]
+    );
     let s = parse_svg(&svg);
     assert_eq!(s.texts[0].1, "Flame Chart");
     let got: Vec<(&str, i64, i64)> = s

@@ -78,19 +78,10 @@ impl Format for Folded {
         options: &Options,
         cx: &mut Context<'_>,
     ) -> Result<Profile, PluginError> {
-        let piece_size = match options.get("piece-size").filter(|v| !v.is_empty()) {
-            None => parse::PIECE_SIZE,
-            Some(v) => v
-                .parse::<usize>()
-                .ok()
-                .filter(|n| (1..=parse::MAX_PIECE_SIZE).contains(n))
-                .ok_or_else(|| {
-                    PluginError::bad_option(format!(
-                        "piece-size: expected a number of bytes from 1 to {} (64 MiB), found `{v}`",
-                        parse::MAX_PIECE_SIZE
-                    ))
-                })?,
-        };
+        // Pieces of a few bytes are for tests (every line its own piece); they work, slowly.
+        let piece_size = options
+            .parse_in("piece-size", 1..=parse::MAX_PIECE_SIZE, "a number of bytes")?
+            .unwrap_or(parse::PIECE_SIZE);
         let opts = parse::ParseOptions {
             skip_bad_lines: options.flag("skip-bad-lines"),
             threads: cx.threads(),
@@ -112,6 +103,14 @@ impl Format for Folded {
             flamechart: options.flag("flamechart"),
             max_size: options.max_output_size("max-size")?,
         };
+        if opts.flamechart {
+            if opts.per_thread {
+                cx.warn("option per-thread does not apply with flamechart: the flame chart is one timeline of every thread");
+            }
+            if !profile.is_ordered() {
+                cx.warn("this profile does not keep time order (it was aggregated): the flame chart writes its samples in stored order, which is not a timeline");
+            }
+        }
         let changed = emit::rewritten_names(profile);
         if changed > 0 {
             cx.warn(&format!(

@@ -227,6 +227,7 @@ impl Options {
         self.get(key)
             .map(|v| {
                 v.parse::<T>().map_err(|e| {
+                    let v = crate::quote_input(v.as_bytes(), 40);
                     // Say what was expected, not only what the standard parser disliked.
                     let whole = |max: u64| Some(format!("a whole number from 0 to {max}"));
                     let expected = match std::any::type_name::<T>() {
@@ -930,6 +931,7 @@ pub fn unknown_value_type(p: &ProfileRef<'_>, name: &str) -> PluginError {
     let known: Vec<&str> = (0..p.value_types.len())
         .map(|i| p.value_type_name(i))
         .collect();
+    let name = crate::quote_input(name.as_bytes(), 40);
     PluginError::bad_option(format!(
         "option value={name}: no value type '{name}' in this profile (it has: {})",
         if known.is_empty() {
