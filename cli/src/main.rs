@@ -821,6 +821,30 @@ fn open_output(out_path: &Path) -> Result<Output, Failure> {
     Ok(Output { sink, name })
 }
 
+/// The format's own check of its option values (ABI 1.5), before the input is read: `-O
+/// width=0` on a gigabyte input is refused at once, not after the parse. `place` names the
+/// input (`parse`) or the output the options are for, as the call's own error would.
+fn check_option_values(
+    format: &FormatHandle,
+    parse: bool,
+    options: &OptionList,
+    place: &str,
+    run: Run,
+) -> Result<(), Failure> {
+    let mut log = |level: u32, msg: &str| {
+        if level == log_level::WARN {
+            warn(run.quiet, &format!("{place}: {}", continued(msg)));
+        }
+    };
+    format.check_options(options, parse, &mut log).map_err(|e| {
+        let what = format!(
+            "plugin '{}' checking the options of '{}'",
+            format.plugin.name, format.id
+        );
+        Failure::from_call(e, place, &what)
+    })
+}
+
 /// Emits `view` into `out` (a temp file renamed when complete, or stdout).
 fn write_output(
     emitter: &FormatHandle,
@@ -860,6 +884,8 @@ fn convert(registry: &Registry, args: &ConvertArgs, run: Run) -> Result<(), Fail
     let out = open_output(&out_path)?;
     let (input, parser) = open_input(registry, &args.input, run.quiet)?;
     let opts = split_options(&args.input.options, &[(parser, true), (emitter, false)])?;
+    check_option_values(parser, true, &opts[0], &input.name, run)?;
+    check_option_values(emitter, false, &opts[1], &out.name, run)?;
     let (name, profile) = parse(input, parser, &opts[0], run)?;
     let transformed = apply_transforms(&profile.view(), &args.input.transforms, &name, run.quiet)?;
     let view = transformed
@@ -975,6 +1001,9 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
             (emitter, false),
         ],
     )?;
+    check_option_values(before_parser, true, &opts[0], &before_in.name, run)?;
+    check_option_values(after_parser, true, &opts[1], &after_in.name, run)?;
+    check_option_values(emitter, false, &opts[2], &out.name, run)?;
     let (before_name, before) = parse(before_in, before_parser, &opts[0], run)?;
     let (after_name, after) = parse(after_in, after_parser, &opts[1], run)?;
     let before_t = apply_transforms(&before.view(), &args.transforms, &before_name, run.quiet)?;
@@ -994,6 +1023,7 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
 fn tree(registry: &Registry, args: &TreeArgs, run: Run) -> Result<(), Failure> {
     let (input, parser) = open_input(registry, &args.input, run.quiet)?;
     let opts = split_options(&args.input.options, &[(parser, true)])?;
+    check_option_values(parser, true, &opts[0], &input.name, run)?;
     let (name, profile) = parse(input, parser, &opts[0], run)?;
     let transformed = apply_transforms(&profile.view(), &args.input.transforms, &name, run.quiet)?;
     let view = transformed

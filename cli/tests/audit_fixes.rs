@@ -571,6 +571,64 @@ fn the_output_is_checked_before_the_input_is_read() {
     assert!(!err.contains("missing.folded"), "{err}");
 }
 
+/// Option values are checked by their formats (ABI 1.5) before the input is read: here stdin
+/// is a pipe that stays open after a first line, so profconv would wait for the rest of it if
+/// it parsed before finding `width=0` (or `piece-size=0`, the reader's) wrong.
+#[test]
+fn option_values_are_checked_before_the_input_is_read() {
+    use std::io::Write as _;
+    use std::time::{Duration, Instant};
+    for (args, want) in [
+        (
+            &["-o", "-", "--to", "flamegraph", "-O", "width=0"][..],
+            "option width=0: expected a width in pixels from 30 to 1000000",
+        ),
+        (
+            &["-o", "-", "--to", "folded", "-O", "piece-size=0"][..],
+            "option piece-size=0: expected a number of bytes from 1 to",
+        ),
+        (
+            &["-o", "-", "--to", "folded", "-O", "max-size=-1"][..],
+            "option max-size=-1: expected",
+        ),
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_profconv"))
+            .args(["convert", "-", "--from", "folded"])
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A first line, then the pipe stays open: the end of the input never comes.
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&b"main;work 1\n".repeat(2000)).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if Instant::now() > deadline {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        if status.is_none() {
+            child.kill().unwrap();
+        }
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        let err = text(&out.stderr);
+        assert!(
+            status.is_some(),
+            "{args:?}: still reading stdin after 30 s: {err}"
+        );
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
 /// Whether the tests run as root (who may write anything and has no process limit).
 #[cfg(target_os = "linux")]
 fn running_as_root() -> bool {

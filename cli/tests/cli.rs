@@ -683,6 +683,22 @@ fn plugin_check_passes_real_plugins_and_fails_broken_ones() {
             "{lib}: {report}"
         );
     }
+    // A declared default that the format's own option check refuses.
+    let out = run(&[
+        "plugin-check",
+        lib_path("profconv_testplugin_nondeterministic")
+            .to_str()
+            .unwrap(),
+    ]);
+    let report = text(&out.stdout);
+    assert!(
+        report.contains("FAIL  handshake")
+            && report.contains(
+                "nondeterministic: the default level=7 is refused when writing: option level=7: \
+                 expected a level from 0 to 5"
+            ),
+        "{report}"
+    );
 }
 
 /// The report goes to stdout like any output: a reader that closes it early is no failure, a

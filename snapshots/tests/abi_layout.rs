@@ -85,7 +85,8 @@ fn abi_layout_is_deliberate() {
             sniff,
             parse,
             emit,
-            sniff_checked
+            sniff_checked,
+            check_options
         }
     );
     layout!(

@@ -53,6 +53,18 @@ pub fn parse_callgrind(
 /// The callgrind format.
 pub struct Callgrind;
 
+/// The reader's options, checked.
+fn build_options(options: &Options) -> Result<BuildOptions, PluginError> {
+    Ok(BuildOptions {
+        max_depth: options
+            .parse_in("max-depth", 1..=u32::MAX, "a depth")?
+            .unwrap_or(DEFAULT_MAX_DEPTH),
+        max_nodes: options
+            .parse_in("max-nodes", 1..=usize::MAX, "a number of nodes")?
+            .unwrap_or(DEFAULT_MAX_NODES),
+    })
+}
+
 impl Format for Callgrind {
     const ID: &'static str = "callgrind";
     const DESCRIPTION: &'static str =
@@ -86,25 +98,16 @@ impl Format for Callgrind {
         parse::sniff(head)
     }
 
+    fn check_parse_options(options: &Options) -> Result<(), PluginError> {
+        build_options(options).map(drop)
+    }
+
     fn parse(
         input: &mut Input<'_>,
         options: &Options,
         cx: &mut Context<'_>,
     ) -> Result<Profile, PluginError> {
-        let max_depth = options
-            .parse_in("max-depth", 1..=u32::MAX, "a depth")?
-            .unwrap_or(DEFAULT_MAX_DEPTH);
-        let max_nodes = options
-            .parse_in("max-nodes", 1..=usize::MAX, "a number of nodes")?
-            .unwrap_or(DEFAULT_MAX_NODES);
-        parse_callgrind(
-            input,
-            &BuildOptions {
-                max_depth,
-                max_nodes,
-            },
-            cx,
-        )
+        parse_callgrind(input, &build_options(options)?, cx)
     }
 
     fn emit(

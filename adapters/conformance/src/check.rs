@@ -179,6 +179,37 @@ fn option_problems(id: &str, options: &[profconv_plugin::host::OptionInfo]) -> V
     problems
 }
 
+/// Option defaults the format's own check (ABI 1.5) refuses: no options at all, and each
+/// option given its declared default where it applies, must be taken, or a user who copies
+/// the default from `profconv formats` gets an error.
+fn default_problems(f: &FormatHandle) -> Vec<String> {
+    let mut problems = Vec::new();
+    let phases = [(true, f.can_parse()), (false, f.can_emit())];
+    for (parse, can) in phases {
+        if !can {
+            continue;
+        }
+        let phase = if parse { "reading" } else { "writing" };
+        let mut check = |options: &[(String, Option<String>)], what: &str| {
+            if let Err(e) = f.check_options(options, parse, &mut |_, _| {}) {
+                problems.push(format!(
+                    "{}: {what} is refused when {phase}: {}",
+                    f.id, e.message
+                ));
+            }
+        };
+        check(&[], "no option");
+        for o in f.options.iter().filter(|o| o.applies(parse)) {
+            if o.default.is_empty() || o.kind == profconv_plugin::abi::option_kind::FLAG {
+                continue;
+            }
+            let given = [(o.key.clone(), Some(o.default.clone()))];
+            check(&given, &format!("the default {}={}", o.key, o.default));
+        }
+    }
+    problems
+}
+
 /// The most bytes of a sample file: every check reads it several times over (round trips, two
 /// threads, cuts), so a sample is a small file, and a device such as `/dev/zero` must not be read
 /// into memory until it runs out.
@@ -239,6 +270,7 @@ pub fn check_plugin_with(path: &Path, samples: &[(String, Vec<u8>)]) -> Report {
     }
     for f in &plugin.formats {
         problems.extend(option_problems(&f.id, &f.options));
+        problems.extend(default_problems(f));
     }
     let summary = format!(
         "plugin '{}' {} (ABI {}.{}, SDK {}), formats: {}",

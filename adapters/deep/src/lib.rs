@@ -56,24 +56,16 @@ impl Format for Deep {
         sniff(head)
     }
 
+    fn check_parse_options(options: &Options) -> Result<(), PluginError> {
+        deep_options(options).map(drop)
+    }
+
     fn parse(
         input: &mut Input<'_>,
         options: &Options,
         cx: &mut Context<'_>,
     ) -> Result<Profile, PluginError> {
-        let names = match options.get("names") {
-            None | Some("" | "short") => NameStyle::Short,
-            Some("mdprof") => NameStyle::Mdprof,
-            Some(other) => {
-                return Err(PluginError::bad_option(format!(
-                    "option names={other}: expected `short` or `mdprof`"
-                )));
-            }
-        };
-        let opts = DeepOptions {
-            names,
-            call_sites: options.flag("call-sites"),
-        };
+        let opts = deep_options(options)?;
         if let Some(data) = input.whole() {
             return parse_deep(data, &opts, cx);
         }
@@ -81,6 +73,24 @@ impl Format for Deep {
         input.read_to_end(&mut data)?;
         parse_deep(&data, &opts, cx)
     }
+}
+
+/// The reader's options, checked.
+fn deep_options(options: &Options) -> Result<DeepOptions, PluginError> {
+    let names = match options.get("names") {
+        None | Some("" | "short") => NameStyle::Short,
+        Some("mdprof") => NameStyle::Mdprof,
+        Some(other) => {
+            return Err(PluginError::bad_option(format!(
+                "option names={}: expected `short` or `mdprof`",
+                profconv_plugin::quote_input(other.as_bytes(), 40)
+            )));
+        }
+    };
+    Ok(DeepOptions {
+        names,
+        call_sites: options.flag("call-sites"),
+    })
 }
 
 /// 100 when `head` starts with the identifying line's prefix, else 0.

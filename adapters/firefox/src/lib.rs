@@ -82,6 +82,12 @@ impl Format for Speedscope {
     ];
     const CAN_EMIT: bool = true;
 
+    fn check_emit_options(options: &Options) -> Result<(), PluginError> {
+        options
+            .max_output_size_or("max-size", speedscope::MAX_SIZE)
+            .map(drop)
+    }
+
     fn emit(
         profile: &ProfileRef<'_>,
         output: &mut Output<'_>,

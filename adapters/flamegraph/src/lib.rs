@@ -48,6 +48,10 @@ impl Format for Flamegraph {
     const OPTIONS: &'static [OptionDesc] = attrs::OPTIONS;
     const CAN_EMIT: bool = true;
 
+    fn check_emit_options(options: &Options) -> Result<(), PluginError> {
+        FlameOptions::from_options(options).map(drop)
+    }
+
     fn emit(
         profile: &ProfileRef<'_>,
         output: &mut Output<'_>,

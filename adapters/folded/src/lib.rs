@@ -30,6 +30,14 @@ pub use parse::{
 /// The folded-stacks format.
 pub struct Folded;
 
+/// Option `piece-size`, checked. Pieces of a few bytes are for tests (every line its own
+/// piece); they work, slowly.
+fn piece_size(options: &Options) -> Result<usize, PluginError> {
+    Ok(options
+        .parse_in("piece-size", 1..=parse::MAX_PIECE_SIZE, "a number of bytes")?
+        .unwrap_or(parse::PIECE_SIZE))
+}
+
 impl Format for Folded {
     const ID: &'static str = "folded";
     const DESCRIPTION: &'static str = "folded stacks, one `frame;frame;frame count` per line";
@@ -73,15 +81,20 @@ impl Format for Folded {
         parse::sniff(head)
     }
 
+    fn check_parse_options(options: &Options) -> Result<(), PluginError> {
+        piece_size(options).map(drop)
+    }
+
+    fn check_emit_options(options: &Options) -> Result<(), PluginError> {
+        options.max_output_size("max-size").map(drop)
+    }
+
     fn parse(
         input: &mut Input<'_>,
         options: &Options,
         cx: &mut Context<'_>,
     ) -> Result<Profile, PluginError> {
-        // Pieces of a few bytes are for tests (every line its own piece); they work, slowly.
-        let piece_size = options
-            .parse_in("piece-size", 1..=parse::MAX_PIECE_SIZE, "a number of bytes")?
-            .unwrap_or(parse::PIECE_SIZE);
+        let piece_size = piece_size(options)?;
         let opts = parse::ParseOptions {
             skip_bad_lines: options.flag("skip-bad-lines"),
             threads: cx.threads(),

@@ -251,6 +251,10 @@ impl Format for Pvm {
         sniff(head)
     }
 
+    fn check_parse_options(options: &Options) -> Result<(), PluginError> {
+        ParseOptions::from_options(options).map(drop)
+    }
+
     fn parse(
         input: &mut Input<'_>,
         options: &Options,

@@ -1,4 +1,4 @@
-//! The C ABI between the profconv host and its plugins (ABI 1.3).
+//! The C ABI between the profconv host and its plugins (ABI 1.5).
 //!
 //! Everything here is `#[repr(C)]`, integers, raw pointers and `extern "C"` function pointers:
 //! nothing of Rust's unstable layout crosses the boundary. The rules:
@@ -28,7 +28,9 @@ pub const ABI_MAJOR: u32 = 1;
 /// [`caps::RELEASES_WHOLE_INPUT`] says a streaming parser does so.
 /// 1.4: [`OptionDesc::phases`] (was a reserved zero): an option that applies only when the
 /// format reads, or only when it writes ([`option_phase`]).
-pub const ABI_MINOR: u32 = 4;
+/// 1.5: [`FormatDesc::check_options`] (appended): the format checks its options' values before
+/// the host reads any input, so `-O width=0` is refused at once, not after a long parse.
+pub const ABI_MINOR: u32 = 5;
 /// Name of the one symbol a plugin library exports.
 pub const ENTRY_SYMBOL: &str = "profconv_plugin_entry";
 
@@ -309,6 +311,18 @@ pub type SniffFn = unsafe extern "C" fn(head: *const u8, len: usize) -> u32;
 pub type SniffCheckedFn =
     unsafe extern "C" fn(head: *const u8, len: usize, score: *mut u32) -> Status;
 
+/// Option check (ABI 1.5): whether `options` are values the format takes when it reads
+/// (`phase` [`option_phase::PARSE`]) or writes ([`option_phase::EMIT`]), before any input is
+/// read. Returns [`Status::OK`], or [`Status::BAD_OPTIONS`] with the message reported through
+/// `host` as a parse or emit call would. Only what the options alone decide is checked (a
+/// `value=NAME` naming a column the profile lacks is found by the call itself).
+pub type CheckOptionsFn = unsafe extern "C" fn(
+    options: *const OptionValue,
+    n_options: usize,
+    phase: u32,
+    host: *const HostCallbacks,
+) -> Status;
+
 /// Parser: reads `input`, fills `out` on success.
 pub type ParseFn = unsafe extern "C" fn(
     options: *const OptionValue,
@@ -353,6 +367,9 @@ pub struct FormatDesc {
     /// ABI 1.2: the sniffer again, reporting a panic instead of hiding it in a score of 0. A
     /// host reads it only when `struct_size` covers it, and then calls it instead of `sniff`.
     pub sniff_checked: Option<SniffCheckedFn>,
+    /// ABI 1.5: checks option values before the input is read (null: the format checks them
+    /// only in its calls). A host reads it only when `struct_size` covers it.
+    pub check_options: Option<CheckOptionsFn>,
 }
 
 // SAFETY: format descriptors are immutable statics.
@@ -540,7 +557,8 @@ const _: () = {
     assert!(offset_of!(PluginHeader, plugin_name) == 24);
     assert!(size_of::<PluginDescriptor>() == min_size::PLUGIN_DESCRIPTOR);
     assert!(offset_of!(FormatDesc, sniff_checked) == min_size::FORMAT_DESC);
-    assert!(size_of::<FormatDesc>() == min_size::FORMAT_DESC + 8);
+    assert!(offset_of!(FormatDesc, check_options) == min_size::FORMAT_DESC + 8);
+    assert!(size_of::<FormatDesc>() == min_size::FORMAT_DESC + 16);
     assert!(offset_of!(HostCallbacks, release_input) == min_size::HOST_CALLBACKS);
     assert!(size_of::<HostCallbacks>() == min_size::HOST_CALLBACKS + 8);
     assert!(size_of::<ProfileView>() == min_size::PROFILE_VIEW);

@@ -329,9 +329,13 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
                 std::ptr::copy_nonoverlapping(src, copy.as_mut_ptr() as *mut u8, n);
                 copy.assume_init()
             };
-            if (d.struct_size as usize) < size_of::<FormatDesc>() {
-                // The plugin's minor does not have these fields.
+            // Fields past the plugin's own size are not its (its minor does not have them).
+            let has = |end: usize| d.struct_size as usize >= end;
+            if !has(std::mem::offset_of!(FormatDesc, sniff_checked) + 8) {
                 d.sniff_checked = None;
+            }
+            if !has(std::mem::offset_of!(FormatDesc, check_options) + 8) {
+                d.check_options = None;
             }
             d
         })
@@ -996,6 +1000,50 @@ impl FormatHandle {
         }
     }
 
+    /// Checks option values before any input is read (ABI 1.5; `parse`: the options the
+    /// format reads with, else those it writes with). `Ok` from a plugin that has no check: its
+    /// call checks them.
+    pub fn check_options(
+        &self,
+        options: &[(String, Option<String>)],
+        parse: bool,
+        log: &mut dyn FnMut(u32, &str),
+    ) -> Result<(), CallError> {
+        let Some(check) = self.desc.check_options else {
+            return Ok(());
+        };
+        let opts = abi_options(options);
+        let mut call = CallCtx {
+            first_error: None,
+            log,
+            release: None,
+        };
+        let callbacks = HostCallbacks {
+            struct_size: size_of::<HostCallbacks>() as u32,
+            threads: 0,
+            ctx: &mut call as *mut CallCtx<'_> as *mut c_void,
+            report_error: host_report_error,
+            log: host_log,
+            release_input: None,
+        };
+        let phase = match parse {
+            true => abi::option_phase::PARSE,
+            false => abi::option_phase::EMIT,
+        };
+        // SAFETY: the options and the callbacks live across the call; the trampoline catches
+        // panics.
+        let status = unsafe { check(opts.as_ptr(), opts.len(), phase, &callbacks) };
+        if status != Status::OK {
+            let mut e = call
+                .first_error
+                .take()
+                .unwrap_or_else(|| CallError::new(status, "failed without a message"));
+            e.status = status;
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// Parses `input` with `options`; warnings go to `log(level, message)`.
     pub fn parse(
         &self,
@@ -1345,6 +1393,93 @@ mod tests {
             kib * 1024 <= MappedFile::AHEAD as u64,
             "{kib} KiB mapped after dropping two thirds of {} KiB",
             3 * MappedFile::AHEAD / 1024
+        );
+    }
+
+    /// `FormatDesc` as ABI 1.2 to 1.4 lay it out: 104 bytes, without 1.5's `check_options`.
+    #[repr(C)]
+    struct FormatDesc14 {
+        v11: FormatDesc11,
+        sniff_checked: Option<crate::abi::SniffCheckedFn>,
+    }
+
+    // SAFETY: immutable statics.
+    unsafe impl Sync for FormatDesc14 {}
+
+    #[repr(C)]
+    struct Descriptor14 {
+        header: PluginHeader,
+        formats: *const FormatDesc14,
+        n_formats: usize,
+    }
+
+    // SAFETY: immutable statics.
+    unsafe impl Sync for Descriptor14 {}
+
+    unsafe extern "C" fn sniff_checked_a(_: *const u8, _: usize, score: *mut u32) -> Status {
+        // SAFETY: the host lends a writable score.
+        unsafe { *score = 71 };
+        Status::OK
+    }
+
+    static FORMATS_1_4: [FormatDesc14; 2] = [
+        FormatDesc14 {
+            v11: FormatDesc11 {
+                struct_size: size_of::<FormatDesc14>() as u32,
+                ..format("a", sniff_a)
+            },
+            sniff_checked: Some(sniff_checked_a),
+        },
+        FormatDesc14 {
+            v11: FormatDesc11 {
+                struct_size: size_of::<FormatDesc14>() as u32,
+                ..format("b", sniff_b)
+            },
+            sniff_checked: None,
+        },
+    ];
+
+    static DESCRIPTOR_1_4: Descriptor14 = Descriptor14 {
+        header: PluginHeader {
+            magic: MAGIC,
+            abi_major: 1,
+            abi_minor: 4,
+            descriptor_size: size_of::<Descriptor14>() as u32,
+            panic_unwind: 1,
+            plugin_name: StrRef::from_static("minor4"),
+            plugin_version: StrRef::from_static("1.4.0"),
+            sdk_version: StrRef::from_static("0.1.0"),
+        },
+        formats: &FORMATS_1_4 as *const [FormatDesc14; 2] as *const FormatDesc14,
+        n_formats: 2,
+    };
+
+    extern "C" fn entry_1_4(_: *const HostInfo) -> *const PluginHeader {
+        &DESCRIPTOR_1_4.header
+    }
+
+    /// A plugin built for ABI 1.4 (104-byte format descriptors) keeps its checked sniffer, has
+    /// no option check (the field 1.5 appended reads as absent, so options are checked by its
+    /// calls alone), and its second format is found at its stride.
+    #[test]
+    fn a_plugin_of_abi_1_4_keeps_its_sniffer_and_has_no_option_check() {
+        assert_eq!(size_of::<FormatDesc14>(), min_size::FORMAT_DESC + 8);
+        let plugin = load_static(entry_1_4, "minor4").unwrap();
+        let ids: Vec<&str> = plugin.formats.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"]);
+        assert!(
+            plugin
+                .formats
+                .iter()
+                .all(|f| f.desc.check_options.is_none())
+        );
+        let scores: Vec<_> = plugin.formats.iter().map(|f| f.sniff(b"x")).collect();
+        assert_eq!(scores, [Ok(71), Ok(30)]);
+        let options = [("x".to_string(), Some("anything".to_string()))];
+        assert!(
+            plugin.formats[0]
+                .check_options(&options, true, &mut |_, _| {})
+                .is_ok()
         );
     }
 

@@ -95,6 +95,21 @@ pub trait Format: 'static {
             Self::ID
         )))
     }
+
+    /// Checks the values of the options [`Format::parse`] will be given, before the host reads
+    /// any input (ABI 1.5), so that a bad one is refused at once: return the error `parse`
+    /// would give for it. Check only what the options alone decide. The default takes all.
+    fn check_parse_options(options: &Options) -> Result<(), PluginError> {
+        let _ = options;
+        Ok(())
+    }
+
+    /// As [`Format::check_parse_options`], for the options [`Format::emit`] will be given,
+    /// before the input is read (a `value=NAME` the profile lacks is for `emit` to find).
+    fn check_emit_options(options: &Options) -> Result<(), PluginError> {
+        let _ = options;
+        Ok(())
+    }
 }
 
 /// An error from a plugin, with where in the input it happened.
@@ -784,6 +799,30 @@ unsafe extern "C" fn emit_trampoline<F: Format>(
     })
 }
 
+/// ABI 1.5's option check: [`Format::check_parse_options`] or [`Format::check_emit_options`],
+/// as `phase` says; an error is reported to the host like a call's.
+unsafe extern "C" fn check_options_trampoline<F: Format>(
+    options: *const OptionValue,
+    n_options: usize,
+    phase: u32,
+    host: *const HostCallbacks,
+) -> Status {
+    // SAFETY: the host lends valid callbacks (or null) for this call.
+    let host = unsafe { host_callbacks(host) };
+    let host = host.as_ref();
+    guarded(host, || {
+        // SAFETY: option values are valid for this call (ABI contract).
+        let options = unsafe { Options::from_abi(options, n_options) };
+        match phase {
+            abi::option_phase::PARSE => F::check_parse_options(&options),
+            abi::option_phase::EMIT => F::check_emit_options(&options),
+            _ => Err(PluginError::internal(format!(
+                "option check for an unknown phase {phase}"
+            ))),
+        }
+    })
+}
+
 /// The ABI descriptor of format `F` (used by [`export_plugin!`](crate::export_plugin)).
 pub const fn format_desc<F: Format>() -> FormatDesc {
     let mut c = 0;
@@ -830,6 +869,7 @@ pub const fn format_desc<F: Format>() -> FormatDesc {
         } else {
             None
         },
+        check_options: Some(check_options_trampoline::<F> as abi::CheckOptionsFn),
     }
 }
 

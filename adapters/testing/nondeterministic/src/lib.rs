@@ -2,7 +2,9 @@
 //! line): the conformance kit must report that emitting twice does not give identical bytes.
 //! With `-O abort` it aborts the process once it has written its first line, as a plugin out of
 //! memory does: the host must still remove its temp file. With `-O say=TEXT` it warns `TEXT`
-//! and fails with `TEXT`, for the host's printing of what plugins say.
+//! and fails with `TEXT`, for the host's printing of what plugins say. Its option `level`
+//! declares a default (7) that its own check refuses (at most 5): the conformance kit must
+//! report that a user copying the default gets an error.
 
 use profconv_plugin::ir::{CallTree, ProfileRef};
 use profconv_plugin::{Context, Format, OptionDesc, Options, Output, PluginError};
@@ -32,7 +34,17 @@ impl Format for Nondeterministic {
             "warn this text, then fail with it (test fixture)",
         )
         .emit_only(),
+        OptionDesc::integer(
+            "level",
+            "7",
+            "from 0 to 5, though the default says 7 (test fixture)",
+        )
+        .emit_only(),
     ];
+
+    fn check_emit_options(options: &Options) -> Result<(), PluginError> {
+        options.parse_in("level", 0..=5u32, "a level").map(drop)
+    }
 
     fn emit(
         profile: &ProfileRef<'_>,
