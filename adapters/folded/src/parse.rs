@@ -230,6 +230,8 @@ struct Parser_ {
     /// count).
     first_data_line: u64,
     report: Report,
+    /// Frames whose name (some spelling of it) was not UTF-8, a bit each.
+    lossy_frames: Vec<u64>,
 }
 
 impl Parser_ {
@@ -274,6 +276,7 @@ impl Parser_ {
             differential: false,
             first_data_line: 0,
             report: Report::default(),
+            lossy_frames: Vec::new(),
         }
     }
 
@@ -659,16 +662,34 @@ impl Parser_ {
             let (end, hash) = names::scan(text, start, self.names.seed);
             let raw = &text[start..end];
             let b = &mut self.b;
+            let mut new_lossy = false;
             let frame = self.names.frame(raw, hash, || {
                 let func = match std::str::from_utf8(raw) {
                     Ok(name) => b.func(name),
                     Err(_) => {
-                        lossy = true;
+                        new_lossy = true;
                         b.func(&String::from_utf8_lossy(raw))
                     }
                 };
                 b.frame(func)
             });
+            let (w, bit) = (frame as usize / 64, 1u64 << (frame % 64));
+            if new_lossy {
+                lossy = true;
+                if self.lossy_frames.len() <= w {
+                    self.lossy_frames.resize(w + 1, 0);
+                }
+                self.lossy_frames[w] |= bit;
+            } else if !lossy
+                && self.report.lossy == 0
+                && self.lossy_frames.get(w).is_some_and(|&x| x & bit != 0)
+                && std::str::from_utf8(raw).is_err()
+            {
+                // A name this parser met in an earlier piece, on a line the profile may not
+                // have taken (the absorber parsed that piece again and skipped the line): the
+                // piece still notes it, as a one-thread parse would if it is the first.
+                lossy = true;
+            }
             self.batch_frames.push(frame);
             self.prev_frames.push(frame);
             if end == text.len() {
@@ -2144,6 +2165,52 @@ mod tests {
     fn a_piece_parsed_again_still_brings_its_names() {
         let text = b"a;x 5000000000000000000\na;y 5000000000000000000\nb;y 1\nb;x 1\nc;y 1\nc;z 1\nd;y 2\n";
         same_with_threads(text, false);
+    }
+
+    /// A name that is not UTF-8 is checked when a parser first meets it. A worker met `q\xff`
+    /// on line 2 in a piece the absorbing thread then parsed again (its count overflows at the
+    /// profile's scale) and skipped, so the piece's notes were dropped; the worker's next piece
+    /// found the name known and noted nothing, and the warning named line 4 or no line at all.
+    /// A frame read lossily is remembered, and a piece notes it again. The long first line
+    /// keeps the first worker busy, so that the second takes line 2 before the scale is known.
+    #[test]
+    fn a_non_utf8_name_on_a_skipped_line_is_still_reported_on_its_next_line() {
+        let mut text: Vec<u8> = (0..200_000)
+            .map(|i| format!("n{i}"))
+            .collect::<Vec<_>>()
+            .join(";")
+            .into_bytes();
+        text.extend_from_slice(b" 0.000000001\nq\xff 1000000000000000000\nz;q\xff 1\nr\xfe 1\n");
+        let one = ParseOptions {
+            skip_bad_lines: true,
+            ..ParseOptions::default()
+        };
+        let expected = outcome(&text, one, false);
+        assert!(
+            expected.contains("line 3: frame names that are not UTF-8"),
+            "{expected}"
+        );
+        for piece_size in [26, 1] {
+            for threads in [2, 3] {
+                let opts = ParseOptions {
+                    threads,
+                    piece_size,
+                    ..one
+                };
+                let got = outcome(&text, opts, false);
+                // The warnings apart: the profile has 200 000 names.
+                let warnings = |o: &str| o[o.rfind("\nwarnings").unwrap_or(0)..].to_string();
+                assert_eq!(
+                    warnings(&got),
+                    warnings(&expected),
+                    "{threads} threads, pieces of {piece_size} bytes"
+                );
+                assert!(
+                    got == expected,
+                    "{threads} threads, pieces of {piece_size} bytes"
+                );
+            }
+        }
     }
 
     #[test]
