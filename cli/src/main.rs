@@ -464,35 +464,7 @@ fn check_option_value(
             ))
         ))
     };
-    match (decl.kind, value) {
-        (option_kind::FLAG, None) => Ok(()),
-        (option_kind::FLAG, Some(v)) => {
-            if matches!(
-                v,
-                "true" | "false" | "1" | "0" | "yes" | "no" | "on" | "off"
-            ) {
-                Ok(())
-            } else {
-                Err(bad(
-                    "no value (or one of true, false, 1, 0, yes, no, on, off)",
-                ))
-            }
-        }
-        (_, None) => Err(bad("a value (KEY=VALUE)")),
-        // Unsigned options reach u64::MAX (`max-size`); the plugin checks its own range.
-        (option_kind::INTEGER, Some(v)) => {
-            match v.parse::<i64>().is_ok() || v.parse::<u64>().is_ok() {
-                true => Ok(()),
-                false => Err(bad("an integer")),
-            }
-        }
-        // `nan`, `inf` and `1e400` (infinite) parse as f64 but are no setting's value.
-        (option_kind::NUMBER, Some(v)) => match v.parse::<f64>() {
-            Ok(x) if x.is_finite() => Ok(()),
-            _ => Err(bad("a finite number")),
-        },
-        _ => Ok(()),
-    }
+    decl.check_value(value).map_err(bad)
 }
 
 /// Opens the input and picks its parser.
@@ -915,8 +887,10 @@ fn value_column(view: &ProfileRef<'_>, value: Option<&str>, name: &str) -> Resul
     }
 }
 
-/// A cost (summed into its callers) and a count (not) cannot be compared: an error. Values in
-/// different units (ticks against samples) are compared as plain numbers: a warning.
+/// A differential profile compares costs: a count (`calls`: events of each node itself, never
+/// summed into its callers) is an error, as [`profconv_ir::diff::combine`] says too, here named
+/// with its file and the costs there are. Values in different units (ticks against samples) are
+/// compared as plain numbers: a warning.
 fn check_comparable(
     bv: &ProfileRef<'_>,
     bc: usize,
@@ -926,20 +900,24 @@ fn check_comparable(
     after_name: &str,
     quiet: bool,
 ) -> Result<(), Failure> {
-    let what = |k| match k {
-        ValueKind::Weight => "a cost",
-        ValueKind::Count => "a count (never summed into its callers)",
-    };
-    let (kb, ka) = (bv.value_types[bc].kind, av.value_types[ac].kind);
-    if kb != ka {
-        return Err(Failure::Usage(format!(
-            "diff: '{}' of {before_name} is {} and '{}' of {after_name} is {}: they cannot be \
-             compared; choose one kind with --value",
-            bv.value_type_name(bc),
-            what(kb),
-            av.value_type_name(ac),
-            what(ka),
-        )));
+    for (v, c, name) in [(bv, bc, before_name), (av, ac, after_name)] {
+        if v.value_types[c].kind == ValueKind::Count {
+            let costs: Vec<&str> = (0..v.value_types.len())
+                .filter(|&i| v.value_types[i].kind == ValueKind::Weight)
+                .map(|i| v.value_type_name(i))
+                .collect();
+            return Err(Failure::Usage(format!(
+                "diff: '{}' of {name} counts events of each call node, not a cost: a \
+                 differential profile compares costs (its totals add up everything below a \
+                 node); choose one with --value ({name} has: {})",
+                v.value_type_name(c),
+                if costs.is_empty() {
+                    "none".to_string()
+                } else {
+                    costs.join(", ")
+                }
+            )));
+        }
     }
     let (ub, ua) = (bv.value_type_unit(bc), av.value_type_unit(ac));
     if ub != ua {

@@ -534,10 +534,10 @@ fn diff_draws_a_differential_flamegraph_and_gives_other_formats_both_columns() {
     );
 }
 
-/// Each column keeps its unit: ticks against samples is a warning (compared as numbers), and a
-/// cost against a count (summed into callers, or not) is refused.
+/// Each column keeps its unit: ticks against samples is a warning (compared as numbers); a count
+/// (calls into each node, never summed into its callers) is no cost to compare and is refused.
 #[test]
-fn diff_keeps_each_side_s_unit_and_refuses_a_cost_against_a_count() {
+fn diff_keeps_each_side_s_unit_and_refuses_counts() {
     let d = tmp();
     let trace = write(
         d.path(),
@@ -580,28 +580,26 @@ fn diff_keeps_each_side_s_unit_and_refuses_a_cost_against_a_count() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(
-        text(&out.stderr).contains("is a cost and 'calls' of")
-            && text(&out.stderr).contains("is a count"),
+        text(&out.stderr).contains(&format!(
+            "diff: 'calls' of {trace} counts events of each call node, not a cost"
+        )) && text(&out.stderr).contains("choose one with --value")
+            && text(&out.stderr).contains("has: ticks"),
         "{}",
         text(&out.stderr)
     );
     assert!(!d.path().join("d.svg").exists());
-    // Two counts: drawn with the flame graph's warning, as `convert` draws them.
-    let out = run(&[
-        "diff",
-        trace,
-        trace,
-        "--value",
-        "calls",
-        "-o",
-        d.path().join("c.svg").to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("counts events of each call node"),
-        "{}",
-        text(&out.stderr)
-    );
+    // Two counts: refused the same way, whatever the output.
+    for to in ["callgrind", "folded", "flamegraph"] {
+        let out = run(&[
+            "diff", trace, trace, "--value", "calls", "--to", to, "-o", "-",
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{to}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("counts events of each call node, not a cost"),
+            "{to}: {}",
+            text(&out.stderr)
+        );
+    }
     // `-O value` does not choose a diff's column: `--value` does.
     let out = run(&[
         "diff",
@@ -614,7 +612,8 @@ fn diff_keeps_each_side_s_unit_and_refuses_a_cost_against_a_count() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(
-        text(&out.stderr).contains("profconv diff --value NAME"),
+        text(&out.stderr)
+            .contains("with `profconv diff`, --value NAME chooses the value type compared"),
         "{}",
         text(&out.stderr)
     );

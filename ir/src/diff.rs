@@ -6,14 +6,14 @@
 //! resource; frames by address and line.
 
 use crate::builder::ProfileBuilder;
-use crate::profile::{IrError, NONE, Profile, ProfileRef};
+use crate::profile::{IrError, NONE, Profile, ProfileRef, ValueKind};
 
 /// The `diff` metadata value naming the two columns, in order.
 pub const DIFF_COLUMNS: &str = "before,after";
 
-/// Combines value column `before_col` of `before` and `after_col` of `after`. Each column keeps
-/// its own unit and kind (`profconv diff` refuses to compare a cost with a count, and warns when
-/// the units differ).
+/// Combines value column `before_col` of `before` and `after_col` of `after`, two costs
+/// ([`ValueKind::Weight`]; a count is an error). Each column keeps its own unit (`profconv
+/// diff` warns when they differ).
 pub fn combine(
     before: &ProfileRef<'_>,
     before_col: usize,
@@ -21,9 +21,22 @@ pub fn combine(
     after_col: usize,
 ) -> Result<Profile, IrError> {
     let (vb, va) = (before.value_types[before_col], after.value_types[after_col]);
+    for (side, p, c) in [("before", before, before_col), ("after", after, after_col)] {
+        if p.value_types[c].kind != ValueKind::Weight {
+            return Err(IrError::Invalid(format!(
+                "{side}'s '{}' counts events of each call node, not a cost: a differential \
+                 profile compares costs",
+                p.value_type_name(c)
+            )));
+        }
+    }
     let mut b = ProfileBuilder::new();
-    b.add_value_type("before", before.value_type_unit(before_col), vb.kind);
-    b.add_value_type("after", after.value_type_unit(after_col), va.kind);
+    b.add_value_type(
+        "before",
+        before.value_type_unit(before_col),
+        ValueKind::Weight,
+    );
+    b.add_value_type("after", after.value_type_unit(after_col), ValueKind::Weight);
     let decimals = vb.decimals.max(va.decimals);
     b.rescale(0, decimals)?;
     b.rescale(1, decimals)?;
@@ -99,5 +112,34 @@ mod tests {
             render_tree(&d.view(), &t, &opts).unwrap(),
             "main self=0 total=4 self_after=0 total_after=7\n  a self=3 total=3 self_after=0 total_after=0\n  b self=1 total=1 self_after=5 total_after=5\n  c self=0 total=0 self_after=2 total_after=2\n"
         );
+    }
+
+    /// Each column keeps its side's unit; a count is no cost to compare.
+    #[test]
+    fn units_are_kept_and_counts_refused() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("ticks", "ticks", ValueKind::Weight);
+        b.add_value_type("calls", "count", ValueKind::Count);
+        b.add_stack(&["f"], &[7, 1]).unwrap();
+        let trace = b.finish();
+        let folded = crate::testing::stacks(&[(&["f"], 3)]);
+        let d = combine(&trace.view(), 0, &folded.view(), 0).unwrap();
+        let v = d.view();
+        assert_eq!(
+            (v.value_type_unit(0), v.value_type_unit(1)),
+            ("ticks", folded.view().value_type_unit(0))
+        );
+        for (before, after) in [(&trace, &folded), (&folded, &trace)] {
+            let (bc, ac) = match std::ptr::eq(before, &trace) {
+                true => (1, 0),
+                false => (0, 1),
+            };
+            let e = combine(&before.view(), bc, &after.view(), ac).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains("'calls' counts events of each call node"),
+                "{e}"
+            );
+        }
     }
 }

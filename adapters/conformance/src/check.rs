@@ -160,12 +160,10 @@ fn option_problems(id: &str, options: &[profconv_plugin::host::OptionInfo]) -> V
             problems.push(format!("{id}: option '{key}' is declared twice"));
         }
         let default = o.default.as_str();
+        // The host's own check of a value of that kind.
         let bad_default = !default.is_empty()
-            && match o.kind {
-                option_kind::INTEGER => default.parse::<i64>().is_err(),
-                option_kind::NUMBER => !default.parse::<f64>().is_ok_and(f64::is_finite),
-                _ => false,
-            };
+            && matches!(o.kind, option_kind::INTEGER | option_kind::NUMBER)
+            && o.check_value(Some(default)).is_err();
         if bad_default {
             problems.push(format!(
                 "{id}: option '{key}' is {} but its default `{default}` is not",

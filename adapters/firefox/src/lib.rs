@@ -83,9 +83,7 @@ impl Format for Speedscope {
     const CAN_EMIT: bool = true;
 
     fn check_emit_options(options: &Options) -> Result<(), PluginError> {
-        options
-            .max_output_size_or("max-size", speedscope::MAX_SIZE)
-            .map(drop)
+        speedscope_options(options).map(drop)
     }
 
     fn emit(
@@ -94,12 +92,16 @@ impl Format for Speedscope {
         options: &Options,
         cx: &mut Context<'_>,
     ) -> Result<(), PluginError> {
-        let opts = SpeedscopeOptions {
-            value: options.get("value"),
-            max_size: options.max_output_size_or("max-size", speedscope::MAX_SIZE)?,
-        };
-        emit_speedscope(profile, output, opts, cx)
+        emit_speedscope(profile, output, speedscope_options(options)?, cx)
     }
+}
+
+/// The speedscope writer's options, checked.
+fn speedscope_options(options: &Options) -> Result<SpeedscopeOptions<'_>, PluginError> {
+    Ok(SpeedscopeOptions {
+        value: options.get("value"),
+        max_size: options.max_output_size_or("max-size", speedscope::MAX_SIZE)?,
+    })
 }
 
 #[cfg(test)]

@@ -122,6 +122,9 @@ function fg_measure_font() {
   fg_frames.removeChild(probe);
   if (!(w > fg_charw)) return;
   fg_charw = w;
+  // "Search" ends two characters before "ic", which ends at the right edge.
+  var ic_end = +fg_ic.getAttribute("x"), search_end = +fg_search.getAttribute("x");
+  if (ic_end - 4 * w < search_end) fg_search.setAttribute("x", fg_px(ic_end - 4 * w));
   for (var i = 0; i < fg_nodes.length; i++) {
     var n = fg_nodes[i], label = fg_fit(n.name, +n.rect.getAttribute("width"));
     if (n.text.textContent !== label) n.text.textContent = label;

@@ -383,8 +383,9 @@ fn write_head<W: Write>(
     )?;
     // Both end where their text ends (text-anchor: end), "ic" at the right edge and "Search"
     // two characters before it, so neither covers the other at any font size, and "Search"
-    // grows leftwards when it becomes "Reset Search".
-    let char_w = o.font_size * o.font_width;
+    // grows leftwards when it becomes "Reset Search". A character is at least a monospace one
+    // here, whatever `fontwidth` says (the script moves "Search" if the font is wider still).
+    let char_w = o.font_size * o.font_width.max(crate::attrs::DEFAULT_FONT_WIDTH);
     ui_text(
         w,
         num,

@@ -479,10 +479,9 @@ fn a_profile_whose_frames_are_all_too_narrow_still_draws_all() {
     assert!(warnings.is_empty(), "{warnings:?}");
 }
 
-/// A control byte in the count name (a callgrind event's name) or the font family is replaced,
-/// as in frame names: the SVG stays well-formed XML.
 /// The count name is written into every frame's title: a long one is refused (a 131 KB one made
-/// a 75 KB profile's SVG 215 MB), naming the option and quoting 40 bytes of it.
+/// a 75 KB profile's SVG 215 MB), naming the option and quoting 40 bytes of it; one that comes
+/// from the input (a unit, a callgrind event's name) is cut to 256 bytes.
 #[test]
 fn a_count_name_is_at_most_256_bytes() {
     let parse =
@@ -499,8 +498,25 @@ fn a_count_name_is_at_most_256_bytes() {
         "{}",
         e.message
     );
+    // From the input: a unit of 100 000 bytes, cut in the titles.
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("Ir", &"u".repeat(100_000), ValueKind::Weight);
+    b.add_stack(&["main", "f"], &[5]).unwrap();
+    let (svg, _) = emit(&b.finish(), &FlameOptions::default());
+    let titles = parse_svg(&svg).frames;
+    assert_eq!(titles.len(), 2, "main and f");
+    for f in &titles {
+        assert!(
+            f.title.contains(&format!("5 {}…, 100", "u".repeat(256))),
+            "{}",
+            &f.title[..80]
+        );
+    }
+    assert!(svg.len() < 30_000, "{} bytes", svg.len());
 }
 
+/// A control byte in the count name (a callgrind event's name) or the font family is replaced,
+/// as in frame names: the SVG stays well-formed XML.
 #[test]
 fn control_bytes_in_the_count_name_and_font_are_replaced() {
     let mut b = ProfileBuilder::new();

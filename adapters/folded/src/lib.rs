@@ -30,6 +30,16 @@ pub use parse::{
 /// The folded-stacks format.
 pub struct Folded;
 
+/// The writer's options, checked.
+fn emit_options(options: &Options) -> Result<emit::EmitOptions<'_>, PluginError> {
+    Ok(emit::EmitOptions {
+        value: options.get("value").filter(|v| !v.is_empty()),
+        per_thread: options.flag("per-thread"),
+        flamechart: options.flag("flamechart"),
+        max_size: options.max_output_size("max-size")?,
+    })
+}
+
 /// Option `piece-size`, checked. Pieces of a few bytes are for tests (every line its own
 /// piece); they work, slowly.
 fn piece_size(options: &Options) -> Result<usize, PluginError> {
@@ -86,7 +96,7 @@ impl Format for Folded {
     }
 
     fn check_emit_options(options: &Options) -> Result<(), PluginError> {
-        options.max_output_size("max-size").map(drop)
+        emit_options(options).map(drop)
     }
 
     fn parse(
@@ -110,12 +120,7 @@ impl Format for Folded {
         options: &Options,
         cx: &mut Context<'_>,
     ) -> Result<(), PluginError> {
-        let opts = emit::EmitOptions {
-            value: options.get("value").filter(|v| !v.is_empty()),
-            per_thread: options.flag("per-thread"),
-            flamechart: options.flag("flamechart"),
-            max_size: options.max_output_size("max-size")?,
-        };
+        let opts = emit_options(options)?;
         if opts.flamechart {
             if opts.per_thread {
                 cx.warn("option per-thread does not apply with flamechart: the flame chart is one timeline of every thread");

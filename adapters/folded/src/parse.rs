@@ -680,7 +680,8 @@ impl Parser_ {
                     self.lossy_frames.resize(w + 1, 0);
                 }
                 self.lossy_frames[w] |= bit;
-            } else if !lossy
+            } else if !self.lossy_frames.is_empty()
+                && !lossy
                 && self.report.lossy == 0
                 && self.lossy_frames.get(w).is_some_and(|&x| x & bit != 0)
                 && std::str::from_utf8(raw).is_err()

@@ -133,6 +133,38 @@ impl OptionInfo {
         }
     }
 
+    /// Whether the host passes `value` (`None`: `-O KEY` without `=`) for this option's kind:
+    /// a flag takes no value or a yes/no word, the others a value, an integer one that parses
+    /// as `i64` or `u64`, a number a finite `f64`. The format checks its own ranges. `Err`
+    /// says what the kind takes.
+    pub fn check_value(&self, value: Option<&str>) -> Result<(), &'static str> {
+        match (self.kind, value) {
+            (abi::option_kind::FLAG, None) => Ok(()),
+            (abi::option_kind::FLAG, Some(v)) => {
+                match matches!(
+                    v,
+                    "true" | "false" | "1" | "0" | "yes" | "no" | "on" | "off"
+                ) {
+                    true => Ok(()),
+                    false => Err("no value (or one of true, false, 1, 0, yes, no, on, off)"),
+                }
+            }
+            (_, None) => Err("a value (KEY=VALUE)"),
+            (abi::option_kind::INTEGER, Some(v)) => {
+                match v.parse::<i64>().is_ok() || v.parse::<u64>().is_ok() {
+                    true => Ok(()),
+                    false => Err("an integer from -9223372036854775808 to 18446744073709551615"),
+                }
+            }
+            // `nan`, `inf` and `1e400` (infinite) parse as f64 but are no setting's value.
+            (abi::option_kind::NUMBER, Some(v)) => match v.parse::<f64>() {
+                Ok(x) if x.is_finite() => Ok(()),
+                _ => Err("a finite number"),
+            },
+            _ => Ok(()),
+        }
+    }
+
     /// The kind as a word (`flag`, `string`, `integer`, `number`).
     pub fn kind_name(&self) -> &'static str {
         match self.kind {
