@@ -415,6 +415,23 @@ fn debugger_compat_leaves_out_inconsistent_runs() {
     let (t, _) = parse_ok(&read("truncated.pvmtrace"), compat);
     assert_eq!(all_values_tree(&t), "");
     assert_eq!(t.view().meta("dropped_runs"), Some("1"));
+    // The first-seen order is that of the runs kept: `a`, first called in the run left out,
+    // comes after `b` (found by a differential hunt against the reference reader).
+    let trace = b"PVMTRACE 1\nC 0 a\nX 1\nR 2\nC 3 b\nE 4\nC 5 a\nE 6\n";
+    for aggregate in [false, true] {
+        let (d, _) = parse_ok(
+            trace,
+            ParseOptions {
+                aggregate,
+                ..compat
+            },
+        );
+        assert_eq!(
+            all_values_tree(&d),
+            "b self=1 total=1 calls=1\na self=1 total=1 calls=1\n",
+            "aggregate {aggregate}"
+        );
+    }
     // phases: nothing to leave out.
     let (ph, _) = parse_ok(&read("phases-kernel-run.pvmtrace"), compat);
     assert_eq!(

@@ -468,38 +468,18 @@ impl Model {
 }
 
 /// The profile without the samples of the threads not in `keep`, and without the stacks only
-/// they used (so no empty call node is left behind). Kept threads keep their names.
+/// they used (so no empty call node is left behind). Kept threads keep their names. Stacks are
+/// made as the kept samples first use them (a path root first), so the order in which call
+/// nodes are first seen is that of the kept runs alone, as if the others had not been read.
 pub(crate) fn drop_threads(p: Profile, keep: &[bool]) -> Profile {
     let view = p.view();
     let mut b = ProfileBuilder::with_tables_of(&view);
     b.start_thread_column();
     let thread_of = |i: usize| view.sample_thread.map_or(0, |t| t[i]) as usize;
     let kept = |i: usize| keep.get(thread_of(i)).copied().unwrap_or(true);
-    let ns = view.n_stacks();
-    let mut needed = vec![false; ns];
-    for i in 0..view.n_samples() {
-        if kept(i) {
-            needed[view.sample_stack[i] as usize] = true;
-        }
-    }
-    for s in (0..ns).rev() {
-        let prefix = view.stack_prefix[s];
-        if needed[s] && prefix != NONE {
-            needed[prefix as usize] = true;
-        }
-    }
-    let mut map = vec![NONE; ns];
-    for s in 0..ns {
-        if needed[s] {
-            let prefix = view.stack_prefix[s];
-            let new_prefix = if prefix == NONE {
-                NONE
-            } else {
-                map[prefix as usize]
-            };
-            map[s] = b.stack(new_prefix, view.stack_frame[s]);
-        }
-    }
+    let mut map = vec![NONE; view.n_stacks()];
+    // The stacks of a path not made yet, leaf first.
+    let mut path: Vec<u32> = Vec::new();
     let mut new_thread = Vec::with_capacity(keep.len());
     let mut names = Vec::new();
     for (t, &name) in view.thread_name.iter().enumerate() {
@@ -521,8 +501,21 @@ pub(crate) fn drop_threads(p: Profile, keep: &[bool]) -> Profile {
         for (c, col) in view.sample_values.iter().enumerate() {
             row[c] = col[i];
         }
+        let stack = view.sample_stack[i];
+        if map[stack as usize] == NONE {
+            let mut up = stack;
+            while up != NONE && map[up as usize] == NONE {
+                path.push(up);
+                up = view.stack_prefix[up as usize];
+            }
+            let mut made = if up == NONE { NONE } else { map[up as usize] };
+            while let Some(s) = path.pop() {
+                made = b.stack(made, view.stack_frame[s as usize]);
+                map[s as usize] = made;
+            }
+        }
         let time = view.sample_time.map(|t| t[i]);
-        b.push_sample(map[view.sample_stack[i] as usize], time, &row);
+        b.push_sample(map[stack as usize], time, &row);
     }
     let mut out = b.finish();
     out.threads = names;
