@@ -18,9 +18,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// `profconv --version`: the program's version and the plugin ABI it speaks (a plugin author
+/// asks which minor the host has: a 1.5 host checks option values before reading the input).
+/// A test keeps it equal to the SDK's constants.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (plugin ABI 1.5)");
+
 /// Convert profiles between profiler formats through one call-tree IR.
 #[derive(Parser)]
-#[command(name = "profconv", version, about, long_about = None)]
+#[command(name = "profconv", version = VERSION, about, long_about = None)]
 struct Cli {
     /// Load a plugin library, or every plugin in a directory (repeatable; searched first).
     #[arg(long = "plugin", value_name = "PATH", global = true)]
@@ -1153,6 +1158,17 @@ fn list_formats(registry: &Registry, defaults_searched: bool) -> Result<(), Fail
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    /// `--version` names the plugin ABI the SDK speaks.
+    #[test]
+    fn the_version_names_the_plugin_abi() {
+        use profconv_plugin::abi::{ABI_MAJOR, ABI_MINOR};
+        assert!(
+            VERSION.ends_with(&format!(" (plugin ABI {ABI_MAJOR}.{ABI_MINOR})")),
+            "{VERSION}"
+        );
+        assert!(Cli::command().render_version().contains(VERSION));
+    }
 
     /// `-T`'s help lists the transforms in its own words (clap takes doc comments, not
     /// constants): it must name every spec the IR's parser knows, as the parser's error lists

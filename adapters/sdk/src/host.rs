@@ -153,7 +153,8 @@ impl OptionInfo {
             (abi::option_kind::INTEGER, Some(v)) => {
                 match v.parse::<i64>().is_ok() || v.parse::<u64>().is_ok() {
                     true => Ok(()),
-                    false => Err("an integer from -9223372036854775808 to 18446744073709551615"),
+                    // The format's own range, if any, is in its message, not this one.
+                    false => Err("a whole number"),
                 }
             }
             // `nan`, `inf` and `1e400` (infinite) parse as f64 but are no setting's value.
