@@ -494,6 +494,16 @@ fn open_input<'r>(
     Ok((input, parser))
 }
 
+/// A plugin call's log callback: its warnings printed as profconv's, prefixed with `place`
+/// (the input or output the call is about); other levels are not shown.
+fn warnings_of(place: &str, run: Run) -> impl FnMut(u32, &str) + '_ {
+    move |level: u32, msg: &str| {
+        if level == log_level::WARN {
+            warn(run.quiet, &format!("{place}: {}", continued(msg)));
+        }
+    }
+}
+
 /// Runs the parser; the returned profile is owned by the plugin until dropped.
 fn parse(
     input: OpenInput,
@@ -503,11 +513,7 @@ fn parse(
 ) -> Result<(String, profconv_plugin::host::ForeignProfile), Failure> {
     let name = input.name.clone();
     let size_hint = input.size_hint;
-    let mut log = |level: u32, msg: &str| {
-        if level == log_level::WARN {
-            warn(run.quiet, &format!("{name}: {}", continued(msg)));
-        }
-    };
+    let mut log = warnings_of(&name, run);
     let streams = parser.streams_input();
     // A large regular file is mapped and given whole (no copy, no buffer) to a parser that
     // reads its input whole, or that releases a whole input behind it; otherwise a streaming
@@ -603,6 +609,7 @@ fn parse(
         }
     };
     check_totals(&profile.view(), &name)?;
+    drop(log);
     Ok((name, profile))
 }
 
@@ -808,11 +815,7 @@ fn check_option_values(
     place: &str,
     run: Run,
 ) -> Result<(), Failure> {
-    let mut log = |level: u32, msg: &str| {
-        if level == log_level::WARN {
-            warn(run.quiet, &format!("{place}: {}", continued(msg)));
-        }
-    };
+    let mut log = warnings_of(place, run);
     format.check_options(options, parse, &mut log).map_err(|e| {
         let what = format!(
             "plugin '{}' checking the options of '{}'",
@@ -834,11 +837,7 @@ fn write_output(
         mut sink,
         name: out_name,
     } = out;
-    let mut log = |level: u32, msg: &str| {
-        if level == log_level::WARN {
-            warn(run.quiet, &format!("{out_name}: {}", continued(msg)));
-        }
-    };
+    let mut log = warnings_of(&out_name, run);
     emitter
         .emit_with_threads(view, sink.writer(), options, run.threads, &mut log)
         .map_err(|e| {

@@ -53,6 +53,20 @@ fn chromium() -> Option<PathBuf> {
     None
 }
 
+/// The browser, or `None` after printing `skipped` (the test then passes without it), unless
+/// `PROFCONV_REQUIRE_BROWSER` is set, which makes a missing browser a failure.
+fn browser_or_skip(skipped: &str) -> Option<PathBuf> {
+    let browser = chromium();
+    if browser.is_none() {
+        assert!(
+            std::env::var_os("PROFCONV_REQUIRE_BROWSER").is_none(),
+            "{skipped}"
+        );
+        eprintln!("{skipped}");
+    }
+    browser
+}
+
 /// A frame of the SVG.
 #[derive(Clone, Debug)]
 struct Frame {
@@ -356,14 +370,10 @@ fn file_url(path: &Path) -> String {
 
 #[test]
 fn search_and_zoom_in_chromium() {
-    let Some(browser) = chromium() else {
-        let msg = "SKIPPED flamegraph browser test: no chromium found (install it with \
-                   `apt-get install -y chromium`, or set PROFCONV_CHROMIUM=/path/to/chromium)";
-        assert!(
-            std::env::var_os("PROFCONV_REQUIRE_BROWSER").is_none(),
-            "{msg}"
-        );
-        eprintln!("{msg}");
+    let Some(browser) = browser_or_skip(
+        "SKIPPED flamegraph browser test: no chromium found (install it with \
+         `apt-get install -y chromium`, or set PROFCONV_CHROMIUM=/path/to/chromium)",
+    ) else {
         return;
     };
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("flamegraph-browser");
@@ -558,13 +568,9 @@ fn search_and_zoom_in_chromium() {
 /// the exact position of the zoomed frame.
 #[test]
 fn zoom_beyond_2_pow_53_keeps_every_child() {
-    let Some(browser) = chromium() else {
-        let msg = "SKIPPED flamegraph browser test (2^53): no chromium found";
-        assert!(
-            std::env::var_os("PROFCONV_REQUIRE_BROWSER").is_none(),
-            "{msg}"
-        );
-        eprintln!("{msg}");
+    let Some(browser) =
+        browser_or_skip("SKIPPED flamegraph browser test (2^53): no chromium found")
+    else {
         return;
     };
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("flamegraph-browser-2p53");
@@ -681,13 +687,9 @@ fn drive(browser: &Path, out_dir: &Path, name: &str, svg: &str, script: &str) ->
 /// expression ending the previous search, and a root as wide as `all` zooming in.
 #[test]
 fn labels_details_and_buttons_fit_in_chromium() {
-    let Some(browser) = chromium() else {
-        let msg = "SKIPPED flamegraph browser test (fitting): no chromium found";
-        assert!(
-            std::env::var_os("PROFCONV_REQUIRE_BROWSER").is_none(),
-            "{msg}"
-        );
-        eprintln!("{msg}");
+    let Some(browser) =
+        browser_or_skip("SKIPPED flamegraph browser test (fitting): no chromium found")
+    else {
         return;
     };
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("flamegraph-browser-fit");

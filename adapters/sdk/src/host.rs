@@ -1342,17 +1342,22 @@ mod tests {
         format("b", sniff_b),
     ];
 
-    static DESCRIPTOR: Descriptor11 = Descriptor11 {
-        header: PluginHeader {
+    /// The header of a hand-built plugin of ABI 1.`minor` whose descriptor takes `size` bytes.
+    const fn header(name: &'static str, minor: u32, size: usize) -> PluginHeader {
+        PluginHeader {
             magic: MAGIC,
             abi_major: 1,
-            abi_minor: 1,
-            descriptor_size: size_of::<Descriptor11>() as u32,
+            abi_minor: minor,
+            descriptor_size: size as u32,
             panic_unwind: 1,
-            plugin_name: StrRef::from_static("minor1"),
-            plugin_version: StrRef::from_static("1.1.0"),
+            plugin_name: StrRef::from_static(name),
+            plugin_version: StrRef::from_static("1.0.0"),
             sdk_version: StrRef::from_static("0.1.0"),
-        },
+        }
+    }
+
+    static DESCRIPTOR: Descriptor11 = Descriptor11 {
+        header: header("minor1", 1, size_of::<Descriptor11>()),
         formats: &FORMATS as *const [FormatDesc11; 2] as *const FormatDesc11,
         n_formats: 2,
     };
@@ -1473,16 +1478,7 @@ mod tests {
     ];
 
     static DESCRIPTOR_1_4: Descriptor14 = Descriptor14 {
-        header: PluginHeader {
-            magic: MAGIC,
-            abi_major: 1,
-            abi_minor: 4,
-            descriptor_size: size_of::<Descriptor14>() as u32,
-            panic_unwind: 1,
-            plugin_name: StrRef::from_static("minor4"),
-            plugin_version: StrRef::from_static("1.4.0"),
-            sdk_version: StrRef::from_static("0.1.0"),
-        },
+        header: header("minor4", 4, size_of::<Descriptor14>()),
         formats: &FORMATS_1_4 as *const [FormatDesc14; 2] as *const FormatDesc14,
         n_formats: 2,
     };
