@@ -373,16 +373,45 @@ type OptionList = Vec<(String, Option<String>)>;
 
 /// `-O KEY[=VALUE]` pairs, each routed to the formats that declare the key for what they do
 /// here: `formats` pairs each format with `true` where it reads, `false` where it writes.
+/// `-O KEY[=VALUE]` as its key and value.
+fn option_item(item: &str) -> (&str, Option<String>) {
+    match item.split_once('=') {
+        Some((k, v)) => (k.trim(), Some(v.to_string())),
+        None => (item.trim(), None),
+    }
+}
+
+/// The emitter's own options, as [`split_options`] will route them, checked by the emitter
+/// (ABI 1.5) before any input is opened: the emitter is known from `--to` or the output's name,
+/// while the parser, which the rest of the options need, is known only from the input's head.
+fn check_emit_options_early(
+    raw: &[String],
+    emitter: &FormatHandle,
+    out: &Output,
+    run: Run,
+) -> Result<(), Failure> {
+    let mut mine = Vec::new();
+    for item in raw {
+        let (key, value) = option_item(item);
+        if let Some(decl) = emitter
+            .options
+            .iter()
+            .find(|o| o.key == key && o.applies(false))
+        {
+            check_option_value(emitter, decl, value.as_deref())?;
+            mine.push((key.to_string(), value));
+        }
+    }
+    check_option_values(emitter, false, &mine, &out.name, run)
+}
+
 fn split_options(
     raw: &[String],
     formats: &[(&FormatHandle, bool)],
 ) -> Result<Vec<OptionList>, Failure> {
     let mut per_format = vec![Vec::new(); formats.len()];
     for item in raw {
-        let (key, value) = match item.split_once('=') {
-            Some((k, v)) => (k.trim(), Some(v.to_string())),
-            None => (item.trim(), None),
-        };
+        let (key, value) = option_item(item);
         let mut used = false;
         // A format that declares the key for the other phase only (`-O max-nodes`, a
         // callgrind reader's option, when writing callgrind).
@@ -858,10 +887,10 @@ fn convert(registry: &Registry, args: &ConvertArgs, run: Run) -> Result<(), Fail
     let emitter = choose_emitter(registry, args.to.as_deref(), &out_path)?;
     check_not_an_input(&out_path, &[&args.input.input])?;
     let out = open_output(&out_path)?;
+    check_emit_options_early(&args.input.options, emitter, &out, run)?;
     let (input, parser) = open_input(registry, &args.input, run.quiet)?;
     let opts = split_options(&args.input.options, &[(parser, true), (emitter, false)])?;
     check_option_values(parser, true, &opts[0], &input.name, run)?;
-    check_option_values(emitter, false, &opts[1], &out.name, run)?;
     let (name, profile) = parse(input, parser, &opts[0], run)?;
     let transformed = apply_transforms(&profile.view(), &args.input.transforms, &name, run.quiet)?;
     let view = transformed
@@ -961,6 +990,7 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
     let emitter = choose_emitter(registry, to, &out_path)?;
     check_not_an_input(&out_path, &[&args.before, &args.after])?;
     let out = open_output(&out_path)?;
+    check_emit_options_early(&args.options, emitter, &out, run)?;
     let open = |path: &Path| {
         open_input(
             registry,
@@ -985,7 +1015,6 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
     )?;
     check_option_values(before_parser, true, &opts[0], &before_in.name, run)?;
     check_option_values(after_parser, true, &opts[1], &after_in.name, run)?;
-    check_option_values(emitter, false, &opts[2], &out.name, run)?;
     let (before_name, before) = parse(before_in, before_parser, &opts[0], run)?;
     let (after_name, after) = parse(after_in, after_parser, &opts[1], run)?;
     let before_t = apply_transforms(&before.view(), &args.transforms, &before_name, run.quiet)?;

@@ -572,24 +572,29 @@ fn the_output_is_checked_before_the_input_is_read() {
 }
 
 /// Option values are checked by their formats (ABI 1.5) before the input is read: here stdin
-/// is a pipe that stays open after a first line, so profconv would wait for the rest of it if
-/// it parsed before finding `width=0` (or `piece-size=0`, the reader's) wrong.
+/// is a pipe that stays open after its first lines, so profconv would wait for the rest of it if
+/// it parsed before finding `width=0` (or `piece-size=0`, the reader's) wrong. The writer's
+/// options are checked before the input is opened (one short line is all there is); the
+/// reader's once the input's 16 KiB head has come, as the reader is known only from it.
 #[test]
 fn option_values_are_checked_before_the_input_is_read() {
     use std::io::Write as _;
     use std::time::{Duration, Instant};
-    for (args, want) in [
+    for (args, want, lines) in [
         (
             &["-o", "-", "--to", "flamegraph", "-O", "width=0"][..],
             "option width=0: expected a width in pixels from 30 to 1000000",
-        ),
-        (
-            &["-o", "-", "--to", "folded", "-O", "piece-size=0"][..],
-            "option piece-size=0: expected a number of bytes from 1 to",
+            1,
         ),
         (
             &["-o", "-", "--to", "folded", "-O", "max-size=-1"][..],
             "option max-size=-1: expected",
+            1,
+        ),
+        (
+            &["-o", "-", "--to", "folded", "-O", "piece-size=0"][..],
+            "option piece-size=0: expected a number of bytes from 1 to",
+            2000,
         ),
     ] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_profconv"))
@@ -600,9 +605,9 @@ fn option_values_are_checked_before_the_input_is_read() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        // A first line, then the pipe stays open: the end of the input never comes.
+        // A few lines, then the pipe stays open: the end of the input never comes.
         let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(&b"main;work 1\n".repeat(2000)).unwrap();
+        stdin.write_all(&b"main;work 1\n".repeat(lines)).unwrap();
         let deadline = Instant::now() + Duration::from_secs(30);
         let status = loop {
             if let Some(status) = child.try_wait().unwrap() {
