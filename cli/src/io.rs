@@ -1,7 +1,7 @@
 //! Input (file or stdin, gzip undone, head kept for sniffing) and atomic output.
 
 use flate2::bufread::GzDecoder;
-use profconv_plugin::host::MappedFile;
+use profconv_plugin::host::{Blocking, MappedFile};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Cursor, Read, Write};
 use std::path::{Path, PathBuf};
@@ -36,7 +36,7 @@ impl OpenInput {
     pub fn open(path: &Path) -> io::Result<OpenInput> {
         let mut file = None;
         let (name, raw, size): (String, Box<dyn Read>, Option<u64>) = if path == Path::new("-") {
-            ("<stdin>".into(), Box::new(io::stdin()), None)
+            ("<stdin>".into(), Box::new(Blocking(io::stdin())), None)
         } else {
             let f = File::open(path)?;
             if f.metadata()?.is_dir() {
@@ -353,10 +353,10 @@ const DIRECT_BUFFER: usize = profconv_plugin::EMIT_BUFFER / 2;
 /// Where output goes: stdout, a device or pipe written directly, or a temp file renamed over
 /// the target when complete.
 pub enum Sink {
-    Stdout(io::BufWriter<io::Stdout>),
+    Stdout(io::BufWriter<Blocking<io::Stdout>>),
     /// A target that is not a regular file (`/dev/null`, a FIFO, `/dev/stdout`): renaming over
     /// it would replace the device itself, so it is written in place.
-    Direct(io::BufWriter<File>),
+    Direct(io::BufWriter<Blocking<File>>),
     File {
         tmp: tempfile::NamedTempFile,
         target: PathBuf,
@@ -392,7 +392,7 @@ impl Sink {
         if target == Path::new("-") {
             return Ok(Sink::Stdout(io::BufWriter::with_capacity(
                 DIRECT_BUFFER,
-                io::stdout(),
+                Blocking(io::stdout()),
             )));
         }
         // `/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`: a descriptor this process already has
@@ -403,7 +403,7 @@ impl Sink {
             Some(1) => {
                 return Ok(Sink::Stdout(io::BufWriter::with_capacity(
                     DIRECT_BUFFER,
-                    io::stdout(),
+                    Blocking(io::stdout()),
                 )));
             }
             // Another descriptor: written through a duplicate of it, at the position its other
@@ -412,7 +412,10 @@ impl Sink {
             #[cfg(unix)]
             Some(n) => {
                 let f = profconv_plugin::host::duplicate_descriptor(n)?;
-                return Ok(Sink::Direct(io::BufWriter::with_capacity(DIRECT_BUFFER, f)));
+                return Ok(Sink::Direct(io::BufWriter::with_capacity(
+                    DIRECT_BUFFER,
+                    Blocking(f),
+                )));
             }
             #[cfg(not(unix))]
             Some(_) => {}
@@ -427,7 +430,10 @@ impl Sink {
                     ));
                 }
                 let f = std::fs::OpenOptions::new().write(true).open(target)?;
-                return Ok(Sink::Direct(io::BufWriter::with_capacity(DIRECT_BUFFER, f)));
+                return Ok(Sink::Direct(io::BufWriter::with_capacity(
+                    DIRECT_BUFFER,
+                    Blocking(f),
+                )));
             }
             Ok(_) => std::fs::canonicalize(target)?,
             Err(_) => link_target(target)?,

@@ -12,7 +12,7 @@ use profconv_ir::{
 };
 use profconv_plugin::Status;
 use profconv_plugin::abi::{log_level, option_kind};
-use profconv_plugin::host::{CallError, FormatHandle, ParseInput};
+use profconv_plugin::host::{Blocking, CallError, FormatHandle, ParseInput};
 use registry::Registry;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -236,7 +236,14 @@ fn main() -> ExitCode {
             let _ = write!(std::io::stderr(), "{}", printable(&e.render().to_string()));
             return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
         }
-        Err(e) => e.exit(),
+        // Help and version go to stdout as clap prints them; a write that fails there (a full
+        // disk, `> /dev/full`) fails the run as any output does, a closed pipe does not.
+        Err(e) => {
+            return match e.print() {
+                Err(err) if !is_broken_pipe(&err) => Failure::Io(format!("<stdout>: {err}")).exit(),
+                _ => ExitCode::from(e.exit_code().clamp(0, 255) as u8),
+            };
+        }
     };
     // Ctrl-C, SIGTERM (`timeout`, `kill`) and SIGHUP (the terminal closed): remove the
     // half-written temp file, then exit as interrupted processes do (one handler serves the
@@ -248,7 +255,7 @@ fn main() -> ExitCode {
         // The plugin under test is loaded by the kit itself, not through discovery.
         let report = profconv_conformance::check_plugin(path, samples);
         // A closed stdout (`| head`) is no failure; a full disk is (exit 4), as for `convert`.
-        let mut out = std::io::stdout().lock();
+        let mut out = Blocking(std::io::stdout().lock());
         if let Err(e) = write!(out, "{report}").and_then(|()| out.flush()) {
             return match is_broken_pipe(&e) {
                 true => Failure::BrokenPipe,
@@ -1055,7 +1062,7 @@ fn tree(registry: &Registry, args: &TreeArgs, run: Run) -> Result<(), Failure> {
             OrderArg::Name => TreeOrder::Name,
         },
     };
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, Blocking(std::io::stdout().lock()));
     let result = write_tree(&view, &call_tree, &options, |line| {
         out.write_all(line.as_bytes()).map_err(TreeError::Io)
     })
@@ -1171,7 +1178,7 @@ fn list_formats(registry: &Registry, defaults_searched: bool) -> Result<(), Fail
             r.reason
         ));
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = Blocking(std::io::stdout().lock());
     match stdout
         .write_all(out.as_bytes())
         .and_then(|()| stdout.flush())

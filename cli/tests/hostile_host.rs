@@ -422,3 +422,104 @@ fn dev_null_as_input_and_output_converts() {
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
+
+/// Marks a pipe's end non-blocking, as some programs leave the terminal or pipe they share.
+#[cfg(unix)]
+fn non_blocking(fd: impl std::os::fd::AsFd) {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    fcntl(fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).expect("set O_NONBLOCK");
+}
+
+/// A stdout that another program left non-blocking (`O_NONBLOCK` belongs to the open pipe or
+/// terminal, shared with everyone who has it) and a reader slower than profconv: the output
+/// is written whole, waiting for the pipe as a blocking one would. It failed with "Resource
+/// temporarily unavailable" (exit 4) once the pipe's 64 KiB were full.
+#[cfg(unix)]
+#[test]
+fn a_non_blocking_stdout_is_waited_for_not_failed() {
+    use std::io::Read;
+    let input = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/perf-python.folded"
+    );
+    let expected = run(&["convert", input, "--to", "flamegraph", "-o", "-"]);
+    assert!(expected.status.success(), "{}", text(&expected.stderr));
+    assert!(expected.stdout.len() > 256 << 10, "more than a pipe holds");
+    for args in [
+        &["convert", input, "--to", "flamegraph", "-o", "-"][..],
+        &["convert", input, "--to", "flamegraph", "-o", "/dev/stdout"],
+    ] {
+        let (mut reader, writer) = std::io::pipe().unwrap();
+        non_blocking(&writer);
+        let child = profconv()
+            .args(args)
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The command holds the only write end now; the pipe fills while nobody reads.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let mut got = Vec::new();
+        reader.read_to_end(&mut got).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        assert!(got == expected.stdout, "{args:?}: {} bytes", got.len());
+    }
+}
+
+/// A stdin that another program left non-blocking, written slowly: read whole, waiting for
+/// each block (it failed at the first read that found the pipe empty).
+#[cfg(unix)]
+#[test]
+fn a_non_blocking_stdin_is_waited_for_not_failed() {
+    let input = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/perf-python.folded"
+    );
+    let data = std::fs::read(input).unwrap();
+    let expected = run(&["convert", input, "--to", "folded", "-o", "-"]);
+    assert!(expected.status.success(), "{}", text(&expected.stderr));
+    let (reader, mut writer) = std::io::pipe().unwrap();
+    non_blocking(&reader);
+    let child = profconv()
+        .args([
+            "convert", "-", "--from", "folded", "--to", "folded", "-o", "-",
+        ])
+        .stdin(reader)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for block in data.chunks(8 << 10) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        writer.write_all(block).unwrap();
+    }
+    drop(writer);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(out.stdout == expected.stdout, "{} bytes", out.stdout.len());
+}
+
+/// `profconv --help > /dev/full`: the help was lost and the exit status was 0. A failed write
+/// of help or version is an error like any output's (exit 4); a closed pipe is not.
+#[cfg(target_os = "linux")]
+#[test]
+fn help_that_cannot_be_written_fails() {
+    for flag in ["--help", "--version"] {
+        let out = profconv()
+            .arg(flag)
+            .stdout(std::fs::File::create("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{flag}: {err}");
+        assert!(
+            err.starts_with("profconv: error: <stdout>: "),
+            "{flag}: {err}"
+        );
+    }
+    let mut child = spawn_piped(&["--help"]);
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}

@@ -740,6 +740,91 @@ pub fn duplicate_descriptor(n: u32) -> io::Result<std::fs::File> {
     Ok(unsafe { std::fs::File::from_raw_fd(fd) })
 }
 
+/// A reader or writer on a descriptor that another process may have left non-blocking
+/// (`O_NONBLOCK` belongs to the open file, shared with the shell, a terminal or the program at
+/// the pipe's other end, some of which set it): where a read or write would block, it waits
+/// for the descriptor with `poll` and tries again, as a blocking descriptor would, instead of
+/// failing the conversion with `EAGAIN` ("Resource temporarily unavailable") part-way.
+pub struct Blocking<T>(pub T);
+
+#[cfg(unix)]
+impl<T: std::os::fd::AsFd> Blocking<T> {
+    fn wait(&self, events: libc::c_short) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let mut poll = libc::pollfd {
+            fd: self.0.as_fd().as_raw_fd(),
+            events,
+            revents: 0,
+        };
+        loop {
+            // SAFETY: `poll` reads and writes the one `pollfd` it is given (count 1), which
+            // lives on this stack frame for the call; the descriptor is borrowed from `self.0`,
+            // so it stays open meanwhile.
+            let n = unsafe { libc::poll(&mut poll, 1, -1) };
+            if n >= 0 {
+                // Ready, or an error or hang-up the retried call itself reports.
+                return Ok(());
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+impl<T: Write + std::os::fd::AsFd> Write for Blocking<T> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            match self.0.write(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait(libc::POLLOUT)?,
+                r => return r,
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        loop {
+            match self.0.flush() {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait(libc::POLLOUT)?,
+                r => return r,
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+impl<T: Read + std::os::fd::AsFd> Read for Blocking<T> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match self.0.read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait(libc::POLLIN)?,
+                r => return r,
+            }
+        }
+    }
+}
+
+// Elsewhere a descriptor is not shared that way: the calls pass through.
+#[cfg(not(unix))]
+impl<T: Write> Write for Blocking<T> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+#[cfg(not(unix))]
+impl<T: Read> Read for Blocking<T> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
 /// A regular file mapped read-only into memory: a parser given its bytes as the whole input
 /// reads them in place, where a stream would have the kernel copy every byte into a buffer
 /// first (a tenth of the CPU of a 1 GB folded conversion). The pages a parser has released
