@@ -508,19 +508,47 @@ fn check_option_value(
     decl.check_value(value).map_err(bad)
 }
 
+/// How messages name an input before it is open (as [`OpenInput::open`] names it after).
+fn input_name(path: &Path) -> String {
+    match path == Path::new("-") {
+        true => "<stdin>".to_string(),
+        false => path.display().to_string(),
+    }
+}
+
+/// With `--from`, the parser is known before its input is opened: its option values are
+/// checked then (`true`), so a bad one is refused at once even on a pipe that has not yet
+/// sent the 16 KiB head detection reads. Without it (`false`) they are checked once the head
+/// has picked the parser.
+fn check_input_options_early(
+    registry: &Registry,
+    from: Option<&str>,
+    inputs: &[&Path],
+    raw: &[String],
+    emitter: Option<&FormatHandle>,
+    run: Run,
+) -> Result<bool, Failure> {
+    let Some(id) = from else {
+        return Ok(false);
+    };
+    let parser = registry.parser(id).map_err(Failure::Usage)?;
+    let mut formats = vec![(parser, true)];
+    formats.extend(emitter.map(|e| (e, false)));
+    let opts = split_options(raw, &formats)?;
+    for input in inputs {
+        check_option_values(parser, true, &opts[0], &input_name(input), run)?;
+    }
+    Ok(true)
+}
+
 /// Opens the input and picks its parser.
 fn open_input<'r>(
     registry: &'r Registry,
     args: &InputArgs,
     quiet: bool,
 ) -> Result<(OpenInput, &'r FormatHandle), Failure> {
-    let input = OpenInput::open(&args.input).map_err(|e| {
-        let name = match args.input == Path::new("-") {
-            true => "<stdin>".to_string(),
-            false => args.input.display().to_string(),
-        };
-        Failure::reading(&name, &e)
-    })?;
+    let input =
+        OpenInput::open(&args.input).map_err(|e| Failure::reading(&input_name(&args.input), &e))?;
     let parser = match &args.from {
         Some(id) => registry.parser(id).map_err(Failure::Usage)?,
         None => registry
@@ -895,9 +923,19 @@ fn convert(registry: &Registry, args: &ConvertArgs, run: Run) -> Result<(), Fail
     check_not_an_input(&out_path, &[&args.input.input])?;
     let out = open_output(&out_path)?;
     check_emit_options_early(&args.input.options, emitter, &out, run)?;
+    let checked = check_input_options_early(
+        registry,
+        args.input.from.as_deref(),
+        &[&args.input.input],
+        &args.input.options,
+        Some(emitter),
+        run,
+    )?;
     let (input, parser) = open_input(registry, &args.input, run.quiet)?;
     let opts = split_options(&args.input.options, &[(parser, true), (emitter, false)])?;
-    check_option_values(parser, true, &opts[0], &input.name, run)?;
+    if !checked {
+        check_option_values(parser, true, &opts[0], &input.name, run)?;
+    }
     let (name, profile) = parse(input, parser, &opts[0], run)?;
     let transformed = apply_transforms(&profile.view(), &args.input.transforms, &name, run.quiet)?;
     let view = transformed
@@ -998,6 +1036,14 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
     check_not_an_input(&out_path, &[&args.before, &args.after])?;
     let out = open_output(&out_path)?;
     check_emit_options_early(&args.options, emitter, &out, run)?;
+    let checked = check_input_options_early(
+        registry,
+        args.from.as_deref(),
+        &[&args.before, &args.after],
+        &args.options,
+        Some(emitter),
+        run,
+    )?;
     let open = |path: &Path| {
         open_input(
             registry,
@@ -1020,8 +1066,10 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
             (emitter, false),
         ],
     )?;
-    check_option_values(before_parser, true, &opts[0], &before_in.name, run)?;
-    check_option_values(after_parser, true, &opts[1], &after_in.name, run)?;
+    if !checked {
+        check_option_values(before_parser, true, &opts[0], &before_in.name, run)?;
+        check_option_values(after_parser, true, &opts[1], &after_in.name, run)?;
+    }
     let (before_name, before) = parse(before_in, before_parser, &opts[0], run)?;
     let (after_name, after) = parse(after_in, after_parser, &opts[1], run)?;
     let before_t = apply_transforms(&before.view(), &args.transforms, &before_name, run.quiet)?;
@@ -1039,9 +1087,19 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
 }
 
 fn tree(registry: &Registry, args: &TreeArgs, run: Run) -> Result<(), Failure> {
+    let checked = check_input_options_early(
+        registry,
+        args.input.from.as_deref(),
+        &[&args.input.input],
+        &args.input.options,
+        None,
+        run,
+    )?;
     let (input, parser) = open_input(registry, &args.input, run.quiet)?;
     let opts = split_options(&args.input.options, &[(parser, true)])?;
-    check_option_values(parser, true, &opts[0], &input.name, run)?;
+    if !checked {
+        check_option_values(parser, true, &opts[0], &input.name, run)?;
+    }
     let (name, profile) = parse(input, parser, &opts[0], run)?;
     let transformed = apply_transforms(&profile.view(), &args.input.transforms, &name, run.quiet)?;
     let view = transformed

@@ -575,30 +575,100 @@ fn the_output_is_checked_before_the_input_is_read() {
 /// is a pipe that stays open after its first lines, so profconv would wait for the rest of it if
 /// it parsed before finding `width=0` (or `piece-size=0`, the reader's) wrong. The writer's
 /// options are checked before the input is opened (one short line is all there is); the
-/// reader's once the input's 16 KiB head has come, as the reader is known only from it.
+/// reader's too when `--from` names it, and otherwise once the input's 16 KiB head has come, as
+/// the reader is known only from it.
 #[test]
 fn option_values_are_checked_before_the_input_is_read() {
     use std::io::Write as _;
     use std::time::{Duration, Instant};
     for (args, want, lines) in [
         (
-            &["-o", "-", "--to", "flamegraph", "-O", "width=0"][..],
+            &[
+                "convert",
+                "-",
+                "--from",
+                "folded",
+                "-o",
+                "-",
+                "--to",
+                "flamegraph",
+                "-O",
+                "width=0",
+            ][..],
             "option width=0: expected a width in pixels from 30 to 1000000",
             1,
         ),
         (
-            &["-o", "-", "--to", "folded", "-O", "max-size=-1"][..],
+            &[
+                "convert",
+                "-",
+                "--from",
+                "folded",
+                "-o",
+                "-",
+                "--to",
+                "folded",
+                "-O",
+                "max-size=-1",
+            ][..],
             "option max-size=-1: expected",
             1,
         ),
         (
-            &["-o", "-", "--to", "folded", "-O", "piece-size=0"][..],
-            "option piece-size=0: expected a number of bytes from 1 to",
+            &[
+                "convert",
+                "-",
+                "--from",
+                "folded",
+                "-o",
+                "-",
+                "--to",
+                "folded",
+                "-O",
+                "piece-size=0",
+            ][..],
+            "<stdin>: option piece-size=0: expected a number of bytes from 1 to",
+            1,
+        ),
+        (
+            &["tree", "-", "--from", "folded", "-O", "piece-size=0"][..],
+            "<stdin>: option piece-size=0: expected a number of bytes from 1 to",
+            1,
+        ),
+        (
+            &[
+                "diff",
+                "-",
+                "/dev/null",
+                "--from",
+                "folded",
+                "-O",
+                "piece-size=0",
+                "-o",
+                "-",
+                "--to",
+                "folded",
+            ][..],
+            "<stdin>: option piece-size=0: expected a number of bytes from 1 to",
+            1,
+        ),
+        // Without --from the reader is known from the head.
+        (
+            &[
+                "convert",
+                "-",
+                "-o",
+                "-",
+                "--to",
+                "folded",
+                "-O",
+                "piece-size=0",
+            ][..],
+            "<stdin>: option piece-size=0: expected a number of bytes from 1 to",
             2000,
         ),
     ] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_profconv"))
-            .args(["convert", "-", "--from", "folded"])
             .args(args)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
