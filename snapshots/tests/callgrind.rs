@@ -753,6 +753,32 @@ fn readers_see_the_whole_cost_of_root_functions_that_are_also_called() {
     }
 }
 
+/// Names that read back alike (a leading blank, a carriage return written as a space, an empty
+/// name written `???`) are written as one function: `callgrind_annotate --inclusive=yes` showed
+/// `foo` at 200 % for `main; foo;foo` (two functions to profconv, one to the reader, calling
+/// itself). Every inclusive cost is now within the total, in the real reader.
+#[test]
+fn names_that_read_back_alike_stay_within_the_total_in_callgrind_annotate() {
+    let Some(tool) = annotate_tool() else {
+        return;
+    };
+    for (k, (x, y)) in [(" foo", "foo"), ("a\rb", "a b"), ("", "???")]
+        .into_iter()
+        .enumerate()
+    {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&["main", x, y], &[3]).unwrap();
+        let text = emit_text(&b.finish());
+        let file = scratch(&format!("read_back_alike_{k}.callgrind"), text.as_bytes());
+        let inclusive = run_annotate(&tool, &file, true, &[]);
+        assert_eq!(inclusive.totals.first(), Some(&3), "{x:?}\n{text}");
+        let costs = first_col(&inclusive);
+        assert!(costs.values().all(|&v| v <= 3), "{x:?}: {costs:?}\n{text}");
+        assert_eq!(costs.len(), 2, "main and {y:?}: {costs:?}");
+    }
+}
+
 #[test]
 fn emit_fractional_values_are_scaled() {
     let bytes = read_fixture("folded/inferno/flamegraph/fractional-samples/fractional.txt");
