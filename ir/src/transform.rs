@@ -16,7 +16,7 @@
 //!   one sample per stack.
 
 use crate::builder::ProfileBuilder;
-use crate::calltree::CallTree;
+use crate::children::ChildIndex;
 use crate::profile::{IrError, NONE, Profile, ProfileRef, ValueKind};
 use foldhash::fast::FixedState;
 use hashbrown::HashMap;
@@ -431,21 +431,18 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
             }
         }
         Transform::MinTotal(fraction) => {
-            let tree = CallTree::build(p)?;
             let Some(col) = p.default_weight() else {
                 return Err(IrError::Invalid(
                     "min total needs a weight value type".into(),
                 ));
             };
-            let grand = tree.grand_total(col);
+            let (stack_node, total, grand) = name_node_totals(p, &keys, col)?;
             let mut small = Vec::with_capacity(n);
-            for s in 0..n {
+            for (s, &node) in stack_node.iter().enumerate() {
                 let prefix = p.stack_prefix[s];
-                let node = tree.stack_node[s] as usize;
                 // Roots stay: they have no parent to take their value.
                 let is_small = prefix != NONE
-                    && (small[prefix as usize]
-                        || fraction.below(tree.total_values[col][node], grand));
+                    && (small[prefix as usize] || fraction.below(total[node as usize], grand));
                 small.push(is_small);
                 if is_small {
                     matched += live_count(s);
@@ -457,6 +454,49 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
         }
     }
     r.finish(p, matched)
+}
+
+/// Call nodes as a transform sees them, functions compared by name (two `f`s of different
+/// files under `main` are one node, as `merge:main;f` takes both): each stack's node, each
+/// node's total of column `col`, and the grand total.
+fn name_node_totals(
+    p: &ProfileRef<'_>,
+    keys: &NameKeys<'_>,
+    col: usize,
+) -> Result<(Vec<u32>, Vec<i64>, i64), IrError> {
+    let n = p.n_stacks();
+    let mut index = ChildIndex::default();
+    let mut parent: Vec<u32> = Vec::new();
+    let mut stack_node: Vec<u32> = Vec::with_capacity(n);
+    for s in 0..n {
+        let prefix = p.stack_prefix[s];
+        let up = match prefix {
+            NONE => NONE,
+            prefix => stack_node[prefix as usize],
+        };
+        let node = index.get_or_make(up, keys.stack_key[s], || {
+            parent.push(up);
+            (parent.len() - 1) as u32
+        });
+        stack_node.push(node);
+    }
+    let overflow = |a: i64, b: i64| IrError::Overflow(format!("{a} + {b} does not fit in 64 bits"));
+    let mut total: Vec<i64> = crate::zeros(parent.len());
+    for (&s, &v) in p.sample_stack.iter().zip(p.sample_values[col].iter()) {
+        let cell = &mut total[stack_node[s as usize] as usize];
+        *cell = cell.checked_add(v).ok_or_else(|| overflow(*cell, v))?;
+    }
+    // A node is made after its parent: children first, from the last.
+    let mut grand = 0i64;
+    for i in (0..parent.len()).rev() {
+        let v = total[i];
+        let cell = match parent[i] {
+            NONE => &mut grand,
+            up => &mut total[up as usize],
+        };
+        *cell = cell.checked_add(v).ok_or_else(|| overflow(*cell, v))?;
+    }
+    Ok((stack_node, total, grand))
 }
 
 /// Collapses recursion with one depth-first walk of the stack table (the outermost call of each
@@ -827,6 +867,7 @@ impl fmt::Display for Transform {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::calltree::CallTree;
     use crate::testing::seed_001;
     use crate::text::{TreeOrder, TreeTextOptions, render_tree};
 
@@ -1049,6 +1090,36 @@ mod tests {
             figure(&run(&p, &["min-total:1"])),
             format!("a:{},{}\n", big + 1, big + 1)
         );
+    }
+
+    /// `min-total` judges a call node as every transform names it, functions compared by
+    /// name: two `f`s of different files under `main`, 5 each, are one node of 10, kept at
+    /// 60 %; judged apart (as the call tree builds nodes) each was below and both were merged
+    /// into `main`.
+    #[test]
+    fn min_total_compares_functions_by_name() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        let main = b.func("main");
+        let main = b.frame(main);
+        let main = b.stack(NONE, main);
+        for file in ["a.c", "b.c"] {
+            let f = b.func_with("f", Some(file), None, None);
+            let f = b.frame(f);
+            let s = b.stack(main, f);
+            b.push_sample(s, None, &[5]);
+        }
+        b.push_sample(main, None, &[1]);
+        let p = b.finish();
+        // The node `main;f` is 10 of 11 (90.9 %), each `f` 5 (45.5 %).
+        for spec in ["min-total:60%", "min-total:90%"] {
+            assert_eq!(
+                figure(&run(&p, &[spec])),
+                "main:11,1\n  f:5,5\n  f:5,5\n",
+                "{spec}"
+            );
+        }
+        assert_eq!(figure(&run(&p, &["min-total:91%"])), "main:11,11\n");
     }
 
     #[test]
