@@ -1108,3 +1108,37 @@ fn the_firefox_profiler_places_a_traces_calls_in_time() {
     drop(session);
     let _ = std::fs::remove_file(&file);
 }
+
+/// An aggregated profile's timeline ends where its weights do: the real profiler ends a sample
+/// at the next one's time, and the last at its time plus one interval, so profconv writes a
+/// `null` sample where the last stack ends. `a;b 1`, `a;c 50`: `a;c` is drawn from 1 to 51 ms
+/// and the profile runs to 52 (the end marker's interval); it ended at 2, `a;c` one interval
+/// wide.
+#[test]
+fn the_firefox_profiler_ends_an_aggregated_timeline_at_its_total() {
+    let Some(cli) = ProfilerCli::find("aggregated end") else {
+        return;
+    };
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("samples", "count", ValueKind::Weight);
+    b.add_stack(&["a", "b"], &[1]).unwrap();
+    b.add_stack(&["a", "c"], &[50]).unwrap();
+    let file = cli.sessions.join("aggregated-end.json.gz");
+    std::fs::write(&file, emit::<Firefox>(&b.finish())).expect("write profile");
+    let session = cli.load(&file, "aggregated-end").expect("load");
+    let info = session.query(&["status"]);
+    let range = info
+        .get("rootRange")
+        .unwrap_or_else(|| panic!("rootRange: {info}"));
+    let (start, end) = (range["start"].as_f64(), range["end"].as_f64());
+    assert_eq!((start, end), (Some(0.0), Some(52.0)), "{info}");
+    // The range from 2 ms on selects no sample start: `a;c` started at 1.
+    session.query(&["zoom", "push", "0.002,0.052"]);
+    let tree = session.query(&["thread", "samples-top-down"]);
+    let roots = tree["regularCallTree"]["children"]
+        .as_array()
+        .expect("children");
+    assert!(roots.is_empty(), "{tree}");
+    drop(session);
+    let _ = std::fs::remove_file(&file);
+}

@@ -2,7 +2,7 @@
 //! thread, the depth-first order of stacks and aggregation per stack.
 
 use profconv_plugin::PluginError;
-use profconv_plugin::ir::{IrError, NONE, ProfileRef, ValueKind};
+use profconv_plugin::ir::{CallTree, IrError, NONE, ProfileRef, ValueKind};
 use serde::{Serialize, Serializer};
 
 /// Name of the one thread written for a profile without threads.
@@ -131,24 +131,18 @@ pub fn thread_name<'p>(p: &ProfileRef<'p>, t: usize) -> &'p str {
     }
 }
 
-/// Position of each stack in a depth-first walk of the stack tree with siblings by function
-/// name (bytewise; ties by frame, then first-seen): the order of a flame graph, so every
-/// subtree's samples are contiguous.
+/// Position of each stack in a depth-first walk of the call tree with siblings by function name
+/// (bytewise; ties by func), the stacks of one call node (frames of one func at other lines or
+/// addresses) one after another in first-seen order: the order of a flame graph, so every call
+/// node's subtree has its samples together.
 #[cfg(test)]
 pub fn stack_rank(p: &ProfileRef<'_>) -> Vec<u32> {
-    stack_rank_and_spare(p).0
+    stack_rank_and_spare(p).unwrap().0
 }
 
 /// [`stack_rank`], and a spare array of one `NONE` per stack (the memory of a temporary, to
 /// be reused as a per-stack scratch map).
-///
-/// No recursion, no hashing and no walk in depth-first order (which would jump around memory):
-/// one backward pass links each stack's children (in first-seen order) and sums subtree sizes
-/// (`prefix[i] < i`); one forward pass, parents before children, sorts each stack's children
-/// by name and places them one after another right after their parent: a child's position is
-/// its parent's, plus one, plus the sizes of the siblings before it. The size array becomes
-/// the rank array as it goes (a child's size is read just before its position is written).
-pub fn stack_rank_and_spare(p: &ProfileRef<'_>) -> (Vec<u32>, Vec<u32>) {
+pub fn stack_rank_and_spare(p: &ProfileRef<'_>) -> Result<(Vec<u32>, Vec<u32>), PluginError> {
     let n = p.n_stacks();
     // Funcs ranked by name once, so sibling sorts compare integers.
     let funcs = profconv_plugin::ir::strings::order_by_bytes(
@@ -161,17 +155,68 @@ pub fn stack_rank_and_spare(p: &ProfileRef<'_>) -> (Vec<u32>, Vec<u32>) {
         func_rank[f as usize] = r as u32;
     }
     drop(funcs);
-    // Sibling order: (func rank, frame) in one integer; equal keys keep first-seen order.
-    let key = |s: u32| {
-        let frame = p.stack_frame[s as usize];
-        ((func_rank[p.frame_func[frame as usize] as usize] as u64) << 32) | frame as u64
-    };
+    let key = |f: u32| ((func_rank[f as usize] as u64) << 32) | f as u64;
+    // When no func has two frames (folded stacks: most profiles), sibling stacks have distinct
+    // funcs, so the stacks are the call nodes.
+    let mut frame_of = vec![NONE; p.n_funcs()];
+    let one_frame_each = p.frame_func.iter().enumerate().all(|(frame, &f)| {
+        let slot = &mut frame_of[f as usize];
+        let first = *slot == NONE;
+        *slot = frame as u32;
+        first
+    });
+    drop(frame_of);
+    if one_frame_each {
+        let func = |s: u32| p.frame_func[p.stack_frame[s as usize] as usize];
+        return Ok(tree_rank(n, |i| p.stack_prefix[i], |s| key(func(s))));
+    }
+    // Otherwise the call nodes are ranked, then each node's stacks take the places from its
+    // rank on (a counting sort by node rank, stacks in index order).
+    let nodes = CallTree::build_columns(p, &[])?;
+    let (node_rank, _) = tree_rank(
+        nodes.parent.len(),
+        |i| nodes.parent[i],
+        |v| key(nodes.func[v as usize]),
+    );
+    let mut start = vec![0u32; node_rank.len() + 1];
+    for &v in &nodes.stack_node {
+        start[node_rank[v as usize] as usize + 1] += 1;
+    }
+    for r in 1..start.len() {
+        start[r] += start[r - 1];
+    }
+    let rank = nodes
+        .stack_node
+        .iter()
+        .map(|&v| {
+            let at = &mut start[node_rank[v as usize] as usize];
+            *at += 1;
+            *at - 1
+        })
+        .collect();
+    Ok((rank, vec![NONE; n]))
+}
+
+/// The depth-first position of each of `n` tree nodes (`prefix(i) < i`, or `NONE` for a root),
+/// siblings by `key` (distinct among siblings), and a spare array of `n` `NONE`s.
+///
+/// No recursion, no hashing and no walk in depth-first order (which would jump around memory):
+/// one backward pass links each node's children (in first-seen order) and sums subtree sizes;
+/// one forward pass, parents before children, sorts each node's children by key and places them
+/// one after another right after their parent: a child's position is its parent's, plus one,
+/// plus the sizes of the siblings before it. The size array becomes the rank array as it goes
+/// (a child's size is read just before its position is written).
+fn tree_rank(
+    n: usize,
+    prefix: impl Fn(usize) -> u32,
+    key: impl Fn(u32) -> u64,
+) -> (Vec<u32>, Vec<u32>) {
     let mut rank = vec![1u32; n]; // subtree sizes first
     let mut first_child = vec![NONE; n];
     let mut next_sibling = vec![0u32; n]; // every entry is set below
     let mut first_root = NONE;
     for i in (0..n).rev() {
-        match p.stack_prefix[i] {
+        match prefix(i) {
             NONE => {
                 next_sibling[i] = first_root;
                 first_root = i as u32;
@@ -190,7 +235,7 @@ pub fn stack_rank_and_spare(p: &ProfileRef<'_>) -> (Vec<u32>, Vec<u32>) {
             return;
         }
         if next_sibling[head as usize] == NONE {
-            // An only child (most stacks).
+            // An only child (most nodes).
             rank[head as usize] = first;
             return;
         }
@@ -293,31 +338,48 @@ mod tests {
         assert!(matches!(scaled(i64::MAX as i128, 3), Num::F(_)));
     }
 
-    /// The depth-first walk `stack_rank` replaced: children linked per stack, siblings sorted
-    /// at each visit.
+    /// The depth-first walk of the call tree that `stack_rank` stands for: call nodes made by
+    /// (parent node, func), children sorted at each visit, a node's stacks in index order.
     fn stack_rank_by_walk(p: &ProfileRef<'_>) -> Vec<u32> {
         let n = p.n_stacks();
-        let mut children = vec![Vec::new(); n];
+        let func = |s: usize| p.frame_func[p.stack_frame[s] as usize];
+        let mut node_of = std::collections::HashMap::new();
+        let mut stacks_of: Vec<Vec<u32>> = Vec::new();
+        let mut children: Vec<Vec<u32>> = Vec::new();
         let mut roots = Vec::new();
-        for i in 0..n {
-            match p.stack_prefix[i] {
-                NONE => roots.push(i as u32),
-                pre => children[pre as usize].push(i as u32),
-            }
+        let mut stack_node = vec![0u32; n];
+        for s in 0..n {
+            let up = match p.stack_prefix[s] {
+                NONE => NONE,
+                pre => stack_node[pre as usize],
+            };
+            let v = *node_of.entry((up, func(s))).or_insert_with(|| {
+                stacks_of.push(Vec::new());
+                children.push(Vec::new());
+                let v = (stacks_of.len() - 1) as u32;
+                match up {
+                    NONE => roots.push(v),
+                    up => children[up as usize].push(v),
+                }
+                v
+            });
+            stack_node[s] = v;
+            stacks_of[v as usize].push(s as u32);
         }
-        let key = |s: &u32| {
-            let frame = p.stack_frame[*s as usize];
-            let name = p.func_name_str(p.frame_func[frame as usize]).as_bytes();
-            (name, p.frame_func[frame as usize], frame, *s)
+        let key = |v: &u32| {
+            let f = func(stacks_of[*v as usize][0] as usize);
+            (p.func_name_str(f).as_bytes(), f)
         };
         roots.sort_by_key(key);
         let mut todo: Vec<u32> = roots.into_iter().rev().collect();
         let mut rank = vec![0u32; n];
         let mut next = 0;
-        while let Some(s) = todo.pop() {
-            rank[s as usize] = next;
-            next += 1;
-            let mut kids = children[s as usize].clone();
+        while let Some(v) = todo.pop() {
+            for &s in &stacks_of[v as usize] {
+                rank[s as usize] = next;
+                next += 1;
+            }
+            let mut kids = children[v as usize].clone();
             kids.sort_by_key(key);
             todo.extend(kids.iter().rev());
         }
@@ -327,34 +389,38 @@ mod tests {
     #[test]
     fn stack_rank_is_the_depth_first_order_by_name() {
         use profconv_plugin::ir::ProfileBuilder;
-        // Pseudo-random stacks over a few names (some frames of one func at two addresses), so
-        // siblings tie on names and on funcs.
-        let mut b = ProfileBuilder::new();
-        b.add_value_type("samples", "count", ValueKind::Weight);
-        let names = ["b", "a", "c", "a2", "B", "z", "a"];
-        let funcs: Vec<u32> = names.iter().map(|n| b.func(n)).collect();
-        let mut frames: Vec<u32> = funcs.iter().map(|&f| b.frame(f)).collect();
-        frames.push(b.frame_at(funcs[1], Some(0x10), None));
-        frames.push(b.frame_at(funcs[1], Some(0x20), None));
-        let mut x: u64 = 42;
-        let mut rnd = |m: u64| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (x >> 33) % m
-        };
-        for _ in 0..2000 {
-            let depth = 1 + rnd(6);
-            let mut s = NONE;
-            for _ in 0..depth {
-                s = b.stack(s, frames[rnd(frames.len() as u64) as usize]);
+        // Pseudo-random stacks over a few names, so siblings tie on names; then with frames of
+        // one func at two addresses too (a call node of several stacks, ranked as nodes).
+        for addresses in [false, true] {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("samples", "count", ValueKind::Weight);
+            let names = ["b", "a", "c", "a2", "B", "z", "a"];
+            let funcs: Vec<u32> = names.iter().map(|n| b.func(n)).collect();
+            let mut frames: Vec<u32> = funcs.iter().map(|&f| b.frame(f)).collect();
+            if addresses {
+                frames.push(b.frame_at(funcs[1], Some(0x10), None));
+                frames.push(b.frame_at(funcs[1], Some(0x20), None));
             }
-            b.add_to_stack(s, &[1]).unwrap();
+            let mut x: u64 = 42;
+            let mut rnd = |m: u64| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (x >> 33) % m
+            };
+            for _ in 0..2000 {
+                let depth = 1 + rnd(6);
+                let mut s = NONE;
+                for _ in 0..depth {
+                    s = b.stack(s, frames[rnd(frames.len() as u64) as usize]);
+                }
+                b.add_to_stack(s, &[1]).unwrap();
+            }
+            let p = b.finish();
+            let v = p.view();
+            assert!(v.n_stacks() > 1000);
+            assert_eq!(stack_rank(&v), stack_rank_by_walk(&v), "{addresses}");
         }
-        let p = b.finish();
-        let v = p.view();
-        assert!(v.n_stacks() > 1000);
-        assert_eq!(stack_rank(&v), stack_rank_by_walk(&v));
         // A single chain and an empty profile.
         let mut b = ProfileBuilder::new();
         let f = b.func("f");

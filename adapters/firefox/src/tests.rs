@@ -130,9 +130,11 @@ fn seed_001_firefox_tree_and_structure() {
         "A self=0 total=3\n  B self=0 total=3\n    C self=0 total=2\n      D self=0 total=1\n        E self=1 total=1\n      F self=0 total=1\n        G self=1 total=1\n    H self=0 total=1\n      F self=1 total=1\n"
     );
     let t = thread(&v, 0);
-    // One sample per stack with a self value, depth first by name, at the running sum.
-    assert_eq!(ints(&t["samples"]["time"]), [0, 1, 2]);
-    assert_eq!(ints(&t["samples"]["weight"]), [1, 1, 1]);
+    // One sample per stack with a self value, depth first by name, at the running sum; a
+    // `null` sample where the last one ends.
+    assert_eq!(ints(&t["samples"]["time"]), [0, 1, 2, 3]);
+    assert_eq!(ints(&t["samples"]["weight"]), [1, 1, 1, 0]);
+    assert_eq!(t["samples"]["stack"][3], serde_json::Value::Null);
     // Strings once, in one table.
     assert_eq!(t["stringArray"].as_array().unwrap().len(), 8);
 }
@@ -176,8 +178,11 @@ fn ordered_trace_keeps_time_order_with_an_end_marker() {
 fn aggregated_trace_has_one_sample_per_stack() {
     let (json, v) = firefox(&seed_000(false), &[]);
     let t = thread(&v, 0);
-    assert_eq!(ints(&t["samples"]["weight"]), [70, 60, 30]);
-    assert_eq!(ints(&t["samples"]["time"]), [0, 70, 130]);
+    // The last, `f;g;h` (30), ends at 160 (without the `null` sample the profiler ended it one
+    // interval after it starts: a 1 ms box for 30 ticks).
+    assert_eq!(ints(&t["samples"]["weight"]), [70, 60, 30, 0]);
+    assert_eq!(ints(&t["samples"]["time"]), [0, 70, 130, 160]);
+    assert_eq!(t["samples"]["stack"][3], serde_json::Value::Null);
     let s = check_firefox(&json).unwrap();
     assert_eq!(s.tree[0], node("f", 70.0, 160.0));
 }
@@ -216,11 +221,11 @@ fn an_aggregated_timeline_past_2_pow_52_is_scaled_to_fit_a_double() {
     // The weights are not scaled.
     assert_eq!(
         samples["weight"],
-        serde_json::json!([9_007_199_254_740_993i64, 1])
+        serde_json::json!([9_007_199_254_740_993i64, 1, 0])
     );
     // Below the bound, times stay the exact running sums.
     let (_, v) = firefox(&seed_000(false), &[]);
-    assert_eq!(ints(&thread(&v, 0)["samples"]["time"]), [0, 70, 130]);
+    assert_eq!(ints(&thread(&v, 0)["samples"]["time"]), [0, 70, 130, 160]);
 }
 
 #[test]
@@ -438,7 +443,10 @@ fn threads_values_files_and_lines() {
     // Time in ns becomes tracing-ms.
     let (json, v) = firefox(&p, &[("value", "time_ns")]);
     assert_eq!(thread(&v, 0)["samples"]["weightType"], "tracing-ms");
-    assert_eq!(thread(&v, 1)["samples"]["weight"], serde_json::json!([3]));
+    assert_eq!(
+        thread(&v, 1)["samples"]["weight"],
+        serde_json::json!([3, 0])
+    );
     let s = check_firefox(&json).unwrap();
     assert!(
         (s.tree[0].total - 3.002).abs() < 1e-12,
@@ -486,7 +494,7 @@ fn fractional_and_negative_weights() {
     let p = b.finish();
     let (json, v) = firefox(&p, &[]);
     let w = &thread(&v, 0)["samples"]["weight"];
-    assert_eq!(w, &serde_json::json!([150, -25]));
+    assert_eq!(w, &serde_json::json!([150, -25, 0]));
     let s = check_firefox(&json).unwrap();
     assert_eq!(s.tree[0], node("a", 0.0, 125.0));
 
@@ -499,7 +507,7 @@ fn fractional_and_negative_weights() {
     let (_, v) = firefox(&p, &[]);
     assert_eq!(
         thread(&v, 0)["samples"]["weight"],
-        serde_json::json!([1.5, -0.25])
+        serde_json::json!([1.5, -0.25, 0])
     );
     let mut warnings = Vec::new();
     let mut sink = |_: u32, m: &str| warnings.push(m.to_string());
@@ -784,7 +792,7 @@ fn threads_with_few_of_many_stacks_and_a_large_table() {
     assert!(p.view().n_stacks() > 8 * 20);
     let (_, v) = firefox(&p, &[]);
     let two = thread(&v, 1);
-    assert_eq!(two["samples"]["length"], 5);
+    assert_eq!(two["samples"]["length"], 5 + 1, "five stacks and the end");
     assert!(two["stackTable"]["length"].as_u64().unwrap() <= 15);
     assert!(thread(&v, 0)["stackTable"]["length"].as_u64().unwrap() > 10_000);
     let n3 = thread(&v, 2)["stackTable"]["length"].as_u64().unwrap();
@@ -844,4 +852,83 @@ fn speedscope_warns_about_stacks_too_deep_for_speedscope() {
     assert!(!is_depth(&speedscope_warnings(&trace(deep as i64), &[])));
     let w = speedscope_warnings(&trace(deep as i64 + 1), &[]);
     assert!(is_depth(&w), "{w:?}");
+}
+
+/// Each sample's stack as `a;b;c` (`-` for a `null` stack), from a Firefox thread's tables.
+fn sample_paths(t: &Value) -> Vec<String> {
+    let strings = t["stringArray"].as_array().unwrap();
+    let name = |frame: usize| {
+        let func = t["frameTable"]["func"][frame].as_u64().unwrap() as usize;
+        let s = t["funcTable"]["name"][func].as_u64().unwrap() as usize;
+        strings[s].as_str().unwrap().to_string()
+    };
+    let path = |mut stack: usize| {
+        let mut names = Vec::new();
+        loop {
+            names.push(name(
+                t["stackTable"]["frame"][stack].as_u64().unwrap() as usize
+            ));
+            match t["stackTable"]["prefix"][stack].as_u64() {
+                Some(p) => stack = p as usize,
+                None => break,
+            }
+        }
+        names.reverse();
+        names.join(";")
+    };
+    t["samples"]["stack"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_u64().map_or("-".to_string(), |s| path(s as usize)))
+        .collect()
+}
+
+/// A function called from three lines of its caller (`main` calls `parse` at lines 11 and 13,
+/// `hash` at 12; a callgrind file): in the aggregated timeline each call node's samples come
+/// together, siblings by name, as in a flame graph. Ranked by stack (a frame per line), `parse`
+/// was two boxes in the Firefox stack chart and in speedscope's time order, before `hash`.
+#[test]
+fn a_call_node_of_several_lines_is_one_box_in_the_timeline() {
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("Ir", "count", ValueKind::Weight);
+    let main = b.func("main");
+    let (parse, hash) = (b.func("parse"), b.func("hash"));
+    for (line, callee) in [(11, parse), (12, hash), (13, parse)] {
+        let caller = b.frame_at(main, None, Some(line));
+        let s = b.stack(profconv_plugin::ir::NONE, caller);
+        let callee = b.frame(callee);
+        let s = b.stack(s, callee);
+        b.add_to_stack(s, &[10]).unwrap();
+    }
+    let p = b.finish();
+    let (_, v) = firefox(&p, &[]);
+    let t = thread(&v, 0);
+    assert_eq!(
+        sample_paths(t),
+        ["main;hash", "main;parse", "main;parse", "-"]
+    );
+    assert_eq!(ints(&t["samples"]["time"]), [0, 10, 20, 30]);
+    let (_, v) = speedscope(&p, &[]);
+    let frames = v["shared"]["frames"].as_array().unwrap();
+    let names: Vec<Vec<&str>> = v["profiles"][0]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            s.as_array()
+                .unwrap()
+                .iter()
+                .map(|f| {
+                    frames[f.as_u64().unwrap() as usize]["name"]
+                        .as_str()
+                        .unwrap()
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [["main", "hash"], ["main", "parse"], ["main", "parse"]]
+    );
 }
