@@ -31,9 +31,9 @@ pub enum NameStyle {
 pub struct DeepOptions {
     /// How procedures are named.
     pub names: NameStyle,
-    /// Keep one call node per proc-dynamic: a procedure that a caller reaches from several call
-    /// sites (or several times from one) gets its call site in its name, so the IR's call tree,
-    /// which combines siblings of the same function, keeps them apart.
+    /// Keep one call node per call site: a procedure that a caller reaches from several call
+    /// sites gets its call site in its name, so the IR's call tree, which combines siblings of
+    /// the same function, keeps them apart (instances reached through one site stay one node).
     pub call_sites: bool,
 }
 
@@ -345,18 +345,21 @@ fn frame_at_line(b: &mut ProfileBuilder, func: u32, line: u32) -> u32 {
     }
 }
 
-/// Nodes that share their parent and procedure with a sibling (reached from different call
-/// sites, or as different callees of one site): `-O call-sites` names them apart.
+/// Nodes that share their parent and procedure with a sibling reached from another call site:
+/// `-O call-sites` names them apart.
 fn same_procedure_siblings(f: &DeepFile<'_>, t: &PdTree) -> Vec<bool> {
-    let mut keyed: Vec<(u32, u32, u32)> = (1..t.len())
-        .map(|n| (t.parent[n], f.pd[t.pd[n] as usize].ps, n as u32))
+    let mut keyed: Vec<(u32, u32, u32, u32)> = (1..t.len())
+        .map(|n| (t.parent[n], f.pd[t.pd[n] as usize].ps, t.css[n], n as u32))
         .collect();
     keyed.sort_unstable();
     let mut renamed = vec![false; t.len()];
-    for w in keyed.windows(2) {
-        if (w[0].0, w[0].1) == (w[1].0, w[1].1) {
-            renamed[w[0].2 as usize] = true;
-            renamed[w[1].2 as usize] = true;
+    // Only siblings from two call sites or more: those of one site (instances through one
+    // higher-order or callback site) would get one name, and be one node again anyway.
+    for group in keyed.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+        if group.first().map(|g| g.2) != group.last().map(|g| g.2) {
+            for g in group {
+                renamed[g.3 as usize] = true;
+            }
         }
     }
     renamed
@@ -380,7 +383,11 @@ fn call_site_func(
     } else {
         site.file
     };
-    let _ = write!(name, " [{}:{}", lossy(site_file), css.line);
+    let _ = write!(name, " [{}", lossy(site_file));
+    // Line 0 is no line.
+    if css.line != 0 {
+        let _ = write!(name, ":{}", css.line);
+    }
     if !site.goal_path.is_empty() {
         let _ = write!(name, " {}", lossy(site.goal_path));
     }

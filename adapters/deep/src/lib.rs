@@ -44,7 +44,7 @@ impl Format for Deep {
         ).parse_only(),
         OptionDesc::flag(
             "call-sites",
-            "one call node per proc-dynamic: a procedure a caller reaches from several call sites is named with its call site `[file:line goal]`",
+            "one call node per call site: a procedure a caller reaches from several call sites is named with its call site `[file:line goal]`",
         ).parse_only(),
     ];
     const CAN_PARSE: bool = true;

@@ -281,6 +281,8 @@ pub(crate) enum MeasureError<'a> {
     Mask(&'a [u8], u64),
     TooLarge(&'a [u8], u64),
     Overflow,
+    /// Redos, and exits + fails + excps, fewer.
+    MoreRedos(i64, i128),
 }
 
 /// The mask and values of a call-site-dynamic (spec §8.1), after its callee, into `ms`.
@@ -378,11 +380,17 @@ fn store_measures<'a>(
     let v = &ms.values;
     ms.calls = match explicit_calls {
         Some(c) => c,
-        None => v[m::EXITS]
-            .checked_add(v[m::FAILS])
-            .and_then(|s| s.checked_add(v[m::EXCPS]))
-            .and_then(|s| s.checked_sub(v[m::REDOS]))
-            .ok_or(MeasureError::Overflow)?,
+        None => {
+            // In 128 bits: each value is below 2^63, so only the result can overflow.
+            let ends = v[m::EXITS] as i128 + v[m::FAILS] as i128 + v[m::EXCPS] as i128;
+            match i64::try_from(ends - v[m::REDOS] as i128) {
+                Ok(c) if c >= 0 => c,
+                // A redo re-enters a call that exited, and ends again: never more redos than
+                // ends.
+                Ok(_) => return Err(MeasureError::MoreRedos(v[m::REDOS], ends)),
+                Err(_) => return Err(MeasureError::Overflow),
+            }
+        }
     };
     Ok(())
 }
@@ -1329,6 +1337,12 @@ impl<'a> Loader<'a> {
             MeasureError::Overflow => Fail::Semantic(invalid(
                 start,
                 format!("call-site-dynamic {id}: exits + fails + excps − redos overflows 64 bits"),
+            )),
+            MeasureError::MoreRedos(redos, ends) => Fail::Semantic(invalid(
+                start,
+                format!(
+                    "call-site-dynamic {id}: {redos} redos, more than its exits + fails + excps ({ends}): its calls (exits + fails + excps − redos) would be negative"
+                ),
             )),
         })?;
         self.f.sum_quanta += ms.values[m::QUANTA] as i128;

@@ -454,6 +454,78 @@ fn explicit_call_counts_are_used() {
     assert!(text.contains("t.f/2 calls=7 rec=0"), "{text}");
 }
 
+/// A file whose root calls `t.f/2` once through a call-site-dynamic of `mask` and `values`.
+fn one_call(mask: u64, values: &[u64]) -> Vec<u8> {
+    let mut e = header(&Hdr {
+        version: 9,
+        flags: 0x108,
+        counts: [1, 2, 2, 2],
+        quanta: 0,
+        call_seqs: 0,
+    });
+    e.b(4).num(1).num(1).num(1).b(4).num(1).b(0);
+    e.b(2).num(1).num(2).num(mask);
+    for &v in values {
+        e.num(v);
+    }
+    e.b(4).num(2).num(2).num(1).b(2).b(0);
+    statics(&mut e, 9, 2);
+    e.0
+}
+
+/// calls = exits + fails + excps − redos is worked out in 128 bits: a sum past 2^63 whose result
+/// fits is no overflow (it was refused); a result past 2^63 − 1 is, and more redos than ends,
+/// which no run gives (a redo re-enters a call that ended, and ends again), is an error at the
+/// record, not a negative count.
+#[test]
+fn derived_call_counts_are_exact_or_an_error() {
+    let max = i64::MAX as u64;
+    // exits, redos, excps (mask bits 0x2, 0x40, 0x80: spec §8.1).
+    let text = tree_text(&one_call(0xc2, &[max, max, max]));
+    assert!(text.contains(&format!("t.f/2 calls={max} rec=0")), "{text}");
+    let e = err(&one_call(0xc2, &[max, 0, max]));
+    assert!(e.message.contains("overflows 64 bits"), "{e}");
+    assert!(e.byte_offset.is_some(), "{e}");
+    let e = err(&one_call(0x42, &[1, 5]));
+    assert!(
+        e.message
+            .contains("call-site-dynamic 1: 5 redos, more than its exits + fails + excps (1)"),
+        "{e}"
+    );
+    assert!(e.byte_offset.is_some(), "{e}");
+}
+
+/// `-O call-sites` names a caller's siblings of one procedure after their call sites only when
+/// they come from two sites or more: two instances of `t.f/2` through the runtime's one callback
+/// site would both be named `t.f/2 [Mercury runtime:0]` (one node again, under a name that
+/// said it was apart; line 0 is no line). They keep the plain name.
+#[test]
+fn call_site_names_only_for_siblings_of_several_sites() {
+    let mut e = header(&Hdr {
+        version: 9,
+        flags: 0x108,
+        counts: [2, 2, 3, 2],
+        quanta: 0,
+        call_seqs: 0,
+    });
+    // The root's callback slot lists call-site-dynamics 1 and 2, to proc-dynamics 2 and 3 of t.f.
+    e.b(4).num(1).num(1).num(1).b(4).num(1).num(2).b(0);
+    e.b(2).num(1).num(2).num(0x2).num(1);
+    e.b(4).num(2).num(2).num(1).b(2).b(0);
+    e.b(2).num(2).num(3).num(0x2).num(2);
+    e.b(4).num(3).num(2).num(1).b(2).b(0);
+    statics(&mut e, 9, 2);
+    let options = DeepOptions {
+        call_sites: true,
+        ..DeepOptions::default()
+    };
+    let p = parse_deep(&e.0, &options, &mut Context::silent()).expect("parse");
+    let v = p.view();
+    let tree = CallTree::build(&v).expect("tree");
+    let names: Vec<&str> = tree.func.iter().map(|&f| v.func_name_str(f)).collect();
+    assert_eq!(names, ["Mercury runtime.Mercury runtime/0", "t.f/2"]);
+}
+
 #[test]
 fn end_token_and_trailing_bytes() {
     let mut bytes = self_recursion();
@@ -528,7 +600,7 @@ fn structural_errors() {
             small_file([2, 2, 2, 2], &pd2, &[2, 2, 2, 0]),
         ),
         (
-            "proc-dynamic 3 is not reachable from the root proc-dynamic 1",
+            "proc-dynamic 3 is not reachable from the root proc-dynamic 1: only 2 of the 3 proc-dynamics are reachable",
             small_file([1, 2, 3, 2], &pd2, &[4, 3, 2, 1, 2, 0]),
         ),
         (

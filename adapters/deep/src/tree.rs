@@ -137,7 +137,7 @@ pub fn build_tree(f: &DeepFile<'_>) -> Result<PdTree, PluginError> {
                 .find(|(k, _)| t.node_of[*k] == NONE)
                 .unwrap_or((0, &f.pd[0]));
         return Err(PluginError::invalid_input(format!(
-            "proc-dynamic {k} is not reachable from the root proc-dynamic {root}: {} of {} proc-dynamics are",
+            "proc-dynamic {k} is not reachable from the root proc-dynamic {root}: only {} of the {} proc-dynamics are reachable (every one must be, as the profiler writes them)",
             t.len(),
             n_pd - 1
         ))
