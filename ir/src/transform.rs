@@ -88,7 +88,8 @@ impl Fraction {
     /// percentage of that form followed by `%`.
     fn parse_text(text: &str) -> Option<Fraction> {
         let (digits, pct) = match text.strip_suffix('%') {
-            Some(d) => (d, 2),
+            // Blanks around the number are ignored: `50 %` as `50%`.
+            Some(d) => (d.trim_end(), 2),
             None => (text, 0),
         };
         let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
@@ -726,8 +727,17 @@ fn escape(name: &str, out: &mut String) {
     }
 }
 
-/// Splits `a;b\;c` into names, honouring `\;` and `\\`.
+/// Splits `a;b\;c` into names, honouring `\;` and `\\`; no name may be empty.
 fn split_path(text: &str) -> Result<Vec<String>, String> {
+    let names = split_names(text)?;
+    if names.iter().any(|n| n.is_empty()) {
+        return Err(format!("empty function name in path `{text}`"));
+    }
+    Ok(names)
+}
+
+/// [`split_path`] without its check of empty names.
+fn split_names(text: &str) -> Result<Vec<String>, String> {
     let mut names = vec![String::new()];
     let mut chars = text.chars();
     while let Some(c) = chars.next() {
@@ -737,7 +747,11 @@ fn split_path(text: &str) -> Result<Vec<String>, String> {
                 Some(other) => {
                     return Err(format!("unknown escape `\\{other}` (use `\\;` or `\\\\`)"));
                 }
-                None => return Err("a path cannot end with `\\`".into()),
+                None => {
+                    return Err(format!(
+                        "`{text}` ends with a lone `\\` (write `\\\\` for a backslash)"
+                    ));
+                }
             },
             ';' => names.push(String::new()),
             c => {
@@ -747,14 +761,12 @@ fn split_path(text: &str) -> Result<Vec<String>, String> {
             }
         }
     }
-    if names.iter().any(|n| n.is_empty()) {
-        return Err(format!("empty function name in path `{text}`"));
-    }
     Ok(names)
 }
 
 fn single_name(text: &str) -> Result<String, String> {
-    match split_path(text)?.as_slice() {
+    match split_names(text)?.as_slice() {
+        [one] if one.is_empty() => Err("empty function name".into()),
         [one] => Ok(one.clone()),
         _ => Err(format!(
             "`{text}` names a path; this transform takes one function (escape `;` as `\\;`)"
@@ -1182,7 +1194,6 @@ mod tests {
             "min-total:1e-2",
             "min-total:-0",
             "min-total:.",
-            "min-total:5 %",
             "min-total:0.0000000000000000001",
             "min-total:999.999999999999999999",
             "min-total:20.000000000000000001",
@@ -1200,6 +1211,24 @@ mod tests {
                 .parse::<Transform>()
                 .unwrap_err()
                 .contains("merge:PATH")
+        );
+        // A function's errors speak of a function, not a path.
+        for (bad, message) in [
+            (
+                "merge-func:;",
+                "`;` names a path; this transform takes one function",
+            ),
+            ("merge-func:a\\", "`a\\` ends with a lone `\\`"),
+            ("merge:a\\", "`a\\` ends with a lone `\\`"),
+            ("merge:a;;b", "empty function name in path `a;;b`"),
+        ] {
+            let e = bad.parse::<Transform>().unwrap_err();
+            assert!(e.contains(message), "{bad}: {e}");
+        }
+        // Blanks before a `%` are ignored, as around the number.
+        assert_eq!(
+            "min-total:5 %".parse::<Transform>().unwrap(),
+            "min-total:5%".parse::<Transform>().unwrap()
         );
     }
 
