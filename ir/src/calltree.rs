@@ -6,6 +6,49 @@ use crate::profile::{IrError, NONE, ProfileRef, ValueKind};
 /// A path of funcs from a root: names a call node stably across transforms (seed 001).
 pub type CallNodePath = Vec<u32>;
 
+/// The call nodes of a profile's stacks, without values: what a consumer that only orders or
+/// groups stacks by call node needs (the [`CallTree`]'s first pass).
+#[derive(Clone, Debug)]
+pub struct CallNodes {
+    /// Parent node, or [`NONE`] for a root; a parent comes before its children.
+    pub parent: Vec<u32>,
+    /// The func of each node.
+    pub func: Vec<u32>,
+    /// The call node of each stack.
+    pub stack_node: Vec<u32>,
+}
+
+impl CallNodes {
+    /// A stack's node is its prefix's node and its frame's func: one child lookup per stack,
+    /// nodes numbered in first-seen order.
+    pub fn build(p: &ProfileRef<'_>) -> CallNodes {
+        let ns = p.n_stacks();
+        let mut index = ChildIndex::default();
+        let mut parent = Vec::new();
+        let mut func = Vec::new();
+        let mut stack_node = Vec::with_capacity(ns);
+        for s in 0..ns {
+            let prefix = p.stack_prefix[s];
+            let parent_node = match prefix {
+                NONE => NONE,
+                prefix => stack_node[prefix as usize],
+            };
+            let f = p.stack_func(s as u32);
+            let node = index.get_or_make(parent_node, f, || {
+                parent.push(parent_node);
+                func.push(f);
+                (parent.len() - 1) as u32
+            });
+            stack_node.push(node);
+        }
+        CallNodes {
+            parent,
+            func,
+            stack_node,
+        }
+    }
+}
+
 /// The call tree derived from a profile's stacks and samples.
 ///
 /// Node indices follow first-seen order: a parent always comes before its children, so totals
@@ -51,33 +94,20 @@ impl CallTree {
     /// that writes one value type, this saves two vectors per node for every other column (a
     /// Deep.data profile has ten). Columns out of range are ignored.
     pub fn build_columns(p: &ProfileRef<'_>, columns: &[usize]) -> Result<CallTree, IrError> {
-        let ns = p.n_stacks();
-        let mut index = ChildIndex::default();
-        let mut parent = Vec::new();
-        let mut func = Vec::new();
-        let mut depth = Vec::new();
-        let mut stack_node = Vec::with_capacity(ns);
-        for s in 0..ns {
-            let prefix = p.stack_prefix[s];
-            let parent_node = if prefix == NONE {
-                NONE
-            } else {
-                stack_node[prefix as usize]
-            };
-            let f = p.stack_func(s as u32);
-            let node = index.get_or_make(parent_node, f, || {
-                parent.push(parent_node);
-                func.push(f);
-                depth.push(if parent_node == NONE {
-                    0
-                } else {
-                    depth[parent_node as usize] + 1
-                });
-                (parent.len() - 1) as u32
-            });
-            stack_node.push(node);
-        }
+        let CallNodes {
+            parent,
+            func,
+            stack_node,
+        } = CallNodes::build(p);
         let n = parent.len();
+        let mut depth: Vec<u32> = Vec::with_capacity(n);
+        for &up in &parent {
+            let d = match up {
+                NONE => 0,
+                up => depth[up as usize] + 1,
+            };
+            depth.push(d);
+        }
         let mut sample_count: Vec<u32> = crate::zeros(n);
         for &s in p.sample_stack {
             let c = &mut sample_count[stack_node[s as usize] as usize];

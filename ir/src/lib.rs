@@ -28,7 +28,7 @@ pub mod text;
 pub mod transform;
 
 pub use builder::{BulkBuilder, PathStart, PieceMaps, ProfileBuilder, TraceBuilder};
-pub use calltree::{CallNodePath, CallTree};
+pub use calltree::{CallNodePath, CallNodes, CallTree};
 pub use profile::{
     FrameTable, FuncTable, IrError, NO_ADDRESS, NONE, Profile, ProfileRef, SampleTable, StackTable,
     StringsRef, ValueKind, ValueType, flags, format_fixed, path_sums, write_fixed, zeros,

@@ -2,7 +2,7 @@
 //! thread, the depth-first order of stacks and aggregation per stack.
 
 use profconv_plugin::PluginError;
-use profconv_plugin::ir::{CallTree, IrError, NONE, ProfileRef, ValueKind};
+use profconv_plugin::ir::{CallNodes, IrError, NONE, ProfileRef, ValueKind};
 use serde::{Serialize, Serializer};
 
 /// Name of the one thread written for a profile without threads.
@@ -137,12 +137,12 @@ pub fn thread_name<'p>(p: &ProfileRef<'p>, t: usize) -> &'p str {
 /// node's subtree has its samples together.
 #[cfg(test)]
 pub fn stack_rank(p: &ProfileRef<'_>) -> Vec<u32> {
-    stack_rank_and_spare(p).unwrap().0
+    stack_rank_and_spare(p).0
 }
 
 /// [`stack_rank`], and a spare array of one `NONE` per stack (the memory of a temporary, to
 /// be reused as a per-stack scratch map).
-pub fn stack_rank_and_spare(p: &ProfileRef<'_>) -> Result<(Vec<u32>, Vec<u32>), PluginError> {
+pub fn stack_rank_and_spare(p: &ProfileRef<'_>) -> (Vec<u32>, Vec<u32>) {
     let n = p.n_stacks();
     // Funcs ranked by name once, so sibling sorts compare integers.
     let funcs = profconv_plugin::ir::strings::order_by_bytes(
@@ -168,11 +168,11 @@ pub fn stack_rank_and_spare(p: &ProfileRef<'_>) -> Result<(Vec<u32>, Vec<u32>), 
     drop(frame_of);
     if one_frame_each {
         let func = |s: u32| p.frame_func[p.stack_frame[s as usize] as usize];
-        return Ok(tree_rank(n, |i| p.stack_prefix[i], |s| key(func(s))));
+        return tree_rank(n, |i| p.stack_prefix[i], |s| key(func(s)));
     }
     // Otherwise the call nodes are ranked, then each node's stacks take the places from its
     // rank on (a counting sort by node rank, stacks in index order).
-    let nodes = CallTree::build_columns(p, &[])?;
+    let nodes = CallNodes::build(p);
     let (node_rank, _) = tree_rank(
         nodes.parent.len(),
         |i| nodes.parent[i],
@@ -194,7 +194,7 @@ pub fn stack_rank_and_spare(p: &ProfileRef<'_>) -> Result<(Vec<u32>, Vec<u32>), 
             *at - 1
         })
         .collect();
-    Ok((rank, vec![NONE; n]))
+    (rank, vec![NONE; n])
 }
 
 /// The depth-first position of each of `n` tree nodes (`prefix(i) < i`, or `NONE` for a root),

@@ -600,7 +600,7 @@ pub fn build_profile<'r, 'p>(
     let (rank, spare) = match p.is_ordered() {
         true => (None, Vec::new()),
         false => {
-            let (rank, spare) = stack_rank_and_spare(p)?;
+            let (rank, spare) = stack_rank_and_spare(p);
             (Some(rank), spare)
         }
     };

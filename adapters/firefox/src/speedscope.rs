@@ -331,7 +331,7 @@ fn build_file<'r, 'p>(
     let (rank, mut acc) = match p.is_ordered() {
         true => (None, Vec::new()),
         false => {
-            let (rank, spare) = stack_rank_and_spare(p)?;
+            let (rank, spare) = stack_rank_and_spare(p);
             (Some(rank), spare)
         }
     };
