@@ -89,16 +89,45 @@ fn self_value(tree: &CallTree, col: Option<usize>, node: usize) -> i64 {
     }
 }
 
-/// Before's values on after's call nodes, in after's units.
+/// Before's values on after's call nodes, in before's own fixed-point units (as stored):
+/// [`Scale`] takes them to after's units where they are shown, exactly.
 struct Matched {
     /// Before's self value of the node with the same path.
-    self_before: Vec<f64>,
+    self_before: Vec<i128>,
     /// Before's total of the node with the same path.
-    total_before: Vec<f64>,
+    total_before: Vec<i128>,
     /// Before's self values on paths after does not have.
-    unmatched: f64,
-    /// Before's total (scaled).
-    total_before_all: f64,
+    unmatched: i128,
+    /// Before's total.
+    total_before_all: i128,
+}
+
+/// Before's stored values to after's: `× num / den`, a ratio of integers (the decimals' power
+/// of ten, or with `normalize` after's total over before's), so that shown values are exact
+/// where a double would round past 2^53.
+#[derive(Clone, Copy)]
+struct Scale {
+    num: i128,
+    den: i128,
+}
+
+impl Scale {
+    fn f64(self, v: i128) -> f64 {
+        v as f64 * self.num as f64 / self.den as f64
+    }
+
+    /// `v` in after's units × `unit`, rounded half away from zero. Every factor is below
+    /// 2^63 and `num × unit` is kept below 9.2e18 by the caller, so the product fits in i128.
+    fn times(self, v: i128, unit: i128) -> i128 {
+        let n = v * self.num * unit;
+        let q = n / self.den;
+        let r = n % self.den;
+        if 2 * r.abs() >= self.den {
+            q + n.signum()
+        } else {
+            q
+        }
+    }
 }
 
 /// One profile of the two: its call tree, the value column drawn and each node's width.
@@ -112,7 +141,7 @@ struct Side<'a, 'p> {
 /// Matches before's call nodes to after's by their path of function names. A before value on a
 /// node that after has with width 0 (a profile of `profconv diff` holds both sides' paths)
 /// cannot be drawn either, and counts as unmatched.
-fn match_nodes(before: &Side<'_, '_>, after: &Side<'_, '_>, scale: f64) -> Matched {
+fn match_nodes(before: &Side<'_, '_>, after: &Side<'_, '_>) -> Matched {
     let (tb, ta) = (before.tree, after.tree);
     let (before_p, after_p) = (before.p, after.p);
     // Function names as dense keys (two funcs of one name share a key).
@@ -140,10 +169,10 @@ fn match_nodes(before: &Side<'_, '_>, after: &Side<'_, '_>, scale: f64) -> Match
         child.entry((ta.parent[n], k)).or_insert(n as u32);
     }
     let mut m = Matched {
-        self_before: vec![0.0; ta.len()],
-        total_before: vec![0.0; ta.len()],
-        unmatched: 0.0,
-        total_before_all: 0.0,
+        self_before: vec![0; ta.len()],
+        total_before: vec![0; ta.len()],
+        unmatched: 0,
+        total_before_all: 0,
     };
     let mut to_after = vec![NONE; tb.len()];
     // Parents come before children, so one forward pass maps every node.
@@ -160,12 +189,12 @@ fn match_nodes(before: &Side<'_, '_>, after: &Side<'_, '_>, scale: f64) -> Match
         } else {
             child.get(&(mapped_parent, k)).copied()
         };
-        let s = self_value(tb, before.col, n).max(0) as f64 * scale;
+        let s = i128::from(self_value(tb, before.col, n).max(0));
         match hit {
             Some(a) if after.widths[a as usize] > 0 => {
                 to_after[n] = a;
                 m.self_before[a as usize] += s;
-                m.total_before[a as usize] += before.widths[n] as f64 * scale;
+                m.total_before[a as usize] += i128::from(before.widths[n]);
             }
             // After has the path but nothing on it: not drawn (nor anything below it).
             Some(a) => {
@@ -186,20 +215,34 @@ struct DiffDescribe<'a, 'p> {
     matched: &'a Matched,
     max_delta: f64,
     negate: bool,
+    scale: Scale,
     decimals: u32,
-    /// Digits shown past the column's own: 2 when before was scaled by `normalize`.
+    /// Digits shown past after's own: 2 when before was scaled by `normalize`, before's
+    /// further ones when it has more.
     extra_decimals: u32,
     countname: &'a str,
     total: i64,
 }
 
 impl DiffDescribe<'_, '_> {
+    /// The change of `node`'s self value, in after's units (for colours and percentages).
     fn delta(&self, node: u32) -> f64 {
         if node == NONE {
             return 0.0;
         }
         let n = node as usize;
-        self_value(self.tree, self.col, n).max(0) as f64 - self.matched.self_before[n]
+        self_value(self.tree, self.col, n).max(0) as f64
+            - self.scale.f64(self.matched.self_before[n])
+    }
+
+    /// The change, exactly, × 10^`extra_decimals`.
+    fn delta_exact(&self, node: u32, unit: i128) -> i128 {
+        if node == NONE {
+            return 0;
+        }
+        let n = node as usize;
+        i128::from(self_value(self.tree, self.col, n).max(0)) * unit
+            - self.scale.times(self.matched.self_before[n], unit)
     }
 }
 
@@ -214,20 +257,22 @@ impl Describe for DiffDescribe<'_, '_> {
         color::diff_color(self.delta(f.node), self.max_delta, self.negate)
     }
     fn extra(&self, f: &Frame, out: &mut String) {
-        // Scaled before values are shown with `extra_decimals` more digits (the fraction
-        // `normalize` keeps), and the percentage comes from the unrounded change.
-        let unit = 10f64.powi(self.extra_decimals as i32);
+        // Before values are shown with `extra_decimals` more digits (the fraction `normalize`
+        // keeps, or before's own finer decimals), and the percentage comes from the unrounded
+        // change.
+        let unit = 10i128.pow(self.extra_decimals);
         let decimals = self.decimals + self.extra_decimals;
         let before_total = if f.node == NONE {
             self.matched.total_before_all
         } else {
             self.matched.total_before[f.node as usize]
         };
+        let shown = |v: i128| v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
         out.push_str("; before ");
-        svg::push_value(out, (before_total * unit).round() as i64, decimals);
+        svg::push_value(out, shown(self.scale.times(before_total, unit)), decimals);
         out.push_str(", self ");
         let delta = self.delta(f.node);
-        let d = (delta * unit).round() as i64;
+        let d = shown(self.delta_exact(f.node, unit));
         out.push(if d > 0 {
             '+'
         } else if d < 0 {
@@ -272,12 +317,28 @@ fn draw_diff<W: Write + ?Sized>(
     let (wb, _) = merge::node_widths(before, &tb, cb);
     let total_before = merge::total_of_roots(&tb, &wb);
     // Before's values in after's fixed-point units, then (normalize) at after's total.
-    let dec_a = ca.map_or(0, |c| after.value_types[c].decimals) as i32;
-    let dec_b = cb.map_or(0, |c| before.value_types[c].decimals) as i32;
-    let mut scale = 10f64.powi(dec_a - dec_b);
-    if o.normalize && total_before > 0 {
-        scale = total as f64 / total_before as f64;
-    }
+    let dec_a = ca.map_or(0, |c| after.value_types[c].decimals);
+    let dec_b = cb.map_or(0, |c| before.value_types[c].decimals);
+    let pow10 = |d: u32| 10i128.pow(d.min(18));
+    let normalized = o.normalize && total_before > 0;
+    let scale = match normalized {
+        true => Scale {
+            num: i128::from(total),
+            den: i128::from(total_before),
+        },
+        false => Scale {
+            num: pow10(dec_a.saturating_sub(dec_b)),
+            den: pow10(dec_b.saturating_sub(dec_a)),
+        },
+    };
+    // Two more digits for a scaled before only where they fit: a total of 9.2e16 or more shows
+    // as it is; before's finer decimals are shown as they are.
+    let extra_decimals = match normalized {
+        true if total == total_before => 0,
+        true if (total as f64) * 100.0 < 9.2e18 => 2u32.min(18u32.saturating_sub(dec_a)),
+        true => 0,
+        false => dec_b.saturating_sub(dec_a).min(18u32.saturating_sub(dec_a)),
+    };
     let matched = match_nodes(
         &Side {
             p: before,
@@ -291,7 +352,6 @@ fn draw_diff<W: Write + ?Sized>(
             col: ca,
             widths: &widths,
         },
-        scale,
     );
     let layout = merge::merged(after, &ta, &widths, o.min_value(total), o.sort);
     let mut describe = DiffDescribe {
@@ -301,13 +361,9 @@ fn draw_diff<W: Write + ?Sized>(
         matched: &matched,
         max_delta: 0.0,
         negate: o.negate,
-        decimals: dec_a as u32,
-        // Two more digits only where they fit: a total of 9.2e16 or more shows as it is.
-        extra_decimals: if o.normalize && scale != 1.0 && (total as f64) * 100.0 < 9.2e18 {
-            2u32.min(18u32.saturating_sub(dec_a as u32))
-        } else {
-            0
-        },
+        scale,
+        decimals: dec_a,
+        extra_decimals,
         countname: &countname,
         total,
     };
@@ -316,10 +372,12 @@ fn draw_diff<W: Write + ?Sized>(
         .iter()
         .map(|f| describe.delta(f.node).abs())
         .fold(0.0, f64::max);
-    if matched.unmatched > 0.0 && total_before > 0 {
-        let share = matched.unmatched / (total_before as f64 * scale) * 100.0;
+    if matched.unmatched > 0 && total_before > 0 {
+        let share = matched.unmatched as f64 / total_before as f64 * 100.0;
+        // In before's own unit: the two may differ (ticks against samples).
+        let before_unit = count_name(before, cb, o);
         cx.warn(&format!(
-            "{share:.2}% of the before profile's {countname} are on call paths with nothing \
+            "{share:.2}% of the before profile's {before_unit} are on call paths with nothing \
              after (absent from the after profile, or of total 0 there); they cannot be drawn in the after \
              profile's shape (swap the inputs to see them)"
         ));
@@ -349,7 +407,7 @@ fn draw_diff<W: Write + ?Sized>(
         opts: &opts,
         title: &title,
         countname: &countname,
-        decimals: dec_a as u32,
+        decimals: dec_a,
         theme: color::theme(Palette::Hot, o.dark),
     };
     if layout.total <= 0 {

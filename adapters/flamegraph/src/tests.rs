@@ -776,3 +776,66 @@ fn differential_options_are_checked() {
         e.message
     );
 }
+
+/// [`folded`] with values of `decimals` decimals (`(stack, value × 10^decimals)`).
+fn folded_fixed(lines: &[(&str, i64)], decimals: u32) -> Profile {
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("samples", "count", ValueKind::Weight);
+    b.rescale(0, decimals).unwrap();
+    for (stack, n) in lines {
+        let names: Vec<&str> = stack.split(';').collect();
+        b.add_stack(&names, &[*n]).unwrap();
+    }
+    b.finish()
+}
+
+/// A before with finer decimals than after's keeps them in the tooltips (`a;b 0.25 1`,
+/// `a;c 7.5 3`: before 0.25 was shown as 0 and a change of +0.75 as +1, beside +18.75 %).
+#[test]
+fn a_before_with_finer_decimals_is_shown_with_them() {
+    let before = folded_fixed(&[("a;b", 25), ("a;c", 750)], 2);
+    let after = folded(&[("a;b", 1), ("a;c", 3)]);
+    let (s, _) = emit_diff_svg(&before, &after, &FlameOptions::default());
+    let titles: Vec<&str> = s.frames.iter().map(|f| f.title.as_str()).collect();
+    for want in [
+        "a (4 samples, 100.00%; before 7.75, self ±0.00 samples, 0.00%)",
+        "b (1 samples, 25.00%; before 0.25, self +0.75 samples, +18.75%)",
+        "c (3 samples, 75.00%; before 7.50, self -4.50 samples, -112.50%)",
+    ] {
+        assert!(titles.contains(&want), "{want}: {titles:?}");
+    }
+}
+
+/// `normalize` scales before by after's total over before's exactly: with totals past 2^53 a
+/// double gave digits that contradicted each other (children's before values adding up to more
+/// than the whole's, a change of ±0 beside one of hundreds).
+#[test]
+fn normalized_values_are_exact_past_2_pow_53() {
+    let before = folded(&[("a", 1), ("b", 2)]);
+    let after = folded(&[("a", 3_333_333_333_333_333), ("b", 6_666_666_666_666_667)]);
+    let o = opts(&[("normalize", None), ("minwidth", Some("0"))]);
+    let (s, _) = emit_diff_svg(&before, &after, &o);
+    let titles: Vec<&str> = s.frames.iter().map(|f| f.title.as_str()).collect();
+    for want in [
+        "a (3,333,333,333,333,333 samples, 33.33%; before 3,333,333,333,333,333.33, self -0.33 samples, -0.00%)",
+        "b (6,666,666,666,666,667 samples, 66.67%; before 6,666,666,666,666,666.67, self +0.33 samples, +0.00%)",
+    ] {
+        assert!(titles.contains(&want), "{want}: {titles:?}");
+    }
+    // Past 9.2e16 no extra digits, and still exact: before 1 of 3 at after's total of
+    // 2^63 − 1 is 3 074 457 345 618 258 602.33…, shown as …602.
+    let max = i64::MAX;
+    let after = folded(&[("a", max / 3), ("b", max - max / 3)]);
+    let (s, _) = emit_diff_svg(&before, &after, &o);
+    let a = s
+        .frames
+        .iter()
+        .find(|f| title_name(&f.title) == "a")
+        .unwrap();
+    assert!(
+        a.title
+            .contains("before 3,074,457,345,618,258,602, self ±0 samples"),
+        "{}",
+        a.title
+    );
+}
