@@ -12,6 +12,13 @@
 # The peer figure: inferno-flamegraph on the same 200 MB input, 2.09 s CPU (median of 3,
 # shared/research/baselines.md).
 set -euo pipefail
+# A generator that is missing or fails stops the bench (set -e does not see a failure inside
+# `a && b`), and leaves no half-written input behind.
+gen_failed() {
+    rm -f "$1.tmp"
+    echo "bench: could not generate $1 (the generators are beside the checkout, in ../shared: see docs/performance.md, Reproducing)" >&2
+    exit 1
+}
 cd "$(dirname "$0")/.."
 size="${1:-200M}"
 gen="${PROFCONV_GEN_FOLDED:-../shared/bench/gen_folded.py}"
@@ -19,7 +26,7 @@ mkdir -p bench/out
 input="${PROFCONV_BENCH_INPUT:-$PWD/bench/out/folded-seed42-$size.folded}"
 if [ ! -s "$input" ]; then
     echo "generating $input with $gen ..."
-    python3 "$gen" --seed 42 --size "$size" > "$input.tmp" && mv "$input.tmp" "$input"
+    python3 "$gen" --seed 42 --size "$size" > "$input.tmp" && mv "$input.tmp" "$input" || gen_failed "$input"
 fi
 target="${CARGO_TARGET_DIR:-target}"
 cargo build --release --quiet

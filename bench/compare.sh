@@ -16,6 +16,13 @@
 # against inferno's on the same input, and its wall time against `cat`'s. profconv runs with
 # --threads 1 (one core: the CPU figure to compare) and with its default (every core).
 set -euo pipefail
+# A generator that is missing or fails stops the bench (set -e does not see a failure inside
+# `a && b`), and leaves no half-written input behind.
+gen_failed() {
+    rm -f "$1.tmp"
+    echo "bench: could not generate $1 (the generators are beside the checkout, in ../shared: see docs/performance.md, Reproducing)" >&2
+    exit 1
+}
 cd "$(dirname "$0")/.."
 inputs=("$@")
 [ ${#inputs[@]} -gt 0 ] || inputs=(50M 200M 1G few pvm deep)
@@ -51,7 +58,7 @@ for name in "${inputs[@]}"; do
     case "$name" in
     pvm)
         input="$PWD/bench/out/pvm-seed1-10000000.pvmtrace"
-        [ -s "$input" ] || { python3 "$gen_pvm" --events 10000000 --seed 1 > "$input.tmp" && mv "$input.tmp" "$input"; }
+        [ -s "$input" ] || { python3 "$gen_pvm" --events 10000000 --seed 1 > "$input.tmp" && mv "$input.tmp" "$input" || gen_failed "$input"; }
         rows+=("profconv -> folded|$profconv convert -q $input --to folded -o -")
         rows+=("profconv -> folded, -O aggregate|$profconv convert -q $input --to folded -O aggregate -o -")
         rows+=("profconv -> SVG|$profconv convert -q $input -o $out.pvm.svg")
@@ -60,7 +67,7 @@ for name in "${inputs[@]}"; do
         input="$PWD/bench/out/folded-few1000-1G.folded"
         if [ ! -s "$input" ]; then
             small="$PWD/bench/out/folded-seed42-50M.folded"
-            [ -s "$small" ] || { python3 "$gen" --seed 42 --size 50M > "$small.tmp" && mv "$small.tmp" "$small"; }
+            [ -s "$small" ] || { python3 "$gen" --seed 42 --size 50M > "$small.tmp" && mv "$small.tmp" "$small" || gen_failed "$small"; }
             python3 - "$small" "$input.tmp" <<'PY'
 import sys
 lines = open(sys.argv[1], 'rb').readlines()[:1000]
@@ -87,7 +94,7 @@ PY
         ;;
     *)
         input="$PWD/bench/out/folded-seed42-$name.folded"
-        [ -s "$input" ] || { python3 "$gen" --seed 42 --size "$name" > "$input.tmp" && mv "$input.tmp" "$input"; }
+        [ -s "$input" ] || { python3 "$gen" --seed 42 --size "$name" > "$input.tmp" && mv "$input.tmp" "$input" || gen_failed "$input"; }
         rows+=("inferno-flamegraph -> SVG|$inferno $input")
         for t in 1 default; do
             threads=""

@@ -18,6 +18,13 @@
 #   PROFCONV_BENCH_RUNS=1 perf record -g target/release/deps/pvm-<hash>
 # (PROFCONV_BENCH_WHOLE=1 parses from memory, where the reader knows the input's size.)
 set -euo pipefail
+# A generator that is missing or fails stops the bench (set -e does not see a failure inside
+# `a && b`), and leaves no half-written input behind.
+gen_failed() {
+    rm -f "$1.tmp"
+    echo "bench: could not generate $1 (the generators are beside the checkout, in ../shared: see docs/performance.md, Reproducing)" >&2
+    exit 1
+}
 cd "$(dirname "$0")/.."
 events="${1:-10000000}"
 gen="${PROFCONV_GEN_PVM:-../shared/tools/gen_pvm_trace.py}"
@@ -25,7 +32,7 @@ mkdir -p bench/out
 input="$PWD/bench/out/pvm-seed1-$events.pvmtrace"
 if [ ! -s "$input" ]; then
     echo "generating $input with $gen ..."
-    python3 "$gen" --events "$events" --seed 1 > "$input.tmp" && mv "$input.tmp" "$input"
+    python3 "$gen" --events "$events" --seed 1 > "$input.tmp" && mv "$input.tmp" "$input" || gen_failed "$input"
 fi
 cargo build --release --quiet
 bin="${CARGO_TARGET_DIR:-target}/release/profconv"
@@ -44,7 +51,7 @@ for n in $((events / 10)) "$events"; do
     small="bench/out/pvm-narrow-$n.pvmtrace"
     if [ ! -s "$small" ]; then
         python3 "$gen" --events "$n" --seed 1 --functions 10 --max-depth 3 --host 0 --indirect 0 \
-            > "$small.tmp" && mv "$small.tmp" "$small"
+            > "$small.tmp" && mv "$small.tmp" "$small" || gen_failed "$small"
     fi
     for mode in "" "-O aggregate"; do
         # shellcheck disable=SC2086

@@ -233,7 +233,11 @@ impl<R: BufRead> GzipReader<R> {
                 true => {
                     "a gzip member cut short in its header (the member before it ends here)".into()
                 }
-                false => format!("{detail} (data after the last gzip member, which ends here)"),
+                // The decoder's own words (an unexpected end, a bad header) are about a member
+                // these bytes were never meant to be.
+                false => "unexpected data after the last gzip member, which ends here (not \
+                          another member; gzip(1) ignores such data with a warning)"
+                    .into(),
             };
             offset = start;
         }

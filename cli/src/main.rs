@@ -233,7 +233,17 @@ fn main() -> ExitCode {
         // sequence in an argument does not reach the terminal. Help and version print as clap
         // prints them.
         Err(e) if e.use_stderr() => {
-            let _ = write!(std::io::stderr(), "{}", printable(&e.render().to_string()));
+            // clap's plain text drops control characters (a `-T` spec with an escape sequence
+            // was quoted without it, as something not typed): the message is rendered again
+            // by a command without styles, whose text keeps them, for `printable` to escape.
+            let plain = <Cli as clap::CommandFactory>::command()
+                .styles(clap::builder::Styles::plain())
+                .try_get_matches_from(std::env::args_os());
+            let text = match plain {
+                Err(p) if p.kind() == e.kind() => p.render().ansi().to_string(),
+                _ => e.render().to_string(),
+            };
+            let _ = write!(std::io::stderr(), "{}", printable(&text));
             return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
         }
         // Help and version go to stdout as clap prints them; a write that fails there (a full
@@ -258,10 +268,11 @@ fn main() -> ExitCode {
         let mut out = Blocking(std::io::stdout().lock());
         if let Err(e) = write!(out, "{report}").and_then(|()| out.flush()) {
             return match is_broken_pipe(&e) {
-                true => Failure::BrokenPipe,
-                false => Failure::Io(format!("<stdout>: {e}")),
-            }
-            .exit();
+                // `| head`: the report is cut, not the verdict, which the status still gives.
+                true if !report.passed() => ExitCode::FAILURE,
+                true => Failure::BrokenPipe.exit(),
+                false => Failure::Io(format!("<stdout>: {e}")).exit(),
+            };
         }
         return if report.passed() {
             ExitCode::SUCCESS
@@ -394,7 +405,7 @@ fn option_item(item: &str) -> (&str, Option<String>) {
 fn check_emit_options_early(
     raw: &[String],
     emitter: &FormatHandle,
-    out: &Output,
+    out_path: &Path,
     run: Run,
 ) -> Result<(), Failure> {
     let mut mine = Vec::new();
@@ -409,10 +420,11 @@ fn check_emit_options_early(
             mine.push((key.to_string(), value));
         }
     }
-    check_option_values(emitter, false, &mine, &out.name, run)
+    check_option_values(emitter, false, &mine, &output_name(out_path), run)
 }
 
 fn split_options(
+    registry: &Registry,
     raw: &[String],
     formats: &[(&FormatHandle, bool)],
 ) -> Result<Vec<OptionList>, Failure> {
@@ -464,6 +476,7 @@ fn split_options(
                 format!("{id}: {keys}")
             })
             .collect();
+        let raw_key = key;
         let key = profconv_plugin::quote_input(key.as_bytes(), 40);
         // The known options too: `-O max-size` (the folded writer's) given when folded is read
         // and a flame graph written is about the output, which has no such option.
@@ -480,10 +493,31 @@ fn split_options(
                     known.join("; ")
                 )
             }
-            None => format!(
-                "unknown option '{key}' (known options: {})",
-                known.join("; ")
-            ),
+            None => {
+                // An option of a format not used here (`-O normalize`, the flame graph's, with
+                // `--to folded`): say whose it is.
+                let owners: Vec<&str> = registry
+                    .formats
+                    .iter()
+                    .filter(|f| f.options.iter().any(|o| o.key == raw_key))
+                    .map(|f| f.id.as_str())
+                    .collect();
+                let whose = match owners.is_empty() {
+                    true => String::new(),
+                    false => format!(
+                        "; it is an option of format {}, which this command does not use",
+                        owners
+                            .iter()
+                            .map(|id| format!("'{id}'"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                };
+                format!(
+                    "unknown option '{key}' (known options: {}){whose}",
+                    known.join("; ")
+                )
+            }
         }));
     }
     Ok(per_format)
@@ -534,7 +568,7 @@ fn check_input_options_early(
     let parser = registry.parser(id).map_err(Failure::Usage)?;
     let mut formats = vec![(parser, true)];
     formats.extend(emitter.map(|e| (e, false)));
-    let opts = split_options(raw, &formats)?;
+    let opts = split_options(registry, raw, &formats)?;
     for input in inputs {
         check_option_values(parser, true, &opts[0], &input_name(input), run)?;
     }
@@ -859,12 +893,16 @@ struct Output {
     name: String,
 }
 
+/// How messages name the output (`-` is stdout).
+fn output_name(out_path: &Path) -> String {
+    match out_path == Path::new("-") {
+        true => "<stdout>".to_string(),
+        false => out_path.display().to_string(),
+    }
+}
+
 fn open_output(out_path: &Path) -> Result<Output, Failure> {
-    let name = if out_path == Path::new("-") {
-        "<stdout>".to_string()
-    } else {
-        out_path.display().to_string()
-    };
+    let name = output_name(out_path);
     let sink = Sink::create(out_path).map_err(|e| Failure::Io(format!("{name}: {e}")))?;
     Ok(Output { sink, name })
 }
@@ -921,8 +959,9 @@ fn convert(registry: &Registry, args: &ConvertArgs, run: Run) -> Result<(), Fail
     let out_path = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
     let emitter = choose_emitter(registry, args.to.as_deref(), &out_path)?;
     check_not_an_input(&out_path, &[&args.input.input])?;
-    let out = open_output(&out_path)?;
-    check_emit_options_early(&args.input.options, emitter, &out, run)?;
+    // Usage errors first: the option values need no file (a bad one is not hidden behind a
+    // missing output directory, nor waits for a FIFO's reader).
+    check_emit_options_early(&args.input.options, emitter, &out_path, run)?;
     let checked = check_input_options_early(
         registry,
         args.input.from.as_deref(),
@@ -931,8 +970,13 @@ fn convert(registry: &Registry, args: &ConvertArgs, run: Run) -> Result<(), Fail
         Some(emitter),
         run,
     )?;
+    let out = open_output(&out_path)?;
     let (input, parser) = open_input(registry, &args.input, run.quiet)?;
-    let opts = split_options(&args.input.options, &[(parser, true), (emitter, false)])?;
+    let opts = split_options(
+        registry,
+        &args.input.options,
+        &[(parser, true), (emitter, false)],
+    )?;
     if !checked {
         check_option_values(parser, true, &opts[0], &input.name, run)?;
     }
@@ -1034,8 +1078,7 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
     }
     let emitter = choose_emitter(registry, to, &out_path)?;
     check_not_an_input(&out_path, &[&args.before, &args.after])?;
-    let out = open_output(&out_path)?;
-    check_emit_options_early(&args.options, emitter, &out, run)?;
+    check_emit_options_early(&args.options, emitter, &out_path, run)?;
     let checked = check_input_options_early(
         registry,
         args.from.as_deref(),
@@ -1044,6 +1087,7 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
         Some(emitter),
         run,
     )?;
+    let out = open_output(&out_path)?;
     let open = |path: &Path| {
         open_input(
             registry,
@@ -1059,6 +1103,7 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
     let (before_in, before_parser) = open(&args.before)?;
     let (after_in, after_parser) = open(&args.after)?;
     let opts = split_options(
+        registry,
         &args.options,
         &[
             (before_parser, true),
@@ -1096,7 +1141,7 @@ fn tree(registry: &Registry, args: &TreeArgs, run: Run) -> Result<(), Failure> {
         run,
     )?;
     let (input, parser) = open_input(registry, &args.input, run.quiet)?;
-    let opts = split_options(&args.input.options, &[(parser, true)])?;
+    let opts = split_options(registry, &args.input.options, &[(parser, true)])?;
     if !checked {
         check_option_values(parser, true, &opts[0], &input.name, run)?;
     }

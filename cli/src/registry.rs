@@ -227,6 +227,13 @@ impl Registry {
         if top > 0 && tied.len() == 1 {
             return Ok(tied[0]);
         }
+        if !self.formats.iter().any(FormatHandle::can_parse) {
+            // `--from` cannot help: nothing can read.
+            return Err(format!(
+                "no plugin that reads profiles is loaded ({}), so no input can be read",
+                self.ids(FormatHandle::can_parse)
+            ));
+        }
         Err(format!(
             "cannot tell the input's format from its content or name; choose one with --from (readable formats: {})",
             self.ids(FormatHandle::can_parse)

@@ -292,7 +292,12 @@ fn corrupt_gzip_input_is_malformed_input_with_an_offset() {
             "ends unexpectedly",
         ),
         ("magic.gz", vec![0x1f, 0x8b], Some(2), "ends unexpectedly"),
-        ("junk.gz", junk, None, "invalid gzip header"),
+        (
+            "junk.gz",
+            junk,
+            None,
+            "unexpected data after the last gzip member",
+        ),
         ("crc.gz", bad_crc, None, "checksum"),
         (
             "bigtrunc.gz",

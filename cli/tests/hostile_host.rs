@@ -270,6 +270,8 @@ fn control_characters_in_names_are_escaped_in_messages() {
     let err = text(&out.stderr);
     assert!(err.contains("invalid value"), "{err}");
     assert!(!err.contains(['\u{1b}', '\u{7}', '\r']), "{err:?}");
+    // Quoted as typed, escaped (clap's plain text had dropped them: `bad]0;pwned`).
+    assert!(err.contains(r"'bad\u{1b}]0;pwned\u{7}\r'"), "{err}");
 }
 
 /// A plugin path that is a FIFO (or another special file) is refused before the system loader
@@ -522,4 +524,70 @@ fn help_that_cannot_be_written_fails() {
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+/// `profconv plugin-check PLUGIN | head -1`: a report cut by a closed pipe still ends with the
+/// verdict, exit 1 when a check failed (a closed pipe made it exit 0, as for a passing kit).
+#[test]
+fn a_failed_plugin_check_exits_1_through_a_closed_pipe() {
+    let old = support::lib_path("profconv_testplugin_oldabi");
+    let mut child = spawn_piped(&["plugin-check", old.to_str().unwrap()]);
+    // Closed before the report is written (the kit loads and checks the plugin first).
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+}
+
+/// A bad option value is a usage error (exit 2) even when the output cannot be made: it was
+/// reported as the missing directory (exit 4), and a user fixing that met the next error.
+#[test]
+fn a_bad_option_is_reported_before_the_output_is_opened() {
+    let d = tmp();
+    let input = write(d.path(), "in.folded", SEED_001.as_bytes());
+    let out = d.path().join("no-such-dir").join("x.svg");
+    let r = run(&[
+        "convert",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-O",
+        "width=0",
+    ]);
+    let err = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(err.contains("option width=0: expected a width"), "{err}");
+}
+
+/// An option of a format the command does not use says whose it is (`-O normalize`, the flame
+/// graph's, when writing folded stacks, read as a typo); with no reader loaded, the message does
+/// not send the user to `--from`, which cannot help.
+#[test]
+fn an_option_of_another_format_and_no_reader_are_explained() {
+    let d = tmp();
+    let input = write(d.path(), "in.folded", SEED_001.as_bytes());
+    let path = input.to_str().unwrap();
+    let r = run(&[
+        "convert",
+        path,
+        "-t",
+        "folded",
+        "-o",
+        "-",
+        "-O",
+        "normalize",
+    ]);
+    let err = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("it is an option of format 'flamegraph', which this command does not use"),
+        "{err}"
+    );
+    let r = run(&["--no-default-plugins", "tree", path]);
+    let err = text(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no plugin that reads profiles is loaded"),
+        "{err}"
+    );
+    assert!(!err.contains("--from"), "{err}");
 }
