@@ -29,14 +29,16 @@ case "$(uname -s)" in
     MINGW*|MSYS*|CYGWIN*) pattern='profconv_plugin_*.dll'; exe=profconv.exe ;;
     *) pattern='libprofconv_plugin_*.so'; exe=profconv ;;
 esac
-mkdir -p "$prefix/bin" "$prefix/lib/profconv/plugins"
-install -m 0755 "$target/$exe" "$prefix/bin/$exe"
+# Everything is checked before anything is installed: no binary without its plugins.
 shopt -s nullglob
 plugins=("$target"/$pattern)
-if [ ${#plugins[@]} -eq 0 ]; then
-    echo "no plugin libraries in $target (build first)" >&2
+if [ ! -f "$target/$exe" ] || [ ${#plugins[@]} -eq 0 ]; then
+    how="cargo build"; [ "$profile" = release ] && how="cargo build --release"
+    echo "no $exe with plugin libraries in $target: build first (run without --no-build, or $how)" >&2
     exit 1
 fi
+mkdir -p "$prefix/bin" "$prefix/lib/profconv/plugins"
+install -m 0755 "$target/$exe" "$prefix/bin/$exe"
 for p in "${plugins[@]}"; do
     install -m 0644 "$p" "$prefix/lib/profconv/plugins/"
 done
