@@ -16,13 +16,8 @@
 # against inferno's on the same input, and its wall time against `cat`'s. profconv runs with
 # --threads 1 (one core: the CPU figure to compare) and with its default (every core).
 set -euo pipefail
-# A generator that is missing or fails stops the bench (set -e does not see a failure inside
-# `a && b`), and leaves no half-written input behind.
-gen_failed() {
-    rm -f "$1.tmp"
-    echo "bench: could not generate $1 (the generators are beside the checkout, in ../shared: see docs/performance.md, Reproducing)" >&2
-    exit 1
-}
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 inputs=("$@")
 [ ${#inputs[@]} -gt 0 ] || inputs=(50M 200M 1G few pvm deep)

@@ -14,13 +14,8 @@
 # 5. Runs the crate's bench (profconv-flamegraph, `benches/flamegraph.rs`), which splits
 #    profconv's time into the folded parse and the flamegraph emit.
 set -euo pipefail
-# A generator that is missing or fails stops the bench (set -e does not see a failure inside
-# `a && b`), and leaves no half-written input behind.
-gen_failed() {
-    rm -f "$1.tmp"
-    echo "bench: could not generate $1 (the generators are beside the checkout, in ../shared: see docs/performance.md, Reproducing)" >&2
-    exit 1
-}
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 size="${1:-200M}"
 runs="${PROFCONV_BENCH_RUNS:-3}"

@@ -18,13 +18,8 @@
 #   PROFCONV_BENCH_RUNS=1 perf record -g target/release/deps/pvm-<hash>
 # (PROFCONV_BENCH_WHOLE=1 parses from memory, where the reader knows the input's size.)
 set -euo pipefail
-# A generator that is missing or fails stops the bench (set -e does not see a failure inside
-# `a && b`), and leaves no half-written input behind.
-gen_failed() {
-    rm -f "$1.tmp"
-    echo "bench: could not generate $1 (the generators are beside the checkout, in ../shared: see docs/performance.md, Reproducing)" >&2
-    exit 1
-}
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 events="${1:-10000000}"
 gen="${PROFCONV_GEN_PVM:-../shared/tools/gen_pvm_trace.py}"

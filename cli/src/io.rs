@@ -47,7 +47,9 @@ impl OpenInput {
             }
             let size = f.metadata().ok().map(|m| m.len());
             file = f.try_clone().ok();
-            (path.display().to_string(), Box::new(f), size)
+            // A FIFO or a descriptor's path (`/dev/fd/N` shares the open file on the BSDs and
+            // macOS) may be non-blocking too.
+            (path.display().to_string(), Box::new(Blocking(f)), size)
         };
         // Small enough that a parser reading a block of 1 MiB (as the folded and PVM readers
         // do) reads straight into its own buffer: std's `BufReader` passes a read at least as
@@ -235,8 +237,8 @@ impl<R: BufRead> GzipReader<R> {
                 }
                 // The decoder's own words (an unexpected end, a bad header) are about a member
                 // these bytes were never meant to be.
-                false => "unexpected data after the last gzip member, which ends here (not \
-                          another member; gzip(1) ignores such data with a warning)"
+                false => "unexpected data after the last gzip member (which ends at this byte): \
+                          not another member; gzip(1) ignores such data with a warning"
                     .into(),
             };
             offset = start;

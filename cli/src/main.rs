@@ -178,7 +178,11 @@ impl Failure {
             Failure::Io(m) => (4, m),
             Failure::Plugin(m) => (5, m),
         };
-        let _ = writeln!(std::io::stderr(), "profconv: error: {}", printable(&msg));
+        let _ = writeln!(
+            Blocking(std::io::stderr()),
+            "profconv: error: {}",
+            printable(&msg)
+        );
         ExitCode::from(code)
     }
 
@@ -243,7 +247,7 @@ fn main() -> ExitCode {
                 Err(p) if p.kind() == e.kind() => p.render().ansi().to_string(),
                 _ => e.render().to_string(),
             };
-            let _ = write!(std::io::stderr(), "{}", printable(&text));
+            let _ = write!(Blocking(std::io::stderr()), "{}", printable(&text));
             return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
         }
         // Help and version go to stdout as clap prints them; a write that fails there (a full
@@ -350,7 +354,11 @@ struct Run {
 
 fn warn(quiet: bool, msg: &str) {
     if !quiet {
-        let _ = writeln!(std::io::stderr(), "profconv: warning: {}", printable(msg));
+        let _ = writeln!(
+            Blocking(std::io::stderr()),
+            "profconv: warning: {}",
+            printable(msg)
+        );
     }
 }
 
@@ -502,21 +510,20 @@ fn split_options(
                     .filter(|f| f.options.iter().any(|o| o.key == raw_key))
                     .map(|f| f.id.as_str())
                     .collect();
-                let whose = match owners.is_empty() {
-                    true => String::new(),
-                    false => format!(
-                        "; it is an option of format {}, which this command does not use",
+                let known = known.join("; ");
+                match owners.as_slice() {
+                    [] => format!("unknown option '{key}' (known options: {known})"),
+                    _ => format!(
+                        "option '{key}' belongs to format{} {}, which this command does not use \
+                         (options here: {known})",
+                        if owners.len() > 1 { "s" } else { "" },
                         owners
                             .iter()
                             .map(|id| format!("'{id}'"))
                             .collect::<Vec<_>>()
                             .join(", ")
                     ),
-                };
-                format!(
-                    "unknown option '{key}' (known options: {}){whose}",
-                    known.join("; ")
-                )
+                }
             }
         }));
     }

@@ -229,10 +229,10 @@ impl Registry {
         }
         if !self.formats.iter().any(FormatHandle::can_parse) {
             // `--from` cannot help: nothing can read.
-            return Err(format!(
-                "no plugin that reads profiles is loaded ({}), so no input can be read",
-                self.ids(FormatHandle::can_parse)
-            ));
+            return Err(
+                "no plugin that reads profiles is loaded, so no input can be read; see `profconv formats`"
+                    .into(),
+            );
         }
         Err(format!(
             "cannot tell the input's format from its content or name; choose one with --from (readable formats: {})",

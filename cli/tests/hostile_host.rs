@@ -579,7 +579,9 @@ fn an_option_of_another_format_and_no_reader_are_explained() {
     let err = text(&r.stderr);
     assert_eq!(r.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("it is an option of format 'flamegraph', which this command does not use"),
+        err.contains(
+            "option 'normalize' belongs to format 'flamegraph', which this command does not use"
+        ),
         "{err}"
     );
     let r = run(&["--no-default-plugins", "tree", path]);

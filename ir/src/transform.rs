@@ -89,7 +89,7 @@ impl Fraction {
     fn parse_text(text: &str) -> Option<Fraction> {
         let (digits, pct) = match text.strip_suffix('%') {
             // Blanks around the number are ignored: `50 %` as `50%`.
-            Some(d) => (d.trim_end(), 2),
+            Some(d) => (d.trim_end_matches([' ', '\t']), 2),
             None => (text, 0),
         };
         let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));

@@ -762,9 +762,14 @@ fn names_that_read_back_alike_stay_within_the_total_in_callgrind_annotate() {
     let Some(tool) = annotate_tool() else {
         return;
     };
-    for (k, (x, y)) in [(" foo", "foo"), ("a\rb", "a b"), ("", "???")]
-        .into_iter()
-        .enumerate()
+    for (k, (x, y)) in [
+        (" foo", "foo"),
+        ("\u{b}foo", "foo"),
+        ("a\rb", "a b"),
+        ("", "???"),
+    ]
+    .into_iter()
+    .enumerate()
     {
         let mut b = ProfileBuilder::new();
         b.add_value_type("samples", "count", ValueKind::Weight);

@@ -437,7 +437,7 @@ impl<'a> CgFuncs<'a> {
     }
 
     /// `name`, with `'` appended while a function has that name as readers read it back (line
-    /// breaks written as spaces, whitespace around it dropped).
+    /// breaks written as spaces, leading blanks dropped: [`read_back`]).
     fn unused_name(&self, name: &str) -> String {
         let read_back: hashbrown::HashSet<String, FixedState> = self
             .names
@@ -1438,12 +1438,15 @@ enum Kind {
 /// from it: line breaks are written as spaces, and the blanks after `(ID)` are skipped, so its
 /// leading ones are lost (its trailing ones are kept). `None` when it reads back as it is.
 fn read_back(name: &str) -> Option<String> {
-    let starts_blank = name.starts_with(|c: char| c.is_ascii_whitespace());
-    if !starts_blank && !name.is_empty() && !name.contains(['\n', '\r']) {
+    let starts_blank = name.bytes().next().is_some_and(crate::is_blank);
+    if !starts_blank && !name.is_empty() && !name.bytes().any(|b| b == b'\n' || b == b'\r') {
         return None;
     }
     let name = clean(name);
-    Some(or_unknown(name.trim_start_matches(|c: char| c.is_ascii_whitespace())).to_string())
+    Some(
+        or_unknown(name.trim_start_matches(|c: char| c.is_ascii() && crate::is_blank(c as u8)))
+            .to_string(),
+    )
 }
 
 /// `???` for a name that readers would take as none: empty, or only whitespace (which they skip
@@ -1451,7 +1454,7 @@ fn read_back(name: &str) -> Option<String> {
 /// as a space).
 fn or_unknown(name: &str) -> &str {
     if name
-        .trim_matches(|c: char| c.is_ascii_whitespace())
+        .trim_matches(|c: char| c.is_ascii() && crate::is_blank(c as u8))
         .is_empty()
     {
         "???"
@@ -1716,6 +1719,9 @@ mod tests {
     fn names_that_read_back_alike_are_one_function() {
         for (x, y) in [
             (" foo", "foo"),
+            ("\u{b}foo", "foo"),
+            ("\u{c}\tfoo", "foo"),
+            ("\u{b}", "???"),
             ("a\rb", "a b"),
             ("a\nb", "a b"),
             ("", "???"),

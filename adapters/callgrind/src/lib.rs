@@ -25,6 +25,14 @@ mod lines;
 mod parse;
 mod tree;
 
+/// The blanks readers skip after a compressed id `(N)`: callgrind_annotate's Perl `\s` (space,
+/// tab, line feed, carriage return, form feed, vertical tab). The reader skips these, and the
+/// writer takes a name's leading ones as lost, so both agree with the readers on which names
+/// read back alike.
+pub(crate) fn is_blank(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
 use profconv_plugin::ir::{Profile, ProfileRef};
 use profconv_plugin::{Context, Format, Input, OptionDesc, Options, Output, PluginError};
 

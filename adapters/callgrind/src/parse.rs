@@ -210,8 +210,10 @@ struct Reader<'c, 'x> {
     redefined: u64,
     zero_calls: u64,
     unknown_headers: u64,
-    /// `totals:` lines read: fewer than the parts with costs, and the totals cannot be checked.
-    totals_lines: u64,
+    /// Whether the current part has a `totals:` line, and how many parts had one: fewer than
+    /// the parts with costs, and the totals cannot be checked.
+    part_totals: bool,
+    parts_with_totals: u64,
     /// The synthetic caller profconv's callgrind writer names in a `desc: Root caller: NAME (…)`
     /// line (see [`resolve_root_caller`]).
     root_caller: Option<String>,
@@ -444,7 +446,7 @@ impl Reader<'_, '_> {
         let rest = &v[close + 1..];
         let skip = rest
             .iter()
-            .position(|c| *c != b' ' && *c != b'\t')
+            .position(|&c| !crate::is_blank(c))
             .unwrap_or(rest.len());
         let rest = &rest[skip..];
         if rest.is_empty() {
@@ -477,7 +479,7 @@ impl Reader<'_, '_> {
         Ok(n)
     }
 
-    /// A `key=value` line: `v` is the value without the blanks around it, `written` the value
+    /// A `key=value` line: `v` is the value without its trailing blanks, `written` the value
     /// as written (for the keys that name something).
     fn spec(
         &mut self,
@@ -869,6 +871,7 @@ impl Reader<'_, '_> {
             return;
         }
         self.in_body = false;
+        self.part_totals = false;
         self.ob = NONE;
         self.file = NONE;
         self.fn_name = NONE;
@@ -1041,7 +1044,10 @@ impl Reader<'_, '_> {
                 } else {
                     &mut self.g.totals
                 };
-                self.totals_lines += u64::from(key == b"totals");
+                if key == b"totals" && !self.part_totals {
+                    self.part_totals = true;
+                    self.parts_with_totals += 1;
+                }
                 let t = target.get_or_insert_with(Vec::new);
                 if t.len() < n {
                     t.resize(n, 0);
@@ -1104,7 +1110,8 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
         redefined: 0,
         zero_calls: 0,
         unknown_headers: 0,
-        totals_lines: 0,
+        part_totals: false,
+        parts_with_totals: 0,
         root_caller: None,
         wrapped: Vec::new(),
     };
@@ -1183,7 +1190,7 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
     // Only when every part with costs gives its totals (valgrind writes them in every part; a
     // part without them would count as zeros).
     if let Some(t) = &g.totals
-        && r.totals_lines >= u64::from(g.parts)
+        && r.parts_with_totals >= u64::from(g.parts)
         && *t != total
     {
         r.cx.warn(&format!(
@@ -1345,6 +1352,19 @@ mod tests {
         let mut sink = |_: u32, m: &str| messages.push(m.to_string());
         parse_graph(
             &mut Input::from_slice(text.as_bytes()),
+            &mut Context::with_sink(&mut sink),
+        )
+        .unwrap();
+        assert!(
+            messages.iter().all(|m| !m.contains("totals")),
+            "{messages:?}"
+        );
+        // Two `totals:` lines in one part do not stand for the other part's.
+        let twice = text.replace("totals: 7 11\n", "totals: 7 11\ntotals: 0 0\n");
+        let mut messages = Vec::new();
+        let mut sink = |_: u32, m: &str| messages.push(m.to_string());
+        parse_graph(
+            &mut Input::from_slice(twice.as_bytes()),
             &mut Context::with_sink(&mut sink),
         )
         .unwrap();

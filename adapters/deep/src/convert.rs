@@ -390,6 +390,10 @@ fn call_site_func(
     }
     if !site.goal_path.is_empty() {
         let _ = write!(name, " {}", lossy(site.goal_path));
+    } else if css.line == 0 {
+        // Nothing else tells such sites apart (the runtime's callback sites under the root):
+        // the call-site-static's number does.
+        let _ = write!(name, " #{}", t.css[n]);
     }
     name.push(']');
     let file = lossy(p.file);

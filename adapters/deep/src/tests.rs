@@ -642,3 +642,83 @@ fn numbers_that_never_end_or_overflow() {
     let e = err(&e.0);
     assert!(e.message.contains("does not fit in 64 bits"), "{e}");
 }
+
+/// Two call sites of the runtime, both without line or goal path, each calling `t.f/2`: with
+/// `-O call-sites` they are apart under names of their own (`[Mercury runtime #1]`, `#3`);
+/// named by file alone they were one node again under a name that said they were apart.
+#[test]
+fn call_sites_without_line_or_goal_are_named_by_number() {
+    let mut e = header(&Hdr {
+        version: 9,
+        flags: 0x108,
+        counts: [2, 3, 3, 2],
+        quanta: 0,
+        call_seqs: 0,
+    });
+    // The root has two callback slots (call sites 1 and 3), each listing one call.
+    e.b(4)
+        .num(1)
+        .num(1)
+        .num(2)
+        .b(4)
+        .num(1)
+        .b(0)
+        .b(4)
+        .num(2)
+        .b(0);
+    e.b(2).num(1).num(2).num(0x2).num(1);
+    e.b(4).num(2).num(2).num(1).b(2).b(0);
+    e.b(2).num(2).num(3).num(0x2).num(2);
+    e.b(4).num(3).num(2).num(1).b(2).b(0);
+    // The runtime's proc-static with call sites 1 and 3, then t.f's (call site 2).
+    e.b(3)
+        .num(1)
+        .b(0)
+        .s("Mercury runtime")
+        .s("Mercury runtime")
+        .s("Mercury runtime");
+    e.num(0)
+        .num(0)
+        .s("Mercury runtime")
+        .num(0)
+        .b(1)
+        .num(2)
+        .num(1)
+        .num(3);
+    for css in [1, 3] {
+        e.b(1).num(css).b(4);
+        e.s("Mercury runtime");
+        e.num(0).s("");
+    }
+    e.b(3)
+        .num(2)
+        .b(1)
+        .s("t")
+        .s("t")
+        .s("f")
+        .num(2)
+        .num(0)
+        .s("t.m")
+        .num(10)
+        .b(0);
+    e.num(1).num(2);
+    e.b(1).num(2).b(2);
+    e.s("");
+    e.num(11).s("c1;");
+    let options = DeepOptions {
+        call_sites: true,
+        ..DeepOptions::default()
+    };
+    let p = parse_deep(&e.0, &options, &mut Context::silent()).expect("parse");
+    let v = p.view();
+    let tree = CallTree::build(&v).expect("tree");
+    let names: Vec<&str> = tree.func.iter().map(|&f| v.func_name_str(f)).collect();
+    assert_eq!(
+        names,
+        [
+            "Mercury runtime.Mercury runtime/0",
+            "t.f/2 [Mercury runtime #1]",
+            "t.f/2 [Mercury runtime #3]"
+        ]
+    );
+}
