@@ -58,6 +58,12 @@ fn header(h: &Hdr) -> Enc {
 /// Proc-static records for the runtime (PS 1, CSS 1) and `t.f/1` (PS 2) whose one call site
 /// (CSS 2) has kind `site_kind` (a normal one calls PS 2 itself).
 fn statics(e: &mut Enc, version: u32, site_kind: u8) {
+    statics_with(e, version, site_kind, &[1]);
+}
+
+/// [`statics`] with the runtime's callback call sites numbered `runtime_sites` (none with a
+/// line or goal path).
+fn statics_with(e: &mut Enc, version: u32, site_kind: u8, runtime_sites: &[u64]) {
     e.b(3)
         .num(1)
         .b(0)
@@ -69,13 +75,17 @@ fn statics(e: &mut Enc, version: u32, site_kind: u8) {
         .s("Mercury runtime")
         .num(0)
         .b(1)
-        .num(1)
-        .num(1);
-    e.b(1).num(1).b(4);
-    if version >= 9 {
-        e.s("Mercury runtime");
+        .num(runtime_sites.len() as u64);
+    for &css in runtime_sites {
+        e.num(css);
     }
-    e.num(0).s("");
+    for &css in runtime_sites {
+        e.b(1).num(css).b(4);
+        if version >= 9 {
+            e.s("Mercury runtime");
+        }
+        e.num(0).s("");
+    }
     e.b(3)
         .num(2)
         .b(1)
@@ -671,40 +681,7 @@ fn call_sites_without_line_or_goal_are_named_by_number() {
     e.b(2).num(2).num(3).num(0x2).num(2);
     e.b(4).num(3).num(2).num(1).b(2).b(0);
     // The runtime's proc-static with call sites 1 and 3, then t.f's (call site 2).
-    e.b(3)
-        .num(1)
-        .b(0)
-        .s("Mercury runtime")
-        .s("Mercury runtime")
-        .s("Mercury runtime");
-    e.num(0)
-        .num(0)
-        .s("Mercury runtime")
-        .num(0)
-        .b(1)
-        .num(2)
-        .num(1)
-        .num(3);
-    for css in [1, 3] {
-        e.b(1).num(css).b(4);
-        e.s("Mercury runtime");
-        e.num(0).s("");
-    }
-    e.b(3)
-        .num(2)
-        .b(1)
-        .s("t")
-        .s("t")
-        .s("f")
-        .num(2)
-        .num(0)
-        .s("t.m")
-        .num(10)
-        .b(0);
-    e.num(1).num(2);
-    e.b(1).num(2).b(2);
-    e.s("");
-    e.num(11).s("c1;");
+    statics_with(&mut e, 9, 2, &[1, 3]);
     let options = DeepOptions {
         call_sites: true,
         ..DeepOptions::default()
