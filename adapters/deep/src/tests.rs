@@ -448,19 +448,8 @@ fn a_call_site_dynamic_listed_twice_is_an_error() {
 
 #[test]
 fn explicit_call_counts_are_used() {
-    let mut e = header(&Hdr {
-        version: 9,
-        flags: 0x108,
-        counts: [1, 2, 2, 2],
-        quanta: 0,
-        call_seqs: 0,
-    });
-    e.b(4).num(1).num(1).num(1).b(4).num(1).b(0);
     // mask 0x3: calls 7, exits 5.
-    e.b(2).num(1).num(2).num(0x3).num(7).num(5);
-    e.b(4).num(2).num(2).num(1).b(2).b(0);
-    statics(&mut e, 9, 2);
-    let text = tree_text(&e.0);
+    let text = tree_text(&one_call(0x3, &[7, 5]));
     assert!(text.contains("t.f/2 calls=7 rec=0"), "{text}");
 }
 
