@@ -494,6 +494,21 @@ fn derived_call_counts_are_exact_or_an_error() {
     assert!(e.byte_offset.is_some(), "{e}");
 }
 
+/// The call nodes' function names of `bytes` read with `-O call-sites`, in first-seen order.
+fn call_node_names_by_site(bytes: &[u8]) -> Vec<String> {
+    let options = DeepOptions {
+        call_sites: true,
+        ..DeepOptions::default()
+    };
+    let p = parse_deep(bytes, &options, &mut Context::silent()).expect("parse");
+    let v = p.view();
+    let tree = CallTree::build(&v).expect("tree");
+    tree.func
+        .iter()
+        .map(|&f| v.func_name_str(f).to_string())
+        .collect()
+}
+
 /// `-O call-sites` names a caller's siblings of one procedure after their call sites only when
 /// they come from two sites or more: two instances of `t.f/2` through the runtime's one callback
 /// site would both be named `t.f/2 [Mercury runtime:0]` (one node again, under a name that
@@ -514,14 +529,7 @@ fn call_site_names_only_for_siblings_of_several_sites() {
     e.b(2).num(2).num(3).num(0x2).num(2);
     e.b(4).num(3).num(2).num(1).b(2).b(0);
     statics(&mut e, 9, 2);
-    let options = DeepOptions {
-        call_sites: true,
-        ..DeepOptions::default()
-    };
-    let p = parse_deep(&e.0, &options, &mut Context::silent()).expect("parse");
-    let v = p.view();
-    let tree = CallTree::build(&v).expect("tree");
-    let names: Vec<&str> = tree.func.iter().map(|&f| v.func_name_str(f)).collect();
+    let names = call_node_names_by_site(&e.0);
     assert_eq!(names, ["Mercury runtime.Mercury runtime/0", "t.f/2"]);
 }
 
@@ -671,14 +679,7 @@ fn call_sites_without_line_or_goal_are_named_by_number() {
     e.b(4).num(3).num(2).num(1).b(2).b(0);
     // The runtime's proc-static with call sites 1 and 3, then t.f's (call site 2).
     statics_with(&mut e, 9, 2, &[1, 3]);
-    let options = DeepOptions {
-        call_sites: true,
-        ..DeepOptions::default()
-    };
-    let p = parse_deep(&e.0, &options, &mut Context::silent()).expect("parse");
-    let v = p.view();
-    let tree = CallTree::build(&v).expect("tree");
-    let names: Vec<&str> = tree.func.iter().map(|&f| v.func_name_str(f)).collect();
+    let names = call_node_names_by_site(&e.0);
     assert_eq!(
         names,
         [
