@@ -26,6 +26,9 @@ pub struct OpenInput {
     /// A gzip-compressed regular file (not stdin): its stream can be read on to its end to
     /// check it ([`check_gzip_rest`]).
     pub gzip_file: bool,
+    /// The format was chosen by the input's content alone, not by `--from` nor by its name: a
+    /// parse error then says so (a folded file whose first lines look like a debugger trace).
+    pub detected_by_content: bool,
 }
 
 /// Buffer of the file's reader (see `OpenInput::open`).
@@ -79,6 +82,7 @@ impl OpenInput {
             size_hint,
             file,
             gzip_file,
+            detected_by_content: false,
         })
     }
 
@@ -343,11 +347,32 @@ fn progress_bar(name: &str, size: Option<u64>) -> Option<indicatif::ProgressBar>
             ProgressStyle::with_template("{msg} {spinner} {bytes} {bytes_per_sec}").ok()?,
         ),
     };
-    Some(
-        // Control characters escaped: a file name must not drive the terminal or break the bar.
-        bar.with_message(profconv_plugin::quote_input(name.as_bytes(), usize::MAX))
-            .with_finish(ProgressFinish::AndClear),
-    )
+    // Control characters escaped: a file name must not drive the terminal or break the bar.
+    let bar = bar
+        .with_message(profconv_plugin::quote_input(name.as_bytes(), usize::MAX))
+        .with_finish(ProgressFinish::AndClear);
+    if let Ok(mut drawn) = PROGRESS.lock() {
+        *drawn = Some(bar.downgrade());
+    }
+    Some(bar)
+}
+
+/// The progress bar being drawn, if any: weak, so that the bar still clears itself when its
+/// reader is dropped.
+static PROGRESS: std::sync::Mutex<Option<indicatif::WeakProgressBar>> = std::sync::Mutex::new(None);
+
+fn drawn_progress() -> Option<indicatif::ProgressBar> {
+    PROGRESS.lock().ok()?.as_ref()?.upgrade()
+}
+
+/// Runs `print` (a message to stderr) with the progress bar, if one is drawn, out of its way: a
+/// warning printed during the parse is not appended to the bar's line and then partly erased
+/// by its next redraw.
+pub fn above_progress(print: impl FnOnce()) {
+    match drawn_progress() {
+        Some(bar) => bar.suspend(print),
+        None => print(),
+    }
 }
 
 /// Buffer of stdout and of devices and pipes: half the SDK's emit buffer, so the blocks an
@@ -380,12 +405,24 @@ fn set_pending(path: Option<PathBuf>) {
     }
 }
 
-/// Removes the pending temp file, if any, and exits with `code` (the signal handler). The lock
-/// is held until the process ends, so no new temp file can appear in between.
-pub fn remove_pending_temp_and_exit(code: i32) -> ! {
+/// Set once the output is complete and in place (renamed over the target, or flushed).
+static OUTPUT_DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The interrupt handler: removes the pending temp file, if any, clears the progress bar and
+/// exits with `code`. The lock is held until the process ends, so no new temp file can appear
+/// in between. Once the output is complete, an interrupt changes nothing: the run, done but for
+/// freeing its memory, ends as it would have (a status of 130 would say the output was not
+/// written, and it was).
+pub fn on_interrupt(code: i32) {
     let mut p = PENDING_TEMP.lock().unwrap_or_else(|p| p.into_inner());
+    if OUTPUT_DONE.load(std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
     if let Some(path) = p.take() {
         let _ = std::fs::remove_file(path);
+    }
+    if let Some(bar) = drawn_progress() {
+        bar.finish_and_clear();
     }
     std::process::exit(code)
 }
@@ -448,6 +485,14 @@ impl Sink {
         // or `sed -i` keep them, and one the user may not write is not replaced behind its
         // permissions' back.
         let existing = std::fs::metadata(&target).ok().filter(|m| m.is_file());
+        if existing.is_some()
+            && let Some(attribute) = profconv_plugin::host::replacing_forbidden_by(&target)
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("the file is {attribute} (see `lsattr`), so it cannot be replaced"),
+            ));
+        }
         if existing.is_some() && !profconv_plugin::host::may_write(&target) {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
@@ -476,6 +521,31 @@ impl Sink {
             Ok(_) => {}
             Err(e) => return Err(in_dir(e)),
         }
+        // A temp file made in an append-only directory could be neither renamed into place nor
+        // removed: it would stay, and nobody could delete it.
+        match profconv_plugin::host::replacing_forbidden_by(&dir) {
+            Some(profconv_plugin::host::Unreplaceable::AppendOnly) => {
+                return Err(in_dir(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    "the directory is append-only (see `lsattr -d`): a file made in it could be \
+                     neither renamed into place nor removed",
+                )));
+            }
+            Some(attribute) => {
+                return Err(in_dir(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!("the directory is {attribute} (see `lsattr -d`)"),
+                )));
+            }
+            None => {}
+        }
+        // The access ACL of a file being replaced: the new file gets it. Until then its group
+        // has only what the ACL gives the group (the mode's group bits are the ACL's mask).
+        #[cfg(unix)]
+        let acl = match &existing {
+            Some(_) => profconv_plugin::host::access_acl(&target).ok().flatten(),
+            None => None,
+        };
         let mut builder = tempfile::Builder::new();
         builder.prefix(".profconv-").suffix(".tmp");
         #[cfg(unix)]
@@ -487,7 +557,10 @@ impl Sink {
             let mode = existing
                 .as_ref()
                 .map_or(0o666, |m| m.permissions().mode() & 0o777);
-            builder.permissions(std::fs::Permissions::from_mode(mode));
+            builder.permissions(std::fs::Permissions::from_mode(acl_narrowed(
+                mode,
+                acl.as_deref(),
+            )));
         }
         // The lock is held from creating the file to recording it, so an interrupt in between
         // waits and then finds the file to remove.
@@ -504,7 +577,7 @@ impl Sink {
         drop(pending);
         #[cfg(unix)]
         if let Some(old) = &existing
-            && let Err(e) = keep_owner_and_mode(tmp.as_file(), old, &dir)
+            && let Err(e) = keep_owner_and_mode(tmp.as_file(), old, &dir, acl.as_deref())
         {
             drop(tmp);
             set_pending(None);
@@ -525,9 +598,15 @@ impl Sink {
     /// Flushes and, for a file, renames it into place. Dropping a `Sink` without committing
     /// deletes the temp file: a failed run leaves nothing behind.
     pub fn commit(self) -> io::Result<()> {
+        let done = |r: io::Result<()>| {
+            if r.is_ok() {
+                OUTPUT_DONE.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+            r
+        };
         match self {
-            Sink::Stdout(mut w) => w.flush(),
-            Sink::Direct(mut w) => w.flush(),
+            Sink::Stdout(mut w) => done(w.flush()),
+            Sink::Direct(mut w) => done(w.flush()),
             Sink::File { tmp, target } => {
                 // A failed sync (EIO, a full disk or quota found late, as on NFS) means the
                 // data may not be there: fail, and the drop removes the temp file, rather than
@@ -542,22 +621,44 @@ impl Sink {
                     set_pending(None);
                     return Err(e);
                 }
-                let done = tmp.persist(&target).map(|_| ()).map_err(|e| e.error);
+                // The lock is held from the rename to marking the output done, so an interrupt
+                // comes either before (the temp file is removed, the target untouched) or after.
+                let pending = PENDING_TEMP.lock().unwrap_or_else(|p| p.into_inner());
+                let renamed = done(tmp.persist(&target).map(|_| ()).map_err(|e| e.error));
+                drop(pending);
                 set_pending(None);
-                done
+                renamed
             }
         }
+    }
+}
+
+/// `mode` with the group's bits no wider than the access ACL `acl` gives the owning group
+/// (with an ACL, a mode's group bits are the ACL's mask, which may be wider).
+#[cfg(unix)]
+fn acl_narrowed(mode: u32, acl: Option<&[u8]>) -> u32 {
+    match acl {
+        Some(acl) => {
+            (mode & !0o070) | (profconv_plugin::host::acl_group_bits(acl).unwrap_or(0) & mode)
+        }
+        None => mode,
     }
 }
 
 /// Gives the new file `new` (still a temp file) the owner and mode of the file `old` it is to
 /// replace: the owner where this user may set it (root; a group the user is in), then the
 /// permission bits (not set-id bits: an output is no program; not the group's unless the group
-/// is kept), as far as the file system allows. Fails, before anything is written,
+/// is kept), then `old`'s access ACL `acl` (as `sed -i` and `cp -p` keep it; none if the group
+/// is not kept), as far as the file system allows. Fails, before anything is written,
 /// when the rename would: in a sticky directory (`/tmp`) only the file's or the directory's
 /// owner may replace a file.
 #[cfg(unix)]
-fn keep_owner_and_mode(new: &File, old: &std::fs::Metadata, dir: &Path) -> io::Result<()> {
+fn keep_owner_and_mode(
+    new: &File,
+    old: &std::fs::Metadata,
+    dir: &Path,
+    acl: Option<&[u8]>,
+) -> io::Result<()> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let me = new.metadata()?.uid();
     if me != 0
@@ -579,11 +680,19 @@ fn keep_owner_and_mode(new: &File, old: &std::fs::Metadata, dir: &Path) -> io::R
     // The group's bits go only to the old group: under another one they would give access to
     // people the old file did not. A file system that refuses modes (vfat, some network
     // mounts) keeps its own: that is no reason to fail the conversion.
-    let mut mode = old.mode() & 0o777;
-    if new.metadata()?.gid() != old.gid() {
+    let mut mode = acl_narrowed(old.mode() & 0o777, acl);
+    let group_kept = new.metadata()?.gid() == old.gid();
+    if !group_kept {
         mode &= !0o070;
     }
     let _ = new.set_permissions(std::fs::Permissions::from_mode(mode));
+    // Without the old ACL (none, or another group), none inherited from the directory's
+    // default ACL either: the mode just set is the whole of the access.
+    let acl = acl.filter(|_| group_kept);
+    if profconv_plugin::host::set_access_acl(new, acl).is_err() && acl.is_some() {
+        // The narrowed mode stands: the named entries are lost, no one gains access.
+        let _ = new.set_permissions(std::fs::Permissions::from_mode(mode));
+    }
     Ok(())
 }
 

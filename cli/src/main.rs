@@ -262,7 +262,10 @@ fn main() -> ExitCode {
     // Ctrl-C, SIGTERM (`timeout`, `kill`) and SIGHUP (the terminal closed): remove the
     // half-written temp file, then exit as interrupted processes do (one handler serves the
     // three, so it cannot tell them apart: 130 for each).
-    let _ = ctrlc::set_handler(|| io::remove_pending_temp_and_exit(130));
+    // A signal the process was started ignoring (`nohup`, `cmd &`) stays ignored.
+    profconv_plugin::host::handle_interrupts_unless_ignored(|| {
+        let _ = ctrlc::set_handler(|| io::on_interrupt(130));
+    });
     // Past `ulimit -f`, a write fails (exit 4, temp file removed) instead of a SIGXFSZ kill.
     profconv_plugin::host::ignore_file_size_signal();
     if let Command::PluginCheck { path, samples } = &cli.command {
@@ -354,11 +357,13 @@ struct Run {
 
 fn warn(quiet: bool, msg: &str) {
     if !quiet {
-        let _ = writeln!(
-            Blocking(std::io::stderr()),
-            "profconv: warning: {}",
-            printable(msg)
-        );
+        io::above_progress(|| {
+            let _ = writeln!(
+                Blocking(std::io::stderr()),
+                "profconv: warning: {}",
+                printable(msg)
+            );
+        });
     }
 }
 
@@ -588,13 +593,17 @@ fn open_input<'r>(
     args: &InputArgs,
     quiet: bool,
 ) -> Result<(OpenInput, &'r FormatHandle), Failure> {
-    let input =
+    let mut input =
         OpenInput::open(&args.input).map_err(|e| Failure::reading(&input_name(&args.input), &e))?;
     let parser = match &args.from {
         Some(id) => registry.parser(id).map_err(Failure::Usage)?,
-        None => registry
-            .detect_input(&input.head, &input.path, &mut |m| warn(quiet, m))
-            .map_err(|m| Failure::Usage(format!("{}: {m}", input.name)))?,
+        None => {
+            let (parser, by_name) = registry
+                .detect_input(&input.head, &input.path, &mut |m| warn(quiet, m))
+                .map_err(|m| Failure::Usage(format!("{}: {m}", input.name)))?;
+            input.detected_by_content = !by_name;
+            parser
+        }
     };
     Ok((input, parser))
 }
@@ -629,7 +638,7 @@ fn parse(
         .flatten();
     if let Some(m) = &mapped {
         // Truncated under the parser, the mapping faults (SIGBUS): end with an error instead.
-        // No output exists yet (it is created after parsing), so nothing is left behind.
+        // The output's temp file, made before the parse, is removed too: nothing is left.
         m.on_truncation(
             &format!(
                 "profconv: error: {}: the file shrank while it was being read (another program \
@@ -640,7 +649,7 @@ fn parse(
         );
     }
     let (head_is_all, head) = (input.head.len() < io::HEAD, input.head.clone());
-    let gzip_file = input.gzip_file;
+    let (gzip_file, detected_by_content) = (input.gzip_file, input.detected_by_content);
     let mut reader = input.into_reader();
     let mut read = Vec::new();
     if !streams && mapped.is_none() {
@@ -706,11 +715,20 @@ fn parse(
             {
                 return Err(Failure::reading(&name, &corrupt));
             }
-            return Err(Failure::from_call(
+            let failure = Failure::from_call(
                 e,
                 &name,
                 &format!("plugin '{}' reading '{}'", parser.plugin.name, parser.id),
-            ));
+            );
+            return Err(match failure {
+                Failure::Input(msg) if detected_by_content => Failure::Input(format!(
+                    "{msg}\n  (read as '{}', the format its first {} KiB looked like; if it is \
+                     in another format, choose that with --from)",
+                    parser.id,
+                    io::HEAD >> 10
+                )),
+                other => other,
+            });
         }
     };
     check_totals(&profile.view(), &name)?;
@@ -846,47 +864,70 @@ fn choose_emitter<'r>(
     }
 }
 
-/// Refuses an output path that is one of the inputs.
+/// Refuses an output that is one of the inputs: a path naming the same file, or stdout (`-`)
+/// redirected to it (`>> in.folded`).
 fn check_not_an_input(out_path: &Path, inputs: &[&Path]) -> Result<(), Failure> {
-    let Ok(out) = out_path.canonicalize() else {
-        return Ok(()); // does not exist yet (or is stdout)
-    };
-    if !out.is_file() {
-        return Ok(()); // a device or FIFO (`/dev/null` both in and out) is no file to lose
-    }
-    let refuse = || {
-        Err(Failure::Usage(format!(
-            "refusing to overwrite the input {} with the output",
-            out_path.display()
-        )))
+    let refuse = |input: &Path| {
+        let input_name = match input == Path::new("-") {
+            true => "<stdin>".to_string(),
+            false => input.display().to_string(),
+        };
+        Err(Failure::Usage(if out_path == Path::new("-") {
+            format!("refusing to write the output to stdout, which is the input {input_name}")
+        } else if out_path == input {
+            format!("refusing to overwrite the input {input_name} with the output")
+        } else {
+            format!(
+                "refusing to overwrite the input {input_name} with the output {} (the same file)",
+                out_path.display()
+            )
+        }))
     };
     #[cfg(unix)]
     {
         // The same file is the same device and inode, whatever the names (links, hard links,
-        // `..`); `-` is stdin, which may be redirected from the very file (`< out.folded`),
-        // and is compared by its descriptor, on every unix, with or without `/dev/stdin`.
+        // `..`); `-` is stdin or stdout, which may be redirected from or to the very file
+        // (`< out.folded`, `>> in.folded`), and is compared by its descriptor, on every unix,
+        // with or without `/dev/stdin`.
         use std::os::fd::AsFd;
         use std::os::unix::fs::MetadataExt;
-        let Ok(out) = std::fs::metadata(&out) else {
+        fn by_descriptor(fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<std::fs::Metadata> {
+            fd.try_clone_to_owned()
+                .and_then(|fd| std::fs::File::from(fd).metadata())
+        }
+        let out = match out_path == Path::new("-") {
+            true => by_descriptor(std::io::stdout().as_fd()),
+            false => std::fs::metadata(out_path),
+        };
+        // Not there yet, or a device or FIFO (`/dev/null` both in and out): no file to lose.
+        let Ok(out) = out
+            .map_err(drop)
+            .and_then(|m| m.is_file().then_some(m).ok_or(()))
+        else {
             return Ok(());
         };
         for input in inputs {
             let meta = match *input == Path::new("-") {
-                true => std::io::stdin()
-                    .as_fd()
-                    .try_clone_to_owned()
-                    .and_then(|fd| std::fs::File::from(fd).metadata()),
+                true => by_descriptor(std::io::stdin().as_fd()),
                 false => std::fs::metadata(input),
             };
             if meta.is_ok_and(|m| (m.dev(), m.ino()) == (out.dev(), out.ino())) {
-                return refuse();
+                return refuse(input);
             }
         }
     }
     #[cfg(not(unix))]
-    for input in inputs {
-        if **input != *Path::new("-") && input.canonicalize().is_ok_and(|i| i == out) {
-            return refuse();
+    {
+        let Ok(out) = out_path.canonicalize() else {
+            return Ok(()); // does not exist yet (or is stdout)
+        };
+        if !out.is_file() {
+            return Ok(());
+        }
+        for input in inputs {
+            if **input != *Path::new("-") && input.canonicalize().is_ok_and(|i| i == out) {
+                return refuse(input);
+            }
         }
     }
     Ok(())

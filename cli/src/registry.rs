@@ -172,23 +172,47 @@ impl Registry {
     /// Picks the parser for an input: sniffed content first, the extension to break ties or
     /// when no sniffer is confident.
     /// A sniffer that panics counts as 0 and is reported through `warn`.
+    ///
+    /// With the format, whether the input's name is one of that format's (`false`: chosen by
+    /// content alone, against or without the name, which an error in the parse then says).
     pub fn detect_input(
         &self,
         head: &[u8],
         path: &Path,
         warn: &mut dyn FnMut(&str),
-    ) -> Result<&FormatHandle, String> {
-        // Lossy: the extensions are ASCII, so a name that is not UTF-8 still matches them.
+    ) -> Result<(&FormatHandle, bool), String> {
+        let chosen = self.detect_format(head, path, warn)?;
+        let (by_ext, _) = self.named_formats(path, FormatHandle::can_parse);
+        Ok((chosen, by_ext.iter().any(|f| f.id == chosen.id)))
+    }
+
+    /// The formats `path`'s name is one of, among those `can` keeps, and the file name
+    /// (lossy: the extensions are ASCII, so a name that is not UTF-8 still matches them). A
+    /// compressed input is read decompressed: `perf.folded.gz` is named as `perf.folded`.
+    fn named_formats(
+        &self,
+        path: &Path,
+        can: fn(&FormatHandle) -> bool,
+    ) -> (Vec<&FormatHandle>, String) {
         let file_name = path
             .file_name()
-            .map(|n| n.to_string_lossy())
+            .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let mut by_ext = self.by_file_name(&file_name, FormatHandle::can_parse);
-        // A compressed input is read decompressed: `perf.folded.gz` is named as `perf.folded`.
+        let mut by_ext = self.by_file_name(&file_name, can);
         let lower = file_name.to_ascii_lowercase();
         if by_ext.is_empty() && lower.ends_with(".gz") {
-            by_ext = self.by_file_name(&lower[..lower.len() - 3], FormatHandle::can_parse);
+            by_ext = self.by_file_name(&lower[..lower.len() - 3], can);
         }
+        (by_ext, file_name)
+    }
+
+    fn detect_format(
+        &self,
+        head: &[u8],
+        path: &Path,
+        warn: &mut dyn FnMut(&str),
+    ) -> Result<&FormatHandle, String> {
+        let (by_ext, file_name) = self.named_formats(path, FormatHandle::can_parse);
         let mut scores: Vec<(u32, &FormatHandle)> = self
             .formats
             .iter()
@@ -233,6 +257,17 @@ impl Registry {
                 "no plugin that reads profiles is loaded, so no input can be read; see `profconv formats`"
                     .into(),
             );
+        }
+        // Named as a file profconv writes but cannot read (`a.svg`, `a.json.gz`): say so, as
+        // `--from` only helps if the name is wrong.
+        let (written, _) = self.named_formats(path, |f| f.can_emit() && !f.can_parse());
+        if let Some(f) = written.first() {
+            return Err(format!(
+                "'{file_name}' is named as a {} file, a format profconv writes but cannot read; \
+                 if it is in another format, choose that with --from (readable formats: {})",
+                f.id,
+                self.ids(FormatHandle::can_parse)
+            ));
         }
         Err(format!(
             "cannot tell the input's format from its content or name; choose one with --from (readable formats: {})",

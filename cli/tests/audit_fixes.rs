@@ -835,3 +835,65 @@ fn no_threads_to_be_had_reads_on_one() {
     assert!(one.status.success());
     assert_eq!(out.stdout, one.stdout);
 }
+
+/// A parse error in a format chosen by content alone says so and how to choose another: a
+/// folded file whose first lines look like the PVM debugger's output (`kernel_run;…`) failed
+/// at a decimal count with no hint that it had been read as a PVM profile.
+#[test]
+fn a_parse_error_after_detection_by_content_says_how_the_format_was_chosen() {
+    let d = tmp();
+    let mut text_in = String::new();
+    for i in 1..=1000 {
+        text_in.push_str(&format!("kernel_run;f{i} {i}\n"));
+    }
+    text_in.push_str("main;bar 2.5\n");
+    let path = write(d.path(), "profile", text_in.as_bytes());
+    let out = run(&["tree", path.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(":1001:10: expected `<stack> <ticks>`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("(read as 'pvm', the format its first 16 KiB looked like; if it is in another format, choose that with --from)"),
+        "{err}"
+    );
+    let out = run(&["tree", "--from", "folded", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Named as the format it is, the error needs no such note.
+    let named = write(d.path(), "bad.folded", b"a;b x\n");
+    let err = text(&run(&["tree", named.to_str().unwrap()]).stderr);
+    assert!(
+        err.contains("1:5: expected a count") && !err.contains("read as"),
+        "{err}"
+    );
+}
+
+/// An input named as a file profconv only writes (`a.svg`, `a.json.gz`) is named as such: the
+/// message used to send the user to `--from`, which cannot make an SVG readable.
+#[test]
+fn an_input_named_as_a_written_format_is_named_as_such() {
+    let d = tmp();
+    for (name, id) in [("a.svg", "flamegraph"), ("a.json.gz", "firefox")] {
+        let out_path = d.path().join(name);
+        let r = run(&[
+            "convert",
+            "-",
+            "--from",
+            "folded",
+            "-o",
+            out_path.to_str().unwrap(),
+        ]);
+        assert!(r.status.success(), "{}", text(&r.stderr));
+        let r = run(&["tree", out_path.to_str().unwrap()]);
+        let err = text(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!(
+                "'{name}' is named as a {id} file, a format profconv writes but cannot read"
+            )),
+            "{err}"
+        );
+    }
+}

@@ -7,7 +7,7 @@
 mod run;
 mod support;
 
-use run::{profconv, run, spawn_piped, temp_files, text, tmp, write};
+use run::{profconv, run, spawn_piped, temp_files, text, tmp, with_profconv_env, write};
 use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
@@ -91,15 +91,7 @@ fn a_file_size_limit_is_an_io_error_and_leaves_no_temp_file() {
     let target = d.path().join("out.svg");
     std::fs::write(&target, "previous").unwrap();
     let exe = env!("CARGO_BIN_EXE_profconv");
-    let out = profconv()
-        .get_envs()
-        .fold(std::process::Command::new("sh"), |mut c, (k, v)| {
-            match v {
-                Some(v) => c.env(k, v),
-                None => c.env_remove(k),
-            };
-            c
-        })
+    let out = with_profconv_env("sh")
         .args(["-c", "ulimit -f 8 && exec \"$0\" \"$@\"", exe, "convert"])
         .arg(&input)
         .arg("-o")
@@ -592,4 +584,322 @@ fn an_option_of_another_format_and_no_reader_are_explained() {
         "{err}"
     );
     assert!(!err.contains("--from"), "{err}");
+}
+
+/// `profconv ARGS` run through `sh -c SCRIPT`, which ends by `exec`ing it (`"$0" "$@"`), with
+/// the environment [`profconv`] sets.
+#[cfg(unix)]
+fn through_sh(script: &str, args: &[&std::ffi::OsStr]) -> std::process::Command {
+    let exe = env!("CARGO_BIN_EXE_profconv");
+    let mut c = with_profconv_env("sh");
+    c.args(["-c", script, exe]).args(args).stdin(Stdio::null());
+    c
+}
+
+/// `nohup profconv …` and a script's `profconv … &` start with SIGHUP or SIGINT ignored: the
+/// conversion must go on through them. The interrupt handler used to replace "ignore", so
+/// closing the terminal ended a `nohup` run (exit 130).
+#[cfg(target_os = "linux")]
+#[test]
+fn signals_ignored_at_start_stay_ignored() {
+    use std::time::{Duration, Instant};
+    let d = tmp();
+    let mut big = Vec::new();
+    for i in 0..400_000 {
+        writeln!(big, "main;f{};g{} {}", i % 1000, i, 1 + i % 3).unwrap();
+    }
+    let input = write(d.path(), "big.folded", &big);
+    let target = d.path().join("out.svg");
+    let mut child = through_sh(
+        "trap '' HUP INT; exec \"$0\" \"$@\"",
+        &[
+            "convert".as_ref(),
+            input.as_os_str(),
+            "-o".as_ref(),
+            target.as_os_str(),
+        ],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    // Once the temp file exists, the handler is installed (it is, before any output).
+    let start = Instant::now();
+    while temp_files(d.path()).is_empty() && start.elapsed() < Duration::from_secs(120) {
+        assert!(child.try_wait().unwrap().is_none(), "ended before the test");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    for signal in ["HUP", "INT"] {
+        let sent = std::process::Command::new("kill")
+            .args(["-s", signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -s {signal}");
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    assert!(
+        std::fs::read_to_string(&target)
+            .unwrap()
+            .ends_with("</svg>\n")
+    );
+}
+
+/// A file with an access ACL keeps it when replaced, as `sed -i` keeps it. With an ACL the
+/// mode's group bits are the ACL's mask: copying only the mode gave the owning group the mask's
+/// write access and dropped the named user's entry.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_replaced_file_keeps_its_acl_and_the_group_gains_nothing() {
+    use profconv_plugin::host::{access_acl, set_access_acl};
+    use std::os::unix::fs::PermissionsExt;
+    let d = tmp();
+    let input = write(d.path(), "in.folded", SEED_001.as_bytes());
+    let target = write(d.path(), "out.svg", b"previous");
+    chmod(&target, 0o640);
+    // user::rw- user:65534:rw- group::r-- mask::rw- other::---
+    let mut acl = 2u32.to_le_bytes().to_vec();
+    for (tag, perm, id) in [
+        (0x01u16, 6u16, u32::MAX),
+        (0x02, 6, 65534),
+        (0x04, 4, u32::MAX),
+        (0x10, 6, u32::MAX),
+        (0x20, 0, u32::MAX),
+    ] {
+        acl.extend_from_slice(&tag.to_le_bytes());
+        acl.extend_from_slice(&perm.to_le_bytes());
+        acl.extend_from_slice(&id.to_le_bytes());
+    }
+    let file = std::fs::File::open(&target).unwrap();
+    if let Err(e) = set_access_acl(&file, Some(&acl)) {
+        eprintln!("skipped: this file system takes no POSIX ACL ({e})");
+        return;
+    }
+    drop(file);
+    let r = run(&[
+        "convert",
+        input.to_str().unwrap(),
+        "-o",
+        target.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    assert!(
+        std::fs::read_to_string(&target)
+            .unwrap()
+            .ends_with("</svg>\n")
+    );
+    assert_eq!(access_acl(&target).unwrap(), Some(acl));
+    let mode = std::fs::metadata(&target).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o660, "the mask, as the old file had it");
+    // A plain file stays plain, although its directory's default ACL would give a new file one.
+    let plain = write(d.path(), "plain.svg", b"previous");
+    let r = run(&[
+        "convert",
+        input.to_str().unwrap(),
+        "-o",
+        plain.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    assert_eq!(access_acl(&plain).unwrap(), None);
+}
+
+/// `chattr` on `path`; false where the tool or the file system's attributes are missing, or
+/// this user may not set them (only root may).
+#[cfg(target_os = "linux")]
+fn chattr(flag: &str, path: &Path) -> bool {
+    std::process::Command::new("chattr")
+        .arg(flag)
+        .arg(path)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// An immutable output, or one in an append-only directory, cannot be replaced: it is refused
+/// before the input is read. In an append-only directory the temp file used to be made, then
+/// could be neither renamed nor removed, and stayed (one per run); an immutable output failed
+/// only at the rename, after the whole conversion.
+#[cfg(target_os = "linux")]
+#[test]
+fn unreplaceable_outputs_are_refused_first_and_leave_nothing() {
+    let d = tmp();
+    let input = write(d.path(), "in.folded", SEED_001.as_bytes());
+    let frozen = d.path().join("frozen");
+    std::fs::create_dir(&frozen).unwrap();
+    let kept = write(&frozen, "kept.svg", b"previous");
+    if !chattr("+i", &kept) {
+        eprintln!("skipped: cannot set file attributes here (chattr +i)");
+        return;
+    }
+    let r = run(&[
+        "convert",
+        input.to_str().unwrap(),
+        "-o",
+        kept.to_str().unwrap(),
+    ]);
+    let immutable = text(&r.stderr);
+    assert!(chattr("-i", &kept));
+    assert_eq!(r.status.code(), Some(4), "{immutable}");
+    assert!(immutable.contains("the file is immutable"), "{immutable}");
+    assert!(chattr("+a", &frozen));
+    let mut errors = Vec::new();
+    for name in ["kept.svg", "new.svg"] {
+        let r = run(&[
+            "convert",
+            input.to_str().unwrap(),
+            "-o",
+            frozen.join(name).to_str().unwrap(),
+        ]);
+        errors.push((r.status.code(), text(&r.stderr)));
+    }
+    let left = temp_files(&frozen);
+    assert!(chattr("-a", &frozen));
+    for (code, err) in errors {
+        assert_eq!(code, Some(4), "{err}");
+        assert!(err.contains("the directory is append-only"), "{err}");
+    }
+    assert!(left.is_empty(), "{left:?}");
+    assert_eq!(std::fs::read(&kept).unwrap(), b"previous");
+}
+
+/// A warning printed while the progress bar is drawn goes above the bar, on a line of its own:
+/// it used to be appended to the bar's line, and the bar's next redraw erased part of it.
+#[cfg(target_os = "linux")]
+#[test]
+fn warnings_are_printed_above_the_progress_bar() {
+    let d = tmp();
+    let mut part = Vec::new();
+    for i in 0..20_000 {
+        writeln!(part, "main;f{};g{} {}", i % 1000, i, 1 + i % 3).unwrap();
+    }
+    write(d.path(), "part.folded", &part);
+    write(d.path(), "bad.folded", b"caf\xe9;x 5\n");
+    // A pipe in (a stream of unknown size gets a bar), a terminal for stderr (`script` makes
+    // one); the pauses let the bar be drawn before the warning and after it.
+    let exe = env!("CARGO_BIN_EXE_profconv");
+    let pipeline = format!(
+        "(cat part.folded; sleep 0.5; cat bad.folded; sleep 0.5; cat part.folded) | '{exe}' \
+         convert - --from folded --to folded -o /dev/null"
+    );
+    let out = match with_profconv_env("script")
+        .args(["-qec", &pipeline, "/dev/null"])
+        .current_dir(d.path())
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("skipped: no `script` to give profconv a terminal ({e})");
+            return;
+        }
+    };
+    let screen = text(&out.stdout);
+    assert!(out.status.success(), "{:?}: {screen}", out.status);
+    let at = screen
+        .find("profconv: warning: <stdin>: line 20001: frame names that are not UTF-8")
+        .unwrap_or_else(|| panic!("no warning in {screen:?}"));
+    let before = &screen[..at];
+    assert!(before.contains("<stdin>"), "no bar was drawn: {screen:?}");
+    assert!(
+        before.ends_with("\x1b[2K") || before.ends_with('\n') || before.is_empty(),
+        "the warning shares the bar's line: {:?}",
+        &before[before.len().saturating_sub(120)..]
+    );
+}
+
+/// A signal that arrives once the output is in place changes nothing: the run ends as it would
+/// have, exit 0. It used to exit 130 ("interrupted") with the new output already renamed over
+/// the old. `strace` holds the rename's return for 1.5 s, so the signal lands there.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_signal_after_the_output_is_in_place_does_not_fail_the_run() {
+    use std::time::{Duration, Instant};
+    let d = tmp();
+    let input = write(d.path(), "in.folded", SEED_001.as_bytes());
+    let target = write(d.path(), "out.svg", b"previous");
+    let renames = "rename,renameat,renameat2";
+    let strace = with_profconv_env("strace")
+        .args(["-f", "-o", "/dev/null", "-e"])
+        .arg(format!("trace={renames}"))
+        .arg("-e")
+        .arg(format!("inject={renames}:delay_exit=1500000"))
+        .arg(env!("CARGO_BIN_EXE_profconv"))
+        .args(["convert", input.to_str().unwrap(), "-o"])
+        .arg(&target)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn();
+    let Ok(mut strace) = strace else {
+        eprintln!("skipped: no strace");
+        return;
+    };
+    let start = Instant::now();
+    while std::fs::read(&target).unwrap() == b"previous" {
+        if strace.try_wait().unwrap().is_some() || start.elapsed() > Duration::from_secs(60) {
+            let out = strace.wait_with_output().unwrap();
+            eprintln!(
+                "skipped: strace could not run profconv: {}",
+                text(&out.stderr)
+            );
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let children = format!("/proc/{0}/task/{0}/children", strace.id());
+    let pid = std::fs::read_to_string(children).unwrap();
+    let sent = std::process::Command::new("kill")
+        .args(["-s", "TERM", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill {pid}");
+    let out = strace.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    assert!(
+        std::fs::read_to_string(&target)
+            .unwrap()
+            .ends_with("</svg>\n")
+    );
+    assert!(temp_files(d.path()).is_empty());
+}
+
+/// `profconv convert in.folded -o - >> in.folded` is refused as `-o in.folded` is: stdout is
+/// the input. `-o /dev/stdout` was refused, `-o -` not.
+#[cfg(unix)]
+#[test]
+fn stdout_redirected_to_the_input_is_refused() {
+    let d = tmp();
+    let input = write(d.path(), "in.folded", b"a;b 1\n");
+    let append = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&input)
+        .unwrap();
+    let out = profconv()
+        .args([
+            "convert",
+            input.to_str().unwrap(),
+            "--to",
+            "folded",
+            "-o",
+            "-",
+        ])
+        .stdout(append)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("refusing to write the output to stdout, which is the input"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&input).unwrap(), b"a;b 1\n");
 }

@@ -19,6 +19,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod replace;
+pub use replace::{
+    Unreplaceable, access_acl, acl_group_bits, replacing_forbidden_by, set_access_acl,
+};
+
 /// Where a plugin came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PluginOrigin {
@@ -621,6 +626,43 @@ pub fn ignore_file_size_signal() {
     }
 }
 
+/// The signals the host's interrupt handler serves: Ctrl-C, `kill` and `timeout`, and the
+/// terminal closing.
+#[cfg(unix)]
+pub const INTERRUPT_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// Runs `install`, which sets a handler for the [`INTERRUPT_SIGNALS`], then ignores again each
+/// of them the process was started ignoring: `nohup` ignores SIGHUP and a shell's `cmd &`
+/// SIGINT, and a handler put over that would end a run its user had protected from them.
+pub fn handle_interrupts_unless_ignored(install: impl FnOnce()) {
+    #[cfg(unix)]
+    {
+        let mut ignored = [false; INTERRUPT_SIGNALS.len()];
+        for (signal, ignored) in INTERRUPT_SIGNALS.into_iter().zip(&mut ignored) {
+            // SAFETY: a zeroed `sigaction` is a valid value to be written; with a null new
+            // action `sigaction` only writes the current one into `old`, on this frame.
+            unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(signal, std::ptr::null(), &mut old) == 0 {
+                    *ignored = old.sa_sigaction == libc::SIG_IGN;
+                }
+            }
+        }
+        install();
+        for (signal, ignored) in INTERRUPT_SIGNALS.into_iter().zip(ignored) {
+            if ignored {
+                // SAFETY: `signal` with `SIG_IGN` installs no handler code; the handler just
+                // installed for it is then never called.
+                unsafe {
+                    libc::signal(signal, libc::SIG_IGN);
+                }
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    install();
+}
+
 /// The signals [`remove_on_abort`] removes the temp file on: an abort, and the other signals
 /// whose default action ends the process and that nothing else here handles (SIGINT, SIGTERM
 /// and SIGHUP go to the host's Ctrl-C handler; SIGPIPE is ignored by the Rust runtime).
@@ -712,7 +754,12 @@ pub fn may_write(path: &Path) -> bool {
         // only reads it and touches no other memory of the process.
         let r =
             unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::W_OK, libc::AT_EACCESS) };
-        r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EACCES)
+        // EPERM: an immutable file (`chattr +i`).
+        r == 0
+            || !matches!(
+                std::io::Error::last_os_error().raw_os_error(),
+                Some(libc::EACCES | libc::EPERM)
+            )
     }
     #[cfg(not(unix))]
     {
@@ -975,8 +1022,14 @@ mod truncation {
             && code > 0
             && addr.wrapping_sub(w.start) < w.len
         {
-            // SAFETY: `write` and `_exit` are async-signal-safe; `message` is a leaked buffer.
+            // The output's temp file, made before the input is read, goes too.
+            let temp = super::REMOVE_ON_ABORT.load(SeqCst);
+            // SAFETY: `unlink`, `write` and `_exit` are async-signal-safe; a non-null `temp`
+            // came from `CString::into_raw` and is never freed; `message` is a leaked buffer.
             unsafe {
+                if !temp.is_null() {
+                    libc::unlink(temp);
+                }
                 libc::write(2, w.message.as_ptr().cast(), w.message.len());
                 libc::_exit(w.code);
             }
@@ -1320,13 +1373,17 @@ mod tests {
     use super::*;
 
     /// A mapped file truncated under the reader: the read faults (SIGBUS) and the process ends
-    /// with the watched message and code instead of the signal. Runs itself as a child process
-    /// (the ending is the process's).
+    /// with the watched message and code instead of the signal, and removes the output's temp
+    /// file (made before the input is read). Runs itself as a child process (the ending is the
+    /// process's).
     #[cfg(target_os = "linux")]
     #[test]
     fn a_mapped_file_that_shrinks_ends_the_process_with_a_message_not_sigbus() {
         const CHILD: &str = "PROFCONV_TEST_SHRINK_CHILD";
+        let temp_of = |path: &Path| path.with_extension("tmp");
         if let Some(path) = std::env::var_os(CHILD) {
+            let path = PathBuf::from(path);
+            remove_on_abort(Some(&temp_of(&path)));
             let f = std::fs::File::options()
                 .read(true)
                 .write(true)
@@ -1341,6 +1398,7 @@ mod tests {
         }
         let path = std::env::temp_dir().join(format!("profconv-shrink-{}", std::process::id()));
         std::fs::write(&path, vec![b'x'; 2 * MappedFile::MIN_SIZE as usize]).unwrap();
+        std::fs::write(temp_of(&path), b"half an output").unwrap();
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
@@ -1355,6 +1413,9 @@ mod tests {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(4), "{:?}: {err}", out.status);
         assert!(err.contains("test: the input shrank"), "{err}");
+        let left = temp_of(&path).exists();
+        let _ = std::fs::remove_file(temp_of(&path));
+        assert!(!left, "the temp file was left behind");
     }
     use crate::abi::{
         EmitFn, MAGIC, OptionDesc, ParseFn, PluginHeader, SniffFn, StrRef, caps, min_size,

@@ -16,6 +16,20 @@ pub fn profconv() -> Command {
     c
 }
 
+/// `program` (a shell, `script`, `strace`) with the environment [`profconv`] gives, to run
+/// `profconv` under it.
+pub fn with_profconv_env(program: &str) -> Command {
+    profconv()
+        .get_envs()
+        .fold(Command::new(program), |mut c, (k, v)| {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+            c
+        })
+}
+
 /// `profconv ARGS` started with stdin, stdout and stderr all pipes.
 pub fn spawn_piped(args: &[&str]) -> Child {
     profconv()
