@@ -16,7 +16,10 @@
 //! * name compression tables are per kind (objects; files for `fl fi fe cfi cfl jfi`; functions
 //!   for `fn cfn jfn`), for the whole file; redefining an id takes the new name;
 //! * relative subpositions (`+N`, `-N`, `*`) are relative to the previous cost line, across
-//!   functions; a `calls=` target is relative to it too but does not change it.
+//!   functions; a `calls=` target is relative to it too but does not change it;
+//! * fields of a `calls=` line after its target subpositions are ignored, with one warning
+//!   (Xdebug writes `calls=1 0 0` under `positions: line`; callgrind_annotate reads only the
+//!   count).
 //!
 //! Every error names the line, the column and the byte offset, and what was expected; text
 //! quoted from the input is escaped ([`quote`]). A UTF-8 byte-order mark at the start is
@@ -209,6 +212,11 @@ struct Reader<'c, 'x> {
     row_at: Vec<usize>,
     redefined: u64,
     zero_calls: u64,
+    /// How many `calls=` lines had fields after their target position, and the line and
+    /// column of the first such field and the number of positions then (one warning at the
+    /// end).
+    extra_call_fields: u64,
+    first_extra_call_field: (u64, usize, usize),
     unknown_headers: u64,
     /// Whether the current part has a `totals:` line, and how many parts had one: fewer than
     /// the parts with costs, and the totals cannot be checked.
@@ -403,16 +411,10 @@ impl Reader<'_, '_> {
         if raw.starts_with(BOM) {
             return Ok(BOM.len());
         }
-        let encoding = match raw {
-            [0xFF, 0xFE, ..] => "UTF-16 LE",
-            [0xFE, 0xFF, ..] => "UTF-16 BE",
-            _ => return Ok(0),
-        };
-        Err(PluginError::invalid_input(format!(
-            "the input is {encoding} text (it starts with a UTF-16 byte-order mark): callgrind files are UTF-8 (or ASCII); convert it first (e.g. `iconv -f UTF-16 -t UTF-8`)"
-        ))
-        .at_offset(0)
-        .at_line(1, 1))
+        match profconv_plugin::utf16_input_error(raw, "callgrind files") {
+            Some(e) => Err(e),
+            None => Ok(0),
+        }
     }
 
     /// `(ID) name`, `(ID)` or `name`; `col` is where `v` starts in the line.
@@ -587,13 +589,15 @@ impl Reader<'_, '_> {
         }
         for (k, (at, tok)) in toks.enumerate() {
             if k >= self.positions.len() {
-                return Err(self.err(
-                    col + at,
-                    format!(
-                        "too many target subpositions after `calls=`: `positions:` has {}",
-                        self.positions.len()
-                    ),
-                ));
+                // Xdebug 2 and 3 write `calls=1 0 0`, one field more than `positions: line`
+                // gives; callgrind_annotate reads only the count and gprof2dot any number of
+                // fields, so the rest of the line is ignored (the costs are on the next line).
+                self.extra_call_fields += 1;
+                if self.extra_call_fields == 1 {
+                    self.first_extra_call_field =
+                        (self.line_no, self.lead + col + at + 1, self.positions.len());
+                }
+                break;
             }
             let sub = whole_subposition(tok).ok_or_else(|| {
                 self.err(
@@ -1109,6 +1113,8 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
         row_at: Vec::new(),
         redefined: 0,
         zero_calls: 0,
+        extra_call_fields: 0,
+        first_extra_call_field: (0, 0, 0),
         unknown_headers: 0,
         part_totals: false,
         parts_with_totals: 0,
@@ -1134,6 +1140,15 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
         r.cx.warn(&format!(
             "{} compressed names were redefined in all",
             r.redefined
+        ));
+    }
+    if r.extra_call_fields > 0 {
+        let (line, col, positions) = r.first_extra_call_field;
+        r.cx.warn(&format!(
+            "{} `calls=` line(s) have more fields than the count and the {positions} target \
+             subposition(s) of `positions:`, first at line {line}, column {col}: the extra fields \
+             are ignored, as callgrind_annotate does (Xdebug writes `calls=1 0 0`)",
+            r.extra_call_fields
         ));
     }
     if r.zero_calls > 0 {

@@ -1194,6 +1194,50 @@ mod tests {
         first_seen_tree(&p.view(), false)
     }
 
+    /// Xdebug 2 and 3 write `calls=1 0 0`, one field more than `positions: line` gives: the
+    /// extra field is ignored with one warning naming its line, and the costs are those
+    /// callgrind_annotate reads (main 100 self, 105 inclusive; strlen 5), not an error.
+    #[test]
+    fn xdebug_calls_with_an_extra_field_are_read_as_callgrind_annotate_reads_them() {
+        let text = "version: 1\ncreator: xdebug 3.2.0 (PHP 8.2.0)\ncmd: /var/www/index.php\n\
+                    part: 1\npositions: line\n\nevents: Time_(10ns) Memory_(bytes)\n\n\
+                    fl=(1) php:internal\nfn=(1) php::strlen\n2 5 0\n\n\
+                    fl=(2) /var/www/index.php\nfn=(2) {main}\n1 100 200\ncfl=(1)\ncfn=(1)\n\
+                    calls=1 0 0\n2 5 0\n\nsummary: 105 200\n";
+        let mut messages = Vec::new();
+        let mut sink = |_: u32, m: &str| messages.push(m.to_string());
+        let mut cx = Context::with_sink(&mut sink);
+        let g = parse_graph(&mut Input::from_slice(text.as_bytes()), &mut cx).unwrap();
+        let p = build_profile(&g, &BuildOptions::default(), &mut cx).unwrap();
+        assert_eq!(
+            first_seen_tree(&p.view(), true),
+            "{main} self=100 total=105 calls=0 self_Memory_(bytes)=200 total_Memory_(bytes)=200\n  \
+             php::strlen self=5 total=5 calls=1 self_Memory_(bytes)=0 total_Memory_(bytes)=0\n"
+        );
+        let extra: Vec<&String> = messages.iter().filter(|m| m.contains("calls=")).collect();
+        assert_eq!(extra.len(), 1, "{messages:?}");
+        assert!(
+            extra[0]
+                .starts_with("1 `calls=` line(s) have more fields than the count and the 1 target")
+                && extra[0].contains("first at line 18, column 11"),
+            "{}",
+            extra[0]
+        );
+        // Whatever the extra fields hold, they are ignored: the count and the target stay.
+        let odd = text.replace("calls=1 0 0", "calls=3 2 7 zz");
+        let g = parse_graph(
+            &mut Input::from_slice(odd.as_bytes()),
+            &mut Context::silent(),
+        )
+        .unwrap();
+        let p = build_profile(&g, &BuildOptions::default(), &mut Context::silent()).unwrap();
+        assert_eq!(
+            first_seen_tree(&p.view(), true),
+            "{main} self=100 total=105 calls=0 self_Memory_(bytes)=200 total_Memory_(bytes)=200\n  \
+             php::strlen self=5 total=5 calls=3 self_Memory_(bytes)=0 total_Memory_(bytes)=0\n"
+        );
+    }
+
     #[test]
     fn costs_are_apportioned_over_callers() {
         // main calls a (cost 30) and b (cost 10); both call leaf (20 from a, 5 from b);

@@ -1547,15 +1547,31 @@ impl<'a> Loader<'a> {
     /// After the loop: every id of the header's counts was read, and the records agree with
     /// each other (spec §11 step 5).
     fn validate(&mut self) -> Result<(), PluginError> {
-        let end = self.data.len() as u64;
+        let len = self.data.len() as u64;
         let f = &self.f;
-        let missing = |name: &str, count: u32, id: usize| {
-            invalid(
-                end,
+        // An end token stops the record loop before the end of the data: a missing record is
+        // then before that token, and the bytes after it are no hint of a cut.
+        let missing = |name: &str, count: u32, id: usize| match f.end_token_at {
+            Some(at) => {
+                let after = len - at - 1;
+                invalid(
+                    at,
+                    format!(
+                        "the header counts {count} {name} records, but {name} {id} is not in the file: the record list ended at the end token (0) at byte {at}{}",
+                        if after > 0 {
+                            format!(", and the {after} bytes after it were ignored")
+                        } else {
+                            String::new()
+                        }
+                    ),
+                )
+            }
+            None => invalid(
+                len,
                 format!(
-                    "the header counts {count} {name} records, but {name} {id} is not in the file (it ends at byte {end}; cut at a record boundary?)"
+                    "the header counts {count} {name} records, but {name} {id} is not in the file (it ends at byte {len}; cut at a record boundary?)"
                 ),
-            )
+            ),
         };
         if let Some(k) = (1..f.css.len()).find(|&k| f.css[k].offset == 0) {
             return Err(missing("call-site-static", f.header.n_css, k));

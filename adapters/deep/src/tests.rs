@@ -554,6 +554,46 @@ fn end_token_and_trailing_bytes() {
     );
 }
 
+/// A record missing from a record list that an end token ended is reported at that token's
+/// byte, not at the end of the bytes after it (which are ignored), and without the hint of a
+/// file cut at a record boundary.
+#[test]
+fn a_missing_record_after_an_end_token_names_the_token() {
+    // Every record but PD 2.
+    let cut = small_file([1, 2, 2, 2], &[], &[]);
+    let end = cut.len() as u64;
+    let e = err(&cut);
+    assert_eq!(e.byte_offset, Some(end), "{e}");
+    assert_eq!(
+        e.message,
+        format!(
+            "the header counts 2 proc-dynamic records, but proc-dynamic 2 is not in the file (it ends at byte {end}; cut at a record boundary?)"
+        )
+    );
+    // The same, then an end token at byte `end` and 32 zero bytes.
+    let mut ended = cut.clone();
+    ended.push(0);
+    ended.extend([0; 32]);
+    let e = err(&ended);
+    assert_eq!(e.byte_offset, Some(end), "{e}");
+    assert_eq!(
+        e.message,
+        format!(
+            "the header counts 2 proc-dynamic records, but proc-dynamic 2 is not in the file: the record list ended at the end token (0) at byte {end}, and the 32 bytes after it were ignored"
+        )
+    );
+    // With nothing after the token, nothing is said about ignored bytes.
+    ended.truncate(cut.len() + 1);
+    let e = err(&ended);
+    assert_eq!(e.byte_offset, Some(end), "{e}");
+    assert_eq!(
+        e.message,
+        format!(
+            "the header counts 2 proc-dynamic records, but proc-dynamic 2 is not in the file: the record list ended at the end token (0) at byte {end}"
+        )
+    );
+}
+
 #[test]
 fn format_parse_reads_a_stream_too() {
     let bytes = self_recursion();

@@ -5,7 +5,7 @@
 //! * Parse: streaming, one pass, no allocation per line; repeated stacks are summed; counts may
 //!   be decimal (kept exactly as fixed point); CRLF and blank lines are fine; names that are not
 //!   UTF-8 are replaced lossily with a warning; a UTF-8 byte-order mark starting a line is read
-//!   as whitespace. A line without a count is an error naming the line, unless
+//!   as whitespace, and input starting with a UTF-16 one is an error saying so. A line without a count is an error naming the line, unless
 //!   `-O skip-bad-lines` (inferno's behaviour: warn and skip). A file whose first data line has
 //!   two counts is differential (inferno's `STACK BEFORE AFTER`): columns `before` and `after`
 //!   and metadata `diff`, as `profconv diff` builds.

@@ -78,6 +78,10 @@ struct Report {
     stackless: u64,
     lossy: u64,
     truncated_fraction: bool,
+    /// Per value column, the most decimals a count of this piece needs and the first line
+    /// (within the piece) that needs them: the absorber learns from it which line set the
+    /// profile's scale, whatever the worker's own scale was.
+    max_decimals: [(u32, u64); 2],
 }
 
 /// What a [`Report`] held at some line, to go back to when a later check fails for that line.
@@ -229,6 +233,18 @@ struct Parser_ {
     /// The first data line's number (in a differential file, for the error of a line with one
     /// count).
     first_data_line: u64,
+    /// Lines of the input before the current piece, when this parser reads one again for the
+    /// absorber (0 otherwise): `scale_from` numbers lines in the whole input.
+    line_base: u64,
+    /// Per value column, the line of the whole input that set its scale (the first count with
+    /// that many decimals), for the error of a count that does not fit at that scale.
+    scale_from: [u64; 2],
+    /// A worker's: its scale is that of its own pieces (at most the profile's), so the error
+    /// of a count too large at it cannot name the profile's scale; it fails the piece, even
+    /// under `skip-bad-lines`, and the absorber reads the piece again at the profile's scale.
+    worker: bool,
+    /// Set by such an error, which the line does not skip.
+    scale_overflowed: bool,
     report: Report,
     /// Frames whose name (some spelling of it) was not UTF-8, a bit each.
     lossy_frames: Vec<u64>,
@@ -275,6 +291,10 @@ impl Parser_ {
             decided: false,
             differential: false,
             first_data_line: 0,
+            line_base: 0,
+            scale_from: [0; 2],
+            worker: false,
+            scale_overflowed: false,
             report: Report::default(),
             lossy_frames: Vec::new(),
         }
@@ -401,7 +421,7 @@ impl Parser_ {
                 }
                 return Ok(());
             }
-            Err(e) if self.skip_bad_lines => {
+            Err(e) if self.skip_bad_lines && !(self.worker && self.scale_overflowed) => {
                 self.report.skipped += 1;
                 if self.report.skipped <= 5 {
                     self.report.notes.push(Note::Skipped(e));
@@ -621,6 +641,9 @@ impl Parser_ {
             self.report.truncated_fraction = true;
         }
         let want = frac.len() as u32;
+        if want > self.report.max_decimals[c].0 {
+            self.report.max_decimals[c] = (want, self.line_no);
+        }
         if want > self.b.decimals(c) {
             // The counts read so far are at the old scale: add them before changing it.
             self.flush()?;
@@ -631,6 +654,7 @@ impl Parser_ {
                     format!("this count needs {want} decimals, and the counts so far do not fit in 64 bits at that scale"),
                 )
             })?;
+            self.scale_from[c] = self.line_base + self.line_no;
         }
         let decimals = self.b.decimals(c);
         let overflow = || self.error(col, "count does not fit in 64 bits".into());
@@ -643,12 +667,29 @@ impl Parser_ {
         }
         for k in 0..decimals as usize {
             let d = frac.get(k).map_or(0, |d| (d - b'0') as i64);
-            v = v
-                .checked_mul(10)
-                .and_then(|v| v.checked_add(d))
-                .ok_or_else(overflow)?;
+            match v.checked_mul(10).and_then(|v| v.checked_add(d)) {
+                Some(next) => v = next,
+                None => return Err(self.scale_overflow(c, col)),
+            }
         }
         Ok(v)
+    }
+
+    /// The error of a count at byte `col` whose integer part fits in 64 bits but not once
+    /// scaled to column `c`'s decimals: it names them and the line that set them.
+    #[cold]
+    fn scale_overflow(&mut self, c: usize, col: usize) -> PluginError {
+        self.scale_overflowed = true;
+        let (decimals, from) = (self.b.decimals(c), self.scale_from[c]);
+        let msg = if from == self.line_base + self.line_no {
+            format!("count does not fit in 64 bits with its {decimals} decimals")
+        } else {
+            format!(
+                "count does not fit in 64 bits at {decimals} decimals, the scale line {from} set \
+                 (every count is kept with as many decimals as the most precise count so far)"
+            )
+        };
+        self.error(col, msg)
     }
 
     /// Appends the frames of `text[start..]`; true if a name first seen here is not UTF-8
@@ -960,12 +1001,22 @@ pub fn parse_folded_with(
 /// that grows only for a long line, up to `p.max_line`).
 fn parse_serial(input: &mut Input<'_>, p: &mut Parser_) -> Result<(), PluginError> {
     let mut lines = Lines::new(input, p.max_line, ONE_STACK_PER_LINE);
+    not_utf16(lines.peek(2)?.0)?;
     while let Some(block) = lines.whole_lines(BLOCK)? {
         let (len, before) = (block.bytes.len(), p.line_no);
         p.lines_at(block.bytes, block.offset)?;
         lines.consume(len, p.line_no - before);
     }
     p.flush()
+}
+
+/// An error if `head`, the start of the input, is a UTF-16 byte-order mark, which would
+/// otherwise be read as a line without a count.
+fn not_utf16(head: &[u8]) -> Result<(), PluginError> {
+    match profconv_plugin::utf16_input_error(head, "folded stacks") {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 /// The profile of a parse on this thread, or its error, with their warnings (the notes of the
@@ -1134,6 +1185,8 @@ fn parse_parallel(
         reporter.finish(cx);
         return Ok(main.finish());
     };
+    // The first piece holds the input's first line, whose first two bytes are the input's.
+    not_utf16(first.bytes())?;
     if pieces.eof && pieces.carry.is_empty() {
         // One piece is the whole input: nothing to share out.
         let parsed = main.piece(first.bytes());
@@ -1185,6 +1238,7 @@ fn parse_parallel(
                 // stay, so a piece interns only the names new to this worker, and the absorber
                 // maps only those (measured, 1 GB on two threads: 2.27 -> 2.13 s of CPU).
                 let mut p = Parser_::new(&opts);
+                p.worker = true;
                 p.set_mode(false);
                 loop {
                     // The lock is held only while taking a piece.
@@ -1202,6 +1256,7 @@ fn parse_parallel(
                             // starts from new ones (and the absorber's maps for this worker
                             // too).
                             p = Parser_::new(&opts);
+                            p.worker = true;
                             p.set_mode(false);
                             (report, Err(e))
                         }
@@ -1369,6 +1424,12 @@ fn absorb_in_order(
             };
             let (report, failed, n_lines) = if let Some((new_bound, n_lines, part)) = absorbable {
                 bound = new_bound;
+                // The piece's most precise count sets the profile's scale if it is more
+                // precise than every count before the piece.
+                let (most, at) = report.max_decimals[0];
+                if most > main.b.decimals(0) {
+                    main.scale_from[0] = lines + at;
+                }
                 (
                     report,
                     main.b.absorb_piece(part, maps).err().map(PluginError::from),
@@ -1380,6 +1441,7 @@ fn absorb_in_order(
                 // the error) it gets on one thread, whose scale and sums depend on the lines
                 // before the piece. Rare: bad input.
                 main.line_no = 0;
+                main.line_base = lines;
                 main.prev_frames.clear();
                 let again = main.piece(piece.bytes());
                 match &parsed {
@@ -1474,11 +1536,14 @@ pub fn sniff(head: &[u8]) -> u32 {
         None => return long_first_line(head),
     };
     let (mut good, mut with_semicolon, mut bad) = (0, 0, 0);
-    for line in complete.split(|&c| c == b'\n').take(64) {
-        let (_, line) = trim_line(line);
-        if line.is_empty() || is_comment(line) {
-            continue;
-        }
+    // The first 64 data lines: blank and comment lines are skipped before counting, so a long
+    // comment block at the top (metadata) does not hide the stacks below it.
+    let data = complete
+        .split(|&c| c == b'\n')
+        .map(|line| trim_line(line).1)
+        .filter(|line| !line.is_empty() && !is_comment(line))
+        .take(64);
+    for line in data {
         let Some(sp) = memrchr2(b' ', b'\t', line) else {
             if count(line).is_err() {
                 bad += 1;
@@ -1965,6 +2030,43 @@ mod tests {
         );
     }
 
+    /// Blank and comment lines at the top do not count against the 64 lines the sniffer reads:
+    /// stacks below 64 or more of them (a metadata block) are still recognised, within the
+    /// 16 KiB head; the 64 lines it reads are data lines.
+    #[test]
+    fn sniffing_skips_comments_before_counting_64_lines() {
+        let file = |comments: usize, blanks: usize| {
+            let mut text = String::new();
+            for i in 1..=comments {
+                text += &format!("# meta {i}: value\n");
+                if i <= blanks {
+                    text += "\n";
+                }
+            }
+            text + "main;a 3\n"
+        };
+        for (comments, blanks) in [(63, 0), (64, 0), (100, 0), (40, 40), (300, 300)] {
+            let text = file(comments, blanks);
+            assert!(text.len() <= 16 * 1024);
+            assert_eq!(
+                sniff(text.as_bytes()),
+                70,
+                "{comments} comments, {blanks} blanks"
+            );
+        }
+        // At most 64 data lines are read: a bad 65th line is not seen, a bad 64th is.
+        let stacks = |n: usize| -> String { (0..n).map(|i| format!("main;f{i} {i}\n")).collect() };
+        let comments = "# c\n".repeat(100);
+        assert_eq!(
+            sniff(format!("{comments}{}bad\n", stacks(64)).as_bytes()),
+            70
+        );
+        assert_eq!(
+            sniff(format!("{comments}{}bad\n", stacks(63)).as_bytes()),
+            10
+        );
+    }
+
     /// A streamed line longer than the bound is an error at the byte where it starts, on one
     /// thread or several, instead of a buffer that grows with the input; lines up to the bound
     /// are read.
@@ -2021,6 +2123,90 @@ mod tests {
             Err(e) => format!("error {e} at offset {:?}", e.byte_offset),
         };
         format!("{result}\nwarnings {warnings:?}")
+    }
+
+    /// A count that fits in 64 bits on its own but not at the scale an earlier line set says
+    /// so, naming the decimals and the first line that needs them (it said only "count does
+    /// not fit in 64 bits"), however the input is cut into pieces and threads.
+    #[test]
+    fn a_count_too_large_at_the_scale_names_the_scale_and_its_line() {
+        let short = b"a 0.000000001\nb 9223372037\n";
+        assert_eq!(
+            outcome(short, ParseOptions::default(), true),
+            "error line 2, column 3: count does not fit in 64 bits at 9 decimals, the scale line 1 \
+             set (every count is kept with as many decimals as the most precise count so far) at \
+             offset Some(16)\nwarnings []"
+        );
+        // The scale rises at line 1, then at line 4: line 4 set the scale line 6 overflows at.
+        let later = b"x 0.5\ny 1\n# c\na 0.000000001\nc 0.000000002\nb 9223372037\nd 1\n";
+        let e = outcome(later, ParseOptions::default(), true);
+        assert!(
+            e.contains("line 6, column 3: count does not fit in 64 bits at 9 decimals, the scale line 4 set"),
+            "{e}"
+        );
+        same_with_threads(later, false);
+        same_with_threads(later, true);
+        same_with_threads(short, false);
+        same_with_threads(short, true);
+        // A count that needs the decimals itself.
+        let own = b"a 1\nb 9223372037.000000001\n";
+        let e = outcome(own, ParseOptions::default(), true);
+        assert!(
+            e.contains("line 2, column 3: count does not fit in 64 bits with its 9 decimals"),
+            "{e}"
+        );
+        same_with_threads(own, false);
+        same_with_threads(own, true);
+        // An integer part too large for 64 bits is too large at any scale.
+        let e = outcome(
+            b"a 0.1\nb 99999999999999999999\n",
+            ParseOptions::default(),
+            true,
+        );
+        assert!(
+            e.contains("column 3: count does not fit in 64 bits at offset"),
+            "{e}"
+        );
+    }
+
+    /// UTF-16 text with its byte-order mark (PowerShell 5.1's `>` writes UTF-16 LE) is an error
+    /// at the start of the input saying so and how to convert it, on one thread or several (it
+    /// was `1:20: expected a count ..., found ...`); a UTF-8 byte-order mark is still skipped.
+    #[test]
+    fn utf16_input_is_an_error_that_says_so() {
+        let text = "main;a;b 3\r\nmain;a;c 4\r\n";
+        let le: Vec<u8> = [0xFF, 0xFE]
+            .into_iter()
+            .chain(text.encode_utf16().flat_map(u16::to_le_bytes))
+            .collect();
+        let be: Vec<u8> = [0xFE, 0xFF]
+            .into_iter()
+            .chain(text.encode_utf16().flat_map(u16::to_be_bytes))
+            .collect();
+        for (bytes, encoding) in [(le, "UTF-16 LE"), (be, "UTF-16 BE")] {
+            let e = parse(&bytes, false).unwrap_err();
+            assert_eq!(
+                e.message,
+                format!(
+                    "the input is {encoding} text (it starts with a UTF-16 byte-order mark): folded stacks are UTF-8 (or ASCII); convert it first (e.g. `iconv -f UTF-16 -t UTF-8`)"
+                )
+            );
+            assert_eq!(
+                (e.line, e.column, e.byte_offset),
+                (Some(1), Some(1), Some(0))
+            );
+            assert!(
+                parse_streaming(&bytes)
+                    .unwrap_err()
+                    .message
+                    .contains(encoding)
+            );
+            assert!(parse(&bytes, true).unwrap_err().message.contains(encoding));
+            same_with_threads(&bytes, false);
+            same_with_threads(&bytes, true);
+        }
+        let utf8 = [b"\xef\xbb\xbf".as_slice(), text.as_bytes()].concat();
+        assert!(parse(&utf8, false).is_ok());
     }
 
     /// Cut into pieces of every size from one byte up, on 2 and 3 threads, streamed or whole,

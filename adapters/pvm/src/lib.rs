@@ -104,16 +104,6 @@ fn first_meaningful(head: &[u8], eof: bool) -> Result<Option<&[u8]>, ()> {
     }
 }
 
-/// Which UTF-16 `head` is, when it starts with a UTF-16 byte-order mark followed by an ASCII
-/// character (a NUL byte beside it): neither a pvmtrace nor the debugger's output can start so.
-fn utf16(head: &[u8]) -> Option<&'static str> {
-    match head {
-        [0xFF, 0xFE, c, 0, ..] if c.is_ascii() => Some("UTF-16 LE"),
-        [0xFE, 0xFF, 0, c, ..] if c.is_ascii() => Some("UTF-16 BE"),
-        _ => None,
-    }
-}
-
 fn starts_pvmtrace(line: &[u8]) -> bool {
     line.starts_with(b"PVMTRACE") && line.get(8).is_none_or(|c| c.is_ascii_whitespace())
 }
@@ -127,12 +117,10 @@ pub fn parse_pvm(
     let size_hint = input.size_hint();
     let mut lines = lines::lines(input);
     let (head, _) = lines.peek(4)?;
-    if let Some(encoding) = utf16(head) {
-        return Err(PluginError::invalid_input(format!(
-            "the input is {encoding} text (it starts with a UTF-16 byte-order mark): PVM traces and the debugger's profiles are UTF-8; convert it first (e.g. `iconv -f UTF-16 -t UTF-8`)"
-        ))
-        .at_offset(0)
-        .at_line(1, 1));
+    if let Some(e) =
+        profconv_plugin::utf16_input_error(head, "PVM traces and the debugger's profiles")
+    {
+        return Err(e);
     }
     // A UTF-8 byte-order mark (as Windows editors write) is not part of the first line.
     lines.skip_bom()?;
@@ -389,6 +377,53 @@ mod tests {
         );
     }
 
+    /// `SB`/`SE <tick> [@<time>] <hex>`: the section's data is required and is bytes in hex, as
+    /// the spec's grammar says (they were read up to the tick, so `SB 5 zz` and `SB 7` passed
+    /// silently); the error names the line and the column of the data, or of the line's end.
+    #[test]
+    fn section_records_need_their_hex_data() {
+        let ok = "PVMTRACE 1\nC 1 f\nSB 2 0aFF\nSB 3 @+0 00\nSE +1 \t abcdef01\nSE 5 00\nE 9\n";
+        let (r, warnings) = parse_opts(ok, ParseOptions::default());
+        assert_eq!(tree_of(&r.unwrap()), "f self=8 total=8 calls=1\n");
+        assert_eq!(warnings, Vec::<String>::new());
+        let cases = [
+            (
+                "PVMTRACE 1\nSB 5 zz\nSE 6 zz\n",
+                "line 2, column 6: bad hex data `zz` in a section begin: expected an even number of hex digits",
+            ),
+            (
+                "PVMTRACE 1\nSB 7\nSE 8\n",
+                "line 2, column 5: expected the section begin's data in hex after the tick (`SB <tick> [@<time>] <hex>`)",
+            ),
+            (
+                "PVMTRACE 1\nSB 7 00\nSE 8 @9\n",
+                "line 3, column 8: expected the section end's data in hex after the tick (`SE <tick> [@<time>] <hex>`)",
+            ),
+            (
+                "PVMTRACE 1\nSB 5 abc\n",
+                "line 2, column 6: bad hex data `abc` in a section begin: expected an even number of hex digits",
+            ),
+            (
+                "PVMTRACE 1\nSB 5 ab cd\n",
+                "line 2, column 6: bad hex data `ab cd` in a section begin: expected an even number of hex digits",
+            ),
+            (
+                "PVMTRACE 1\nSB 5 0x00\n",
+                "line 2, column 6: bad hex data `0x00` in a section begin: expected an even number of hex digits",
+            ),
+        ];
+        for (text, want) in cases {
+            for strict in [false, true] {
+                let opts = ParseOptions {
+                    strict,
+                    ..ParseOptions::default()
+                };
+                let (r, _) = both_paths(text, opts);
+                assert_eq!(r, format!("error: {want}"), "{text}");
+            }
+        }
+    }
+
     /// Past the first ten warnings of a kind, one line counts the rest and names their kind
     /// (the warning shown just before it may be of another kind).
     #[test]
@@ -397,7 +432,7 @@ mod tests {
         for _ in 0..13 {
             text.push_str("C 50 g\nE 100 g\n");
         }
-        text.push_str("E 200 f\nSE 200\n");
+        text.push_str("E 200 f\nSE 200 00\n");
         let (r, warnings) = parse_opts(&text, ParseOptions::default());
         r.unwrap();
         let backwards = warnings.iter().filter(|w| w.contains("goes backwards"));

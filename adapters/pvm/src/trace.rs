@@ -200,6 +200,12 @@ fn hex(body: &[u8]) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// Whether `body` is bytes in hex (an even number of hex digits, at least two), as [`hex`]
+/// reads them, without making them.
+fn is_hex(body: &[u8]) -> bool {
+    !body.is_empty() && body.len() % 2 == 0 && body.iter().all(u8::is_ascii_hexdigit)
+}
+
 /// Where the current line is, for messages.
 #[derive(Clone, Copy)]
 struct Loc {
@@ -966,7 +972,28 @@ impl Reader {
         cx: &mut Context<'_>,
     ) -> Result<(), PluginError> {
         // Sections are checked for nesting only; they do not move the clock (spec B.3).
-        let _ = self.stamp(rest, loc)?;
+        let (_, _, data) = self.stamp(rest, loc)?;
+        // Their data is never used, but the spec's grammar requires it (`<hex>`): a record
+        // without it, or with other text, is not what a pvmtrace writer writes.
+        let what = if op == b"SB" { "begin" } else { "end" };
+        if data.is_empty() {
+            return Err(loc.err(
+                data,
+                format!(
+                    "expected the section {what}'s data in hex after the tick (`{} <tick> [@<time>] <hex>`)",
+                    shown(op)
+                ),
+            ));
+        }
+        if !is_hex(data) {
+            return Err(loc.err(
+                data,
+                format!(
+                    "bad hex data `{}` in a section {what}: expected an even number of hex digits",
+                    shown(data)
+                ),
+            ));
+        }
         if op == b"SB" {
             self.sections += 1;
         } else if self.sections == 0 {

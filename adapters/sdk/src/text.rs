@@ -6,6 +6,26 @@ use std::fmt::Write as _;
 /// (U+FEFF): text readers skip it.
 pub const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
+/// The error for a text input that starts with a UTF-16 byte-order mark (PowerShell 5.1's `>`
+/// writes UTF-16 LE with one), which a reader of UTF-8 would otherwise report as some
+/// unexpected character on line 1. `files` names the format's files in the message
+/// (`"callgrind files"`); `None` for any other start.
+pub fn utf16_input_error(head: &[u8], files: &str) -> Option<crate::PluginError> {
+    let encoding = match head {
+        [0xFF, 0xFE, ..] => "UTF-16 LE",
+        [0xFE, 0xFF, ..] => "UTF-16 BE",
+        _ => return None,
+    };
+    Some(
+        crate::PluginError::invalid_input(format!(
+            "the input is {encoding} text (it starts with a UTF-16 byte-order mark): {files} are \
+             UTF-8 (or ASCII); convert it first (e.g. `iconv -f UTF-16 -t UTF-8`)"
+        ))
+        .at_offset(0)
+        .at_line(1, 1),
+    )
+}
+
 /// Input text for a message: at most about `max` bytes of it (then `…`), characters that
 /// are invisible or control characters escaped as Rust's `escape_debug` writes them (`\0`,
 /// `\t`, `\u{feff}`), bytes that are not UTF-8 as `\xNN`, so that a message never carries
