@@ -424,6 +424,23 @@ mod tests {
         }
     }
 
+    /// The debugger's variant is told from the first MiB of the input, whether it is held in
+    /// memory (a mapped file) or streamed: a mapped file used to be classified on all of it, so
+    /// a line past the first MiB that breaks pre-order made it read as plain folded stacks
+    /// (exit 0) where the same bytes streamed were an error, and a large file was read twice.
+    #[test]
+    fn the_variant_is_told_from_the_first_mib_however_the_input_is_read() {
+        let mut text = "kernel_run 3\nkernel_run;g1 2\n".repeat(60_000);
+        assert!(text.len() > 1 << 20);
+        text.push_str("kernel_run;a;b 5\n");
+        let (r, _) = both_paths(&text, ParseOptions::default());
+        assert!(
+            r.starts_with("error: line 120001, column 1:") && r.contains("pre-order"),
+            "{}",
+            &r[..r.len().min(300)]
+        );
+    }
+
     /// Past the first ten warnings of a kind, one line counts the rest and names their kind
     /// (the warning shown just before it may be of another kind).
     #[test]

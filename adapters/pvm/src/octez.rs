@@ -297,8 +297,12 @@ pub(crate) fn parse_octez(
     let variant = match forced {
         Some(v) => v,
         None => {
-            let (head, eof) = lines.peek(CLASSIFY_BYTES)?;
-            let complete = if eof {
+            let (peeked, eof) = lines.peek(CLASSIFY_BYTES)?;
+            // `peek` gives a whole input held in memory (a mapped file) at once: only its first
+            // MiB is read, as of a stream, so a file, a pipe and a `.gz` of the same bytes are
+            // read alike, and a large file is not read twice (nor held whole in memory).
+            let head = &peeked[..peeked.len().min(CLASSIFY_BYTES)];
+            let complete = if eof && head.len() == peeked.len() {
                 head
             } else {
                 match memchr::memrchr(b'\n', head) {
