@@ -91,15 +91,59 @@ fn self_value(tree: &CallTree, col: Option<usize>, node: usize) -> i64 {
 
 /// Before's values on after's call nodes, in before's own fixed-point units (as stored):
 /// [`Scale`] takes them to after's units where they are shown, exactly.
-struct Matched {
-    /// Before's self value of the node with the same path.
-    self_before: Vec<i128>,
-    /// Before's total of the node with the same path.
-    total_before: Vec<i128>,
+struct Matched<'a> {
+    on_nodes: BeforeOnNodes<'a>,
     /// Before's self values on paths after does not have.
     unmatched: i128,
     /// Before's total.
     total_before_all: i128,
+}
+
+/// Before's self value and total on each of after's call nodes.
+enum BeforeOnNodes<'a> {
+    /// Two profiles: before's nodes summed onto after's of the same path of names.
+    Mapped {
+        self_before: Vec<i128>,
+        total_before: Vec<i128>,
+    },
+    /// One profile's two columns (`profconv diff`): the nodes are the same, and before's values
+    /// are read from the one call tree as they are (self clamped at zero, as drawn).
+    Same {
+        self_before: &'a [i64],
+        total_before: &'a [i64],
+        /// After's widths: a node of width 0 is not drawn, nor is before's value on it.
+        widths: &'a [i64],
+    },
+}
+
+impl Matched<'_> {
+    fn self_before(&self, n: usize) -> i128 {
+        match &self.on_nodes {
+            BeforeOnNodes::Mapped { self_before, .. } => self_before[n],
+            BeforeOnNodes::Same {
+                self_before,
+                widths,
+                ..
+            } => match widths[n] > 0 {
+                true => i128::from(self_before[n].max(0)),
+                false => 0,
+            },
+        }
+    }
+
+    fn total_before(&self, n: usize) -> i128 {
+        match &self.on_nodes {
+            BeforeOnNodes::Mapped { total_before, .. } => total_before[n],
+            BeforeOnNodes::Same {
+                total_before,
+                widths,
+                ..
+            } => match widths[n] > 0 {
+                true => i128::from(total_before[n]),
+                false => 0,
+            },
+        }
+    }
 }
 
 /// Before's stored values to after's: `× num / den`, a ratio of integers (the decimals' power
@@ -141,7 +185,7 @@ struct Side<'a, 'p> {
 /// Matches before's call nodes to after's by their path of function names. A before value on a
 /// node that after has with width 0 (a profile of `profconv diff` holds both sides' paths)
 /// cannot be drawn either, and counts as unmatched.
-fn match_nodes(before: &Side<'_, '_>, after: &Side<'_, '_>) -> Matched {
+fn match_nodes<'a>(before: &Side<'_, '_>, after: &Side<'_, '_>) -> Matched<'a> {
     let (tb, ta) = (before.tree, after.tree);
     let (before_p, after_p) = (before.p, after.p);
     // Function names as dense keys (two funcs of one name share a key).
@@ -168,12 +212,9 @@ fn match_nodes(before: &Side<'_, '_>, after: &Side<'_, '_>) -> Matched {
         let k = key_a[ta.func[n] as usize];
         child.entry((ta.parent[n], k)).or_insert(n as u32);
     }
-    let mut m = Matched {
-        self_before: vec![0; ta.len()],
-        total_before: vec![0; ta.len()],
-        unmatched: 0,
-        total_before_all: 0,
-    };
+    let mut self_before = vec![0; ta.len()];
+    let mut total_before = vec![0; ta.len()];
+    let (mut unmatched, mut total_before_all) = (0, 0);
     let mut to_after = vec![NONE; tb.len()];
     // Parents come before children, so one forward pass maps every node.
     for n in 0..tb.len() {
@@ -193,26 +234,74 @@ fn match_nodes(before: &Side<'_, '_>, after: &Side<'_, '_>) -> Matched {
         match hit {
             Some(a) if after.widths[a as usize] > 0 => {
                 to_after[n] = a;
-                m.self_before[a as usize] += s;
-                m.total_before[a as usize] += i128::from(before.widths[n]);
+                self_before[a as usize] += s;
+                total_before[a as usize] += i128::from(before.widths[n]);
             }
             // After has the path but nothing on it: not drawn (nor anything below it).
             Some(a) => {
                 to_after[n] = a;
-                m.unmatched += s;
+                unmatched += s;
             }
-            None => m.unmatched += s,
+            None => unmatched += s,
         }
-        m.total_before_all += s;
+        total_before_all += s;
     }
-    m
+    Matched {
+        on_nodes: BeforeOnNodes::Mapped {
+            self_before,
+            total_before,
+        },
+        unmatched,
+        total_before_all,
+    }
+}
+
+/// [`Matched`] for the two columns of one profile, whose call tree `tree` holds before's
+/// column `before_col`: each node is its own match.
+fn same_nodes<'a>(
+    tree: &'a CallTree,
+    before_col: usize,
+    before_widths: &'a [i64],
+    widths: &'a [i64],
+) -> Matched<'a> {
+    let self_before = &tree.self_values[before_col];
+    let (mut unmatched, mut total_before_all) = (0, 0);
+    for (&s, &w) in self_before.iter().zip(widths) {
+        let s = i128::from(s.max(0));
+        if w <= 0 {
+            unmatched += s;
+        }
+        total_before_all += s;
+    }
+    Matched {
+        on_nodes: BeforeOnNodes::Same {
+            self_before,
+            total_before: before_widths,
+            widths,
+        },
+        unmatched,
+        total_before_all,
+    }
+}
+
+/// Whether `before` and `after` are two columns of one profile (as `profconv diff` gives
+/// them): the same stacks, frames and functions, so the same call nodes.
+fn same_profile(before: &ProfileRef<'_>, after: &ProfileRef<'_>) -> bool {
+    fn same<T>(a: &[T], b: &[T]) -> bool {
+        std::ptr::eq(a, b)
+    }
+    same(before.stack_prefix, after.stack_prefix)
+        && same(before.stack_frame, after.stack_frame)
+        && same(before.frame_func, after.frame_func)
+        && same(before.func_name, after.func_name)
+        && same(before.sample_stack, after.sample_stack)
 }
 
 struct DiffDescribe<'a, 'p> {
     after: &'a ProfileRef<'p>,
     tree: &'a CallTree,
     col: Option<usize>,
-    matched: &'a Matched,
+    matched: &'a Matched<'a>,
     max_delta: f64,
     negate: bool,
     scale: Scale,
@@ -232,7 +321,7 @@ impl DiffDescribe<'_, '_> {
         }
         let n = node as usize;
         self_value(self.tree, self.col, n).max(0) as f64
-            - self.scale.f64(self.matched.self_before[n])
+            - self.scale.f64(self.matched.self_before(n))
     }
 
     /// The change, exactly, × 10^`extra_decimals`.
@@ -242,7 +331,7 @@ impl DiffDescribe<'_, '_> {
         }
         let n = node as usize;
         i128::from(self_value(self.tree, self.col, n).max(0)) * unit
-            - self.scale.times(self.matched.self_before[n], unit)
+            - self.scale.times(self.matched.self_before(n), unit)
     }
 }
 
@@ -265,7 +354,7 @@ impl Describe for DiffDescribe<'_, '_> {
         let before_total = if f.node == NONE {
             self.matched.total_before_all
         } else {
-            self.matched.total_before[f.node as usize]
+            self.matched.total_before(f.node as usize)
         };
         let shown = |v: i128| v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
         out.push_str("; before ");
@@ -303,9 +392,32 @@ fn draw_diff<W: Write + ?Sized>(
     let cb = value_column(before, name).map_err(|e| in_profile(e, "before"))?;
     warn_if_counts(after, ca, cx);
     let countname = count_name(after, ca, o);
+    // `profconv diff`'s two columns of one profile have the same call nodes: one tree holds
+    // both (after's column, then before's), and needs no matching by names (two trees, a map
+    // of every node and a copy of before's values took 7 times the memory of a plain graph).
+    let both = match (ca, cb) {
+        (Some(a), Some(b)) if same_profile(before, after) => {
+            let mut both = after.clone();
+            both.value_types = vec![after.value_types[a], before.value_types[b]];
+            both.sample_values = vec![after.sample_values[a], before.sample_values[b]];
+            Some(both)
+        }
+        _ => None,
+    };
+    let (after, before, ca, cb) = match &both {
+        Some(both) => (both, both, Some(0), Some(1)),
+        None => (after, before, ca, cb),
+    };
     // Each side's one value column (or sample counts) is all the drawing reads.
-    let ta = CallTree::build_columns(after, ca.as_slice())?;
-    let tb = CallTree::build_columns(before, cb.as_slice())?;
+    let ta = match both {
+        Some(_) => CallTree::build_columns(after, &[0, 1])?,
+        None => CallTree::build_columns(after, ca.as_slice())?,
+    };
+    let tb = match both {
+        Some(_) => None,
+        None => Some(CallTree::build_columns(before, cb.as_slice())?),
+    };
+    let tb = tb.as_ref().unwrap_or(&ta);
     let (widths, negatives) = merge::node_widths(after, &ta, ca);
     if negatives > 0 {
         cx.warn(&format!(
@@ -314,7 +426,7 @@ fn draw_diff<W: Write + ?Sized>(
         ));
     }
     let total = merge::total_of_roots(&ta, &widths);
-    let (wb, _) = merge::node_widths(before, &tb, cb);
+    let (wb, _) = merge::node_widths(before, tb, cb);
     let total_before = merge::total_of_roots(&tb, &wb);
     // Before's values in after's fixed-point units, then (normalize) at after's total.
     let dec_a = ca.map_or(0, |c| after.value_types[c].decimals);
@@ -339,20 +451,23 @@ fn draw_diff<W: Write + ?Sized>(
         true => 0,
         false => dec_b.saturating_sub(dec_a).min(18u32.saturating_sub(dec_a)),
     };
-    let matched = match_nodes(
-        &Side {
-            p: before,
-            tree: &tb,
-            col: cb,
-            widths: &wb,
-        },
-        &Side {
-            p: after,
-            tree: &ta,
-            col: ca,
-            widths: &widths,
-        },
-    );
+    let matched = match (&both, cb) {
+        (Some(_), Some(cb)) => same_nodes(&ta, cb, &wb, &widths),
+        _ => match_nodes(
+            &Side {
+                p: before,
+                tree: tb,
+                col: cb,
+                widths: &wb,
+            },
+            &Side {
+                p: after,
+                tree: &ta,
+                col: ca,
+                widths: &widths,
+            },
+        ),
+    };
     let layout = merge::merged(after, &ta, &widths, o.min_value(total), o.sort);
     let mut describe = DiffDescribe {
         after,

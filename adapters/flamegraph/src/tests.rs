@@ -721,6 +721,57 @@ fn a_combined_profile_reports_what_only_before_has() {
     assert_eq!(apart, warnings);
 }
 
+/// In `profconv diff`'s profile both sides are columns of the same call nodes, so each node is
+/// compared with itself: two functions of one name in different files (`f` of a.c and of b.c
+/// under `main`) keep their own before values. Matching by names gave both before values to
+/// the first `f`, whose box showed the second's change too.
+#[test]
+fn a_combined_profile_compares_each_call_node_with_itself() {
+    let side = |fa: i64, fb: i64| {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        let main = b.func("main");
+        let main = b.frame(main);
+        let root = b.stack(NONE, main);
+        for (file, v) in [("a.c", fa), ("b.c", fb)] {
+            let f = b.func_with("f", Some(file), None, None);
+            let f = b.frame(f);
+            let s = b.stack(root, f);
+            b.push_sample(s, None, &[v]);
+        }
+        b.finish()
+    };
+    let (before, after) = (side(0, 20), side(10, 20));
+    let combined = profconv_plugin::ir::diff::combine(&before.view(), 0, &after.view(), 0).unwrap();
+    let mut buf = Vec::new();
+    {
+        let mut out = Output::from_writer(&mut buf);
+        Flamegraph::emit(
+            &combined.view(),
+            &mut out,
+            &Options::default(),
+            &mut Context::silent(),
+        )
+        .unwrap();
+        out.flush().unwrap();
+    }
+    let s = parse_svg(&buf);
+    let mut fs: Vec<&str> = s
+        .frames
+        .iter()
+        .filter(|f| title_name(&f.title) == "f")
+        .map(|f| f.title.as_str())
+        .collect();
+    fs.sort();
+    assert_eq!(
+        fs,
+        [
+            "f (10 samples, 33.33%; before 0, self +10 samples, +33.33%)",
+            "f (20 samples, 66.67%; before 20, self ±0 samples, 0.00%)",
+        ]
+    );
+}
+
 #[test]
 fn the_public_entry_points_take_a_dyn_writer() {
     // What the CLI has: `Sink::writer()` is a `&mut dyn Write` (an unbuffered file).
