@@ -427,7 +427,7 @@ fn draw_diff<W: Write + ?Sized>(
     }
     let total = merge::total_of_roots(&ta, &widths);
     let (wb, _) = merge::node_widths(before, tb, cb);
-    let total_before = merge::total_of_roots(&tb, &wb);
+    let total_before = merge::total_of_roots(tb, &wb);
     // Before's values in after's fixed-point units, then (normalize) at after's total.
     let dec_a = ca.map_or(0, |c| after.value_types[c].decimals);
     let dec_b = cb.map_or(0, |c| before.value_types[c].decimals);
