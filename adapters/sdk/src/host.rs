@@ -24,6 +24,9 @@ pub use replace::{
     Unreplaceable, access_acl, acl_group_bits, replacing_forbidden_by, set_access_acl,
 };
 
+/// The largest `FormatDesc` a plugin may declare (far above any version's).
+const MAX_FORMAT_DESC: usize = 4096;
+
 /// Where a plugin came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PluginOrigin {
@@ -352,6 +355,14 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
             "format descriptor too small".into(),
         ));
     }
+    // A size no version will reach: the elements are found at this stride, so a wild one
+    // would read far past the table.
+    if stride > MAX_FORMAT_DESC {
+        return Err(LoadError::Malformed(
+            origin,
+            format!("format descriptor too large ({stride} bytes; at most {MAX_FORMAT_DESC})"),
+        ));
+    }
     let descs: Vec<FormatDesc> = (0..desc.n_formats)
         .map(|i| {
             // The element holds `stride` bytes: an older plugin's is shorter than this
@@ -497,6 +508,34 @@ unsafe extern "C" fn host_release_input(ctx: *mut c_void, upto: u64) {
     }));
 }
 
+/// The most bytes of a plugin's error or warning message the host keeps: a message is for a
+/// person to read, and a plugin's enormous one must not take the host's memory (each copy of a
+/// 256 MiB message did).
+const MAX_MESSAGE: usize = 64 << 10;
+
+/// A plugin's message, at most [`MAX_MESSAGE`] bytes of it (cut at a character), then how much
+/// was left out.
+///
+/// # Safety
+/// As [`StrRef::as_bytes`].
+unsafe fn bounded_message(message: &StrRef) -> String {
+    // SAFETY: forwarded to the caller.
+    let bytes = unsafe { message.as_bytes() };
+    if bytes.len() <= MAX_MESSAGE {
+        return String::from_utf8_lossy(bytes).into_owned();
+    }
+    let mut cut = MAX_MESSAGE;
+    // Back to the start of a character (at most three continuation bytes).
+    while cut > MAX_MESSAGE - 3 && bytes[cut] & 0xC0 == 0x80 {
+        cut -= 1;
+    }
+    format!(
+        "{}… ({} more bytes of the plugin's message left out)",
+        String::from_utf8_lossy(&bytes[..cut]),
+        bytes.len() - cut
+    )
+}
+
 unsafe extern "C" fn host_report_error(
     ctx: *mut c_void,
     code: Status,
@@ -506,10 +545,12 @@ unsafe extern "C" fn host_report_error(
     column: u64,
 ) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: `ctx` is the `CallCtx` this host lent for the ongoing call; the message is
-        // readable for the duration of this callback and copied here.
-        let (cx, message) = unsafe { (&mut *(ctx as *mut CallCtx<'_>), message.to_string_lossy()) };
+        // SAFETY: `ctx` is the `CallCtx` this host lent for the ongoing call.
+        let cx = unsafe { &mut *(ctx as *mut CallCtx<'_>) };
         if cx.first_error.is_none() {
+            // SAFETY: the message is readable for the duration of this callback and copied
+            // here.
+            let message = unsafe { bounded_message(&message) };
             let opt = |v: u64| (v != u64::MAX).then_some(v);
             cx.first_error = Some(CallError {
                 status: code,
@@ -526,7 +567,7 @@ unsafe extern "C" fn host_report_error(
 unsafe extern "C" fn host_log(ctx: *mut c_void, level: u32, message: StrRef) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: as in `host_report_error`.
-        let (cx, message) = unsafe { (&mut *(ctx as *mut CallCtx<'_>), message.to_string_lossy()) };
+        let (cx, message) = unsafe { (&mut *(ctx as *mut CallCtx<'_>), bounded_message(&message)) };
         (cx.log)(level, &message);
     }));
 }
@@ -542,6 +583,11 @@ unsafe extern "C" fn host_read(
     cap: usize,
     n_read: *mut usize,
 ) -> Status {
+    // A plugin that breaks the contract this plainly gets a failed read, not a crash (nor,
+    // for a null buffer, a read of nothing it would take for the end of the input).
+    if n_read.is_null() || (buf.is_null() && cap > 0) {
+        return Status::INTERNAL;
+    }
     let r = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: `ctx` is the `ReadCtx` lent for this call; `buf` has `cap` writable bytes and
         // `n_read` is writable (the plugin's contract).
@@ -576,6 +622,9 @@ struct WriteCtx<'a> {
 }
 
 unsafe extern "C" fn host_write(ctx: *mut c_void, buf: *const u8, len: usize) -> Status {
+    if buf.is_null() && len > 0 {
+        return Status::INTERNAL;
+    }
     let r = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: `ctx` is the `WriteCtx` lent for this call; `buf` has `len` readable bytes.
         let (cx, data) = unsafe {
@@ -1256,7 +1305,10 @@ impl FormatHandle {
             log: host_log,
             release_input: Some(host_release_input),
         };
-        let mut out = std::mem::MaybeUninit::<ProfileExport>::uninit();
+        // Zeroed, not uninitialized: a plugin that returns OK without writing it leaves a
+        // valid export (no columns, no release function) that is refused below, not garbage
+        // whose "release" the host would call.
+        let mut out = std::mem::MaybeUninit::<ProfileExport>::zeroed();
         // SAFETY: every pointer passed lives across the call; the plugin writes `out` only when
         // it returns OK.
         let status = unsafe {
@@ -1278,9 +1330,27 @@ impl FormatHandle {
             e.io = io_error;
             return Err(e);
         }
-        // SAFETY: OK means the plugin initialized the export.
+        // SAFETY: all zeros is a valid `ProfileExport` (null pointers, zero sizes, no release
+        // function), and a plugin that returned OK wrote a whole one over it.
         let export = Box::new(unsafe { out.assume_init() });
         let foreign = ForeignProfile { export };
+        // The host's own read failed (a corrupt gzip stream, a device error) and the plugin
+        // went on as if the input had ended: the I/O error stands, as the ABI says, whatever
+        // the plugin returned (its profile is released).
+        if let Some(io) = io_error {
+            let mut e = CallError::new(Status::IO, "reading the input failed");
+            e.io = Some(io);
+            return Err(e);
+        }
+        if foreign.export.view.struct_size == 0 && foreign.export.release.is_none() {
+            return Err(CallError::new(
+                Status::INTERNAL,
+                format!(
+                    "plugin '{}' returned success for format '{}' without a profile",
+                    self.plugin.name, self.id
+                ),
+            ));
+        }
         // SAFETY: the export's columns live until release (on drop of `foreign`).
         if let Err(e) = unsafe { profile_ref_from_view(&foreign.export.view, Check::Full) } {
             return Err(CallError::new(
@@ -1355,6 +1425,13 @@ impl FormatHandle {
                 .unwrap_or_else(|| CallError::new(status, "failed without a message"));
             e.status = status;
             e.io = write_ctx.error.take();
+            return Err(e);
+        }
+        // The host's own write failed (a full disk, a file-size limit) and the emitter did not
+        // say so: the output is short, and must not be taken for a whole one.
+        if let Some(io) = write_ctx.error.take() {
+            let mut e = CallError::new(Status::IO, "writing the output failed");
+            e.io = Some(io);
             return Err(e);
         }
         Ok(())
@@ -1510,6 +1587,260 @@ mod tests {
 
     extern "C" fn entry_1_1(_: *const HostInfo) -> *const PluginHeader {
         &DESCRIPTOR.header
+    }
+
+    /// A hand-built plugin breaking the contract in ways the SDK never does, one format each.
+    mod contract_breakers {
+        use super::*;
+        use crate::abi::{HostCallbacks, InputStream, OutputStream, ProfileExport, ProfileView};
+
+        /// Returns OK and never writes the profile.
+        pub unsafe extern "C" fn parse_without_profile(
+            _: *const OptionValue,
+            _: usize,
+            _: *const InputStream,
+            _: *const HostCallbacks,
+            _: *mut ProfileExport,
+        ) -> Status {
+            Status::OK
+        }
+
+        /// Reads until the host's read fails, then returns OK as if the input had ended.
+        pub unsafe extern "C" fn parse_past_a_read_error(
+            _: *const OptionValue,
+            _: usize,
+            input: *const InputStream,
+            _: *const HostCallbacks,
+            _: *mut ProfileExport,
+        ) -> Status {
+            let mut buf = [0u8; 16];
+            let mut n = 0usize;
+            // SAFETY: the host lends a valid stream for the call.
+            let input = unsafe { &*input };
+            // SAFETY: as the contract says: a buffer of 16 writable bytes, a writable count.
+            while unsafe { (input.read)(input.ctx, buf.as_mut_ptr(), buf.len(), &mut n) }
+                == Status::OK
+                && n > 0
+            {}
+            Status::OK
+        }
+
+        /// Reads with a null count, and returns what the read said.
+        pub unsafe extern "C" fn parse_with_a_null_count(
+            _: *const OptionValue,
+            _: usize,
+            input: *const InputStream,
+            _: *const HostCallbacks,
+            _: *mut ProfileExport,
+        ) -> Status {
+            let mut buf = [0u8; 16];
+            // SAFETY: the host lends a valid stream for the call.
+            let input = unsafe { &*input };
+            // SAFETY: a buffer of 16 writable bytes; the null count is the contract breach under
+            // test, which the host must refuse without writing through it.
+            unsafe { (input.read)(input.ctx, buf.as_mut_ptr(), 16, std::ptr::null_mut()) }
+        }
+
+        /// Reports an error whose message is 1 MiB long.
+        pub unsafe extern "C" fn parse_with_a_huge_message(
+            _: *const OptionValue,
+            _: usize,
+            _: *const InputStream,
+            host: *const HostCallbacks,
+            _: *mut ProfileExport,
+        ) -> Status {
+            let text = "é".repeat(1 << 19);
+            // SAFETY: the host lends valid callbacks; the message lives across the call.
+            unsafe {
+                let host = &*host;
+                (host.report_error)(
+                    host.ctx,
+                    Status::INVALID_INPUT,
+                    StrRef::new(&text),
+                    u64::MAX,
+                    u64::MAX,
+                    u64::MAX,
+                );
+            }
+            Status::INVALID_INPUT
+        }
+
+        /// Writes 64 KiB, ignores the failed write, returns OK.
+        pub unsafe extern "C" fn emit_past_a_write_error(
+            _: *const OptionValue,
+            _: usize,
+            _: *const ProfileView,
+            output: *const OutputStream,
+            _: *const HostCallbacks,
+        ) -> Status {
+            let data = vec![b'x'; 64 << 10];
+            // SAFETY: the host lends a valid stream for the call.
+            let output = unsafe { &*output };
+            // SAFETY: `data` is readable for the call.
+            let _ = unsafe { (output.write)(output.ctx, data.as_ptr(), data.len()) };
+            Status::OK
+        }
+
+        pub const fn format(
+            id: &'static str,
+            parse: Option<ParseFn>,
+            emit: Option<EmitFn>,
+        ) -> FormatDesc11 {
+            FormatDesc11 {
+                struct_size: size_of::<FormatDesc11>() as u32,
+                caps: if parse.is_some() {
+                    caps::PARSE
+                } else {
+                    caps::EMIT
+                },
+                id: StrRef::from_static(id),
+                description: StrRef::from_static(""),
+                extensions: StrRef::from_static(""),
+                options: std::ptr::null(),
+                n_options: 0,
+                sniff: None,
+                parse,
+                emit,
+            }
+        }
+    }
+
+    static BREAKERS: [FormatDesc11; 5] = [
+        contract_breakers::format(
+            "no-profile",
+            Some(contract_breakers::parse_without_profile),
+            None,
+        ),
+        contract_breakers::format(
+            "past-read-error",
+            Some(contract_breakers::parse_past_a_read_error),
+            None,
+        ),
+        contract_breakers::format(
+            "null-count",
+            Some(contract_breakers::parse_with_a_null_count),
+            None,
+        ),
+        contract_breakers::format(
+            "huge-message",
+            Some(contract_breakers::parse_with_a_huge_message),
+            None,
+        ),
+        contract_breakers::format(
+            "past-write-error",
+            None,
+            Some(contract_breakers::emit_past_a_write_error),
+        ),
+    ];
+
+    static BREAKERS_DESCRIPTOR: Descriptor11 = Descriptor11 {
+        header: header("breakers", 1, size_of::<Descriptor11>()),
+        formats: &BREAKERS as *const [FormatDesc11; 5] as *const FormatDesc11,
+        n_formats: 5,
+    };
+
+    extern "C" fn entry_breakers(_: *const HostInfo) -> *const PluginHeader {
+        &BREAKERS_DESCRIPTOR.header
+    }
+
+    /// A reader whose every read fails, as a corrupt gzip stream does.
+    struct FailingReader;
+
+    impl Read for FailingReader {
+        fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+            Err(io::Error::new(io::ErrorKind::InvalidData, "corrupt input"))
+        }
+    }
+
+    /// A writer whose every write fails, as a full disk does.
+    struct FullDisk;
+
+    impl Write for FullDisk {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::Error::new(io::ErrorKind::StorageFull, "no space left"))
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A plugin breaking the contract gets an error, not a crash, and the host's own I/O errors
+    /// stand whatever the plugin returned (found by a hunt with hostile plugins):
+    /// * a parser that returns OK without a profile: the host read an uninitialized export and
+    ///   called its garbage "release" (SIGSEGV);
+    /// * a parser that reads past the host's read error and returns OK, and an emitter that
+    ///   ignores a failed write and returns OK: the I/O error was dropped, so a truncated input
+    ///   converted, and a short output replaced its target, with exit 0;
+    /// * a read with a null count crashed the host; a 1 MiB message was kept whole (256 MiB
+    ///   ones took 790 MB of the host's memory).
+    #[test]
+    fn contract_breaches_are_errors_and_host_io_errors_stand() {
+        let plugin = load_static(entry_breakers, "breakers").unwrap();
+        let format = |id: &str| plugin.formats.iter().find(|f| f.id == id).unwrap();
+        let parse = |id: &str, reader: &mut dyn Read| {
+            let input = ParseInput {
+                reader,
+                whole: None,
+                size_hint: None,
+                name: "in",
+                threads: 1,
+                release: None,
+            };
+            format(id).parse(input, &[], &mut |_, _| {}).err().unwrap()
+        };
+        let e = parse("no-profile", &mut io::empty());
+        assert_eq!(e.status, Status::INTERNAL, "{e}");
+        assert!(e.message.contains("without a profile"), "{e}");
+        let e = parse("past-read-error", &mut FailingReader);
+        assert_eq!(e.status, Status::IO, "{e}");
+        assert_eq!(e.io.unwrap().to_string(), "corrupt input");
+        let e = parse("null-count", &mut io::repeat(b'x'));
+        assert_eq!(e.status, Status::INTERNAL, "{e}");
+        let e = parse("huge-message", &mut io::empty());
+        assert_eq!(e.status, Status::INVALID_INPUT);
+        assert!(e.message.len() < (64 << 10) + 100, "{}", e.message.len());
+        assert!(
+            e.message
+                .ends_with("é… (983040 more bytes of the plugin's message left out)"),
+            "{}",
+            &e.message[e.message.len() - 80..]
+        );
+        let p = profconv_ir::ProfileBuilder::new().finish();
+        let e = format("past-write-error")
+            .emit(&p.view(), &mut FullDisk, &[], &mut |_, _| {})
+            .unwrap_err();
+        assert_eq!(e.status, Status::IO, "{e}");
+        assert_eq!(e.io.unwrap().kind(), io::ErrorKind::StorageFull);
+    }
+
+    static HUGE_STRIDE: [FormatDesc11; 2] = [
+        FormatDesc11 {
+            struct_size: 0x7fff_fff8,
+            ..format("a", sniff_a)
+        },
+        format("b", sniff_b),
+    ];
+
+    static HUGE_STRIDE_DESCRIPTOR: Descriptor11 = Descriptor11 {
+        header: header("huge", 1, size_of::<Descriptor11>()),
+        formats: &HUGE_STRIDE as *const [FormatDesc11; 2] as *const FormatDesc11,
+        n_formats: 2,
+    };
+
+    extern "C" fn entry_huge_stride(_: *const HostInfo) -> *const PluginHeader {
+        &HUGE_STRIDE_DESCRIPTOR.header
+    }
+
+    /// A format descriptor claiming 2 GiB is refused: its size is the table's stride, and the
+    /// second format was read 2 GiB past the table (SIGSEGV).
+    #[test]
+    fn a_format_descriptor_of_a_wild_size_is_refused() {
+        let err = load_static(entry_huge_stride, "huge").err().unwrap();
+        assert!(matches!(err, LoadError::Malformed(..)), "{err}");
+        assert!(
+            err.to_string().contains("format descriptor too large"),
+            "{err}"
+        );
     }
 
     /// A header of a later major than this host's (only the header is read).
