@@ -1333,6 +1333,9 @@ fn list_formats(registry: &Registry, defaults_searched: bool) -> Result<(), Fail
             r.reason
         ));
     }
+    // Names, descriptions and help come from the plugins: control characters escaped, as in
+    // every message.
+    let out = printable(&out);
     let mut stdout = Blocking(std::io::stdout().lock());
     match stdout
         .write_all(out.as_bytes())

@@ -419,6 +419,13 @@ fn a_panicking_plugin_is_an_error_not_a_crash() {
         err.contains("PANIC") && err.contains("index out of bounds"),
         "{err}"
     );
+    // What a plugin says of itself is printed with its control characters escaped.
+    let out = run(&["--plugin", panicky.to_str().unwrap(), "formats"]);
+    let listed = text(&out.stdout);
+    assert!(
+        listed.contains("(test fixture) \\u{1b}[31m") && !listed.contains('\x1b'),
+        "{listed}"
+    );
 }
 
 #[test]

@@ -9,7 +9,8 @@ pub struct Panicky;
 
 impl Format for Panicky {
     const ID: &'static str = "panicky";
-    const DESCRIPTION: &'static str = "panics in sniff, parse and emit (test fixture)";
+    // With an escape sequence, which `profconv formats` must not send to the terminal.
+    const DESCRIPTION: &'static str = "panics in sniff, parse and emit (test fixture) \x1b[31m";
     const EXTENSIONS: &'static str = "panicky";
     const CAN_PARSE: bool = true;
     const CAN_EMIT: bool = true;
