@@ -46,6 +46,17 @@ impl<T: Serialize> Serialize for Fill<T> {
 /// Largest integer a JavaScript number holds exactly (2^53).
 const JS_EXACT: i128 = 1 << 53;
 
+/// Where a timeline of the sample times `times` starts from: 0, so that they are written as
+/// they are, unless one is past 2^53, which a browser reads as a double, rounded (absolute
+/// ticks of a long-running PVM put calls 10 ticks apart at 16 and one 5 ticks long at 0):
+/// then the earliest, so that the timeline holds the differences, exactly.
+pub fn time_origin(times: &[i64]) -> i128 {
+    match times.iter().any(|&t| i128::from(t).abs() > JS_EXACT) {
+        true => times.iter().min().map_or(0, |&t| i128::from(t)),
+        false => 0,
+    }
+}
+
 /// `v × 10^exp10` as a JSON number: an integer when it is one (and fits), else a float computed
 /// with one correctly rounded division or multiplication.
 pub fn scaled(v: i128, exp10: i32) -> Num {

@@ -25,7 +25,7 @@
 use crate::categories::{Category, categorize};
 use crate::common::{
     Fill, Num, UnitKind, aggregate_per_stack, product_name, scaled, stack_rank_and_spare,
-    thread_name, time_column, unit_kind,
+    thread_name, time_column, time_origin, unit_kind,
 };
 use crate::compact::{CHUNK, Chunks, Item};
 use flate2::{Compression, GzBuilder};
@@ -810,6 +810,8 @@ struct Axis<'a> {
     col: Option<usize>,
     /// The profile's own sample times, when they are the timeline.
     given: Option<&'a [i64]>,
+    /// Subtracted from the given times ([`time_origin`]).
+    origin: i128,
     /// Otherwise the running sum of the durations, over all samples in order.
     starts: Vec<i128>,
     exp10: i32,
@@ -820,7 +822,7 @@ struct Axis<'a> {
 impl Axis<'_> {
     fn start(&self, i: usize) -> i128 {
         match self.given {
-            Some(t) => t[i] as i128,
+            Some(t) => t[i] as i128 - self.origin,
             None => self.starts[i],
         }
     }
@@ -837,6 +839,14 @@ fn time_exp10(p: &ProfileRef<'_>, unit: &str, col: usize) -> Option<i32> {
             Some(exp10_to_ms - p.value_types[col].decimals as i32)
         }
         _ => None,
+    }
+}
+
+/// How the timeline's description says its times were moved ([`time_origin`]).
+fn from_origin(origin: i128) -> String {
+    match origin {
+        0 => String::new(),
+        o => format!(", less {o}, the earliest: past 2^53 a double rounds them"),
     }
 }
 
@@ -880,9 +890,10 @@ fn time_axis<'a>(p: &ProfileRef<'a>, threads: &[Vec<u32>]) -> (Axis<'a>, bool) {
                 Axis {
                     col: Some(c),
                     given: Some(t),
+                    origin: time_origin(t),
                     starts: Vec::new(),
                     exp10,
-                    what: format!("sample times ({u})"),
+                    what: format!("sample times ({u}){}", from_origin(time_origin(t))),
                 },
                 fell_back,
             );
@@ -898,6 +909,7 @@ fn time_axis<'a>(p: &ProfileRef<'a>, threads: &[Vec<u32>]) -> (Axis<'a>, bool) {
             Axis {
                 col: Some(c),
                 given: None,
+                origin: 0,
                 starts: running(Some(c)),
                 exp10,
                 what: format!("running sum of {}", p.value_type_name(c)),
@@ -912,9 +924,13 @@ fn time_axis<'a>(p: &ProfileRef<'a>, threads: &[Vec<u32>]) -> (Axis<'a>, bool) {
             Axis {
                 col: clock,
                 given: Some(t),
+                origin: time_origin(t),
                 starts: Vec::new(),
                 exp10,
-                what: format!("sample times ({name}, 1 = 1 ms)"),
+                what: format!(
+                    "sample times ({name}, 1 = 1 ms){}",
+                    from_origin(time_origin(t))
+                ),
             },
             fell_back,
         ),
@@ -922,6 +938,7 @@ fn time_axis<'a>(p: &ProfileRef<'a>, threads: &[Vec<u32>]) -> (Axis<'a>, bool) {
             Axis {
                 col: clock,
                 given: None,
+                origin: 0,
                 starts: running(clock),
                 exp10,
                 what: format!("running sum of {name} (1 = 1 ms)"),

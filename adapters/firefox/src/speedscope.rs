@@ -12,7 +12,7 @@
 
 use crate::common::{
     Num, UnitKind, aggregate_per_stack, calls_column, product_name, scaled, stack_rank_and_spare,
-    thread_name, time_column, unit_kind,
+    thread_name, time_column, time_origin, unit_kind,
 };
 use profconv_plugin::ir::{NONE, ProfileRef, path_sums};
 use profconv_plugin::{Context, PluginError, human_bytes, one_value_column};
@@ -349,6 +349,9 @@ fn build_file<'r, 'p>(
     // The path nodes of the whole profile, made once for every thread (per thread, a trace of
     // many runs took their number times its stacks).
     let mut path_nodes: Option<PathNodes> = None;
+    // Where the events' times start from: the same for every run, so their timelines stay
+    // comparable.
+    let origin = times.map_or(0, time_origin);
     for (t, samples) in p.samples_by_thread().iter().enumerate() {
         let name = thread_name(p, t);
         if let (true, Some(calls)) = (evented, calls) {
@@ -380,7 +383,7 @@ fn build_file<'r, 'p>(
             };
             for &i in samples {
                 let i = i as usize;
-                let start = times.map_or(running, |t| t[i] as i128);
+                let start = times.map_or(running, |t| t[i] as i128 - origin);
                 first.get_or_insert(start);
                 if prev_end.is_some_and(|e| start > e) {
                     close_to(&mut open, 0, prev_end.unwrap_or(start), &mut events);

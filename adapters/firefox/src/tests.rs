@@ -932,3 +932,54 @@ fn a_call_node_of_several_lines_is_one_box_in_the_timeline() {
         [["main", "hash"], ["main", "parse"], ["main", "parse"]]
     );
 }
+
+/// Absolute ticks past 2^53 (a long-running PVM's) are written from the earliest, which a
+/// browser reads exactly: written as they were, JavaScript's doubles put g at 16–32 instead of
+/// 10–30 and made h (5 ticks) 0 long, in speedscope and in the Firefox Profiler's stack chart.
+#[test]
+fn ticks_past_2_pow_53_are_written_from_the_earliest() {
+    let b = 110_000_000_000_000_005i64;
+    let at = |d: i64| (b + d).to_string();
+    let events = [
+        format!("C f {}", at(0)),
+        format!("C g {}", at(10)),
+        format!("E {}", at(30)),
+        format!("C h {}", at(40)),
+        format!("E {}", at(45)),
+        format!("E {}", at(100)),
+    ];
+    let events: Vec<&str> = events.iter().map(String::as_str).collect();
+    let p = profconv_plugin::ir::testing::trace(&events);
+    let (_, v) = firefox(&p, &[]);
+    assert_eq!(
+        ints(&thread(&v, 0)["samples"]["time"]),
+        [0, 10, 30, 40, 45, 100]
+    );
+    let (_, v) = speedscope(&p, &[]);
+    let profile = &v["profiles"][0];
+    let events: Vec<(&str, i64)> = profile["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["type"].as_str().unwrap(), e["at"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            ("O", 0),
+            ("O", 10),
+            ("C", 30),
+            ("O", 40),
+            ("C", 45),
+            ("C", 100)
+        ]
+    );
+    assert_eq!(
+        (&profile["startValue"], &profile["endValue"]),
+        (&0.into(), &100.into())
+    );
+    // Below 2^53 times are written as they are.
+    let p = profconv_plugin::ir::testing::trace(&["C f 1000", "E 1010"]);
+    let (_, v) = firefox(&p, &[]);
+    assert_eq!(ints(&thread(&v, 0)["samples"]["time"]), [1000, 1010]);
+}

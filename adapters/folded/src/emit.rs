@@ -602,12 +602,31 @@ impl LineWriter {
             .filter(|&c| p.value_types[c].kind == ValueKind::Count);
         // (stack, values) per output line, in order of first appearance.
         let mut lines: Vec<(u32, [i64; 2])> = Vec::new();
-        // Open calls: (stack, line) from the outermost in.
+        // Open calls: (stack, line) from the outermost in, each the caller of the next (line
+        // `usize::MAX`: a caller not seen starting, with no line of its own yet).
         let mut open: Vec<(u32, usize)> = Vec::new();
+        // Each stack's depth (a prefix comes before its stacks).
+        let mut depth: Vec<u32> = Vec::with_capacity(p.n_stacks());
+        for &pre in p.stack_prefix {
+            let d = match pre {
+                NONE => 0,
+                pre => depth[pre as usize] + 1,
+            };
+            depth.push(d);
+        }
+        // Stacks between an open call and a sample's leaf, innermost first.
+        let mut chain: Vec<u32> = Vec::new();
         let first = p.sample_values[self.cols[0]];
         let second = self.cols.get(1).map_or(&[][..], |&c| p.sample_values[c]);
+        // The first line of the current thread (kernel run): nothing continues across runs.
+        let (mut thread, mut run_start) = (u32::MAX, 0);
         for (i, (&s, &v0)) in p.sample_stack.iter().zip(first).enumerate() {
             let v = [v0, second.get(i).copied().unwrap_or(0)];
+            let t = p.sample_thread_of(i);
+            if t != thread {
+                open.clear();
+                (thread, run_start) = (t, lines.len());
+            }
             let add = |sum: &mut [i64; 2]| -> Result<(), PluginError> {
                 for (cell, v) in sum.iter_mut().zip(v) {
                     *cell = cell.checked_add(v).ok_or_else(|| overflow(*cell, v))?;
@@ -629,20 +648,33 @@ impl LineWriter {
                     lines.push((s, v));
                 }
                 Some(_) => {
-                    while open.last().is_some_and(|&(o, _)| o != s) {
-                        open.pop();
-                    }
-                    match open.last() {
-                        Some(&(_, l)) if l != usize::MAX => add(&mut lines[l].1)?,
-                        _ => {
-                            open.clear();
+                    // More of a call under way: back to the deepest open call the sample is
+                    // in (its own, or a caller), as the SVG flame chart reads it. The calls
+                    // inside that one have ended; a leaf not open starts a line of its own
+                    // (after `-T collapse-rec`, a caller resumes with no new call).
+                    let common = open_in(&open, s, &depth, p.stack_prefix, &mut chain);
+                    open.truncate(common);
+                    match (chain.split_first(), open.last_mut()) {
+                        (None, Some((_, l))) if *l != usize::MAX => add(&mut lines[*l].1)?,
+                        (None, Some((_, l))) => {
+                            *l = lines.len();
+                            lines.push((s, v));
+                        }
+                        (Some((_, between)), _) => {
+                            if common > 0 {
+                                open.extend(between.iter().rev().map(|&c| (c, usize::MAX)));
+                            }
+                            open.push((s, lines.len()));
+                            lines.push((s, v));
+                        }
+                        (None, None) => {
                             open.push((s, lines.len()));
                             lines.push((s, v));
                         }
                     }
                 }
-                None => match lines.last_mut() {
-                    Some(last) if last.0 == s => add(&mut last.1)?,
+                None => match (lines.len() > run_start, lines.last_mut()) {
+                    (true, Some(last)) if last.0 == s => add(&mut last.1)?,
                     _ => lines.push((s, v)),
                 },
             }
@@ -671,6 +703,49 @@ impl LineWriter {
         self.path = path;
         Ok(())
     }
+}
+
+/// How many of the `open` calls (a chain, outermost first) stack `s` is in: those that are
+/// `s` or its callers. `chain` gets the stacks from `s` up to, not including, the deepest of
+/// them, innermost first (empty when `s` is open itself). Linear in the calls it skips and
+/// the stacks it collects, so a run of samples costs what it opens and closes.
+fn open_in(
+    open: &[(u32, usize)],
+    s: u32,
+    depth: &[u32],
+    prefix: &[u32],
+    chain: &mut Vec<u32>,
+) -> usize {
+    chain.clear();
+    let Some(&(outer, _)) = open.first() else {
+        chain.push(s);
+        return 0;
+    };
+    let (base, ds) = (depth[outer as usize], depth[s as usize]);
+    if ds < base {
+        chain.push(s);
+        return 0;
+    }
+    // Open call k is at depth base + k: the one that could hold `s` at most is at its depth.
+    let mut common = open.len().min((ds - base) as usize + 1);
+    let mut n = s;
+    let mut d = (ds - base) as usize;
+    while d + 1 > common {
+        chain.push(n);
+        n = prefix[n as usize];
+        d -= 1;
+    }
+    // `n` is the ancestor of `s` at open call `common - 1`'s depth: back up until they agree.
+    while common > 0 && open[common - 1].0 != n {
+        chain.push(n);
+        n = prefix[n as usize];
+        common -= 1;
+    }
+    if common == 0 {
+        chain.clear();
+        chain.push(s);
+    }
+    common
 }
 
 /// Each func's rank when names are sorted as the lines that hold them are (`name;` byte
@@ -931,6 +1006,44 @@ mod tests {
             emit(&p, EmitOptions::default()),
             "main 6\nmain;f 15\nmain;f;f 4\nmain;f;f;leaf 1\nmain;g 15\n"
         );
+    }
+
+    /// After `-T collapse-rec` a caller resumes with no new call (`main`, back from the inner
+    /// `main` that became itself): its time goes to its open call's line, as the SVG flame
+    /// chart draws one call. The calls open inside were all closed, so the first `main` was cut
+    /// into a third call (and a chain 20 000 deep of f0;f1;f2 wrote 13 333 root `f0` lines).
+    /// And calls do not continue across kernel runs (after `-T invert`, which zeroes calls,
+    /// two runs' `kernel_run` were one line).
+    #[test]
+    fn a_resumed_caller_continues_its_call_and_runs_stay_apart() {
+        use profconv_plugin::ir::transform::{Transform, apply};
+        let p = trace(&[
+            "C main 0", "C g 10", "C main 20", "C h 30", "E 40", "E 50", "E 60", "E 70",
+            "C main 70", "E 80",
+        ]);
+        let (collapsed, _) = apply(&p.view(), &Transform::CollapseRecursion(None)).unwrap();
+        assert_eq!(
+            emit(&collapsed, CHART),
+            "main 40\nmain;g 10\nmain;h 10\nmain;g 10\nmain 10\n"
+        );
+        let mut events = Vec::new();
+        for i in 0..300 {
+            events.push(format!("C f{} {i}", i % 3));
+        }
+        for i in 0..300 {
+            events.push(format!("E {}", 300 + i));
+        }
+        let events: Vec<&str> = events.iter().map(String::as_str).collect();
+        let (collapsed, _) =
+            apply(&trace(&events).view(), &Transform::CollapseRecursion(None)).unwrap();
+        let chart = emit(&collapsed, CHART);
+        assert_eq!(chart.lines().filter(|l| l.starts_with("f0 ")).count(), 1);
+        assert_eq!(chart.lines().next(), Some("f0 200"));
+        let runs = trace(&[
+            "R run1", "C kernel_run 0", "E 10", "R run2", "C kernel_run 30", "E 40",
+        ]);
+        let (inverted, _) = apply(&runs.view(), &Transform::Invert).unwrap();
+        assert_eq!(emit(&inverted, CHART), "kernel_run 10\nkernel_run 10\n");
     }
 
     #[test]
