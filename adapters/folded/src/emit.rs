@@ -1018,8 +1018,16 @@ mod tests {
     fn a_resumed_caller_continues_its_call_and_runs_stay_apart() {
         use profconv_plugin::ir::transform::{Transform, apply};
         let p = trace(&[
-            "C main 0", "C g 10", "C main 20", "C h 30", "E 40", "E 50", "E 60", "E 70",
-            "C main 70", "E 80",
+            "C main 0",
+            "C g 10",
+            "C main 20",
+            "C h 30",
+            "E 40",
+            "E 50",
+            "E 60",
+            "E 70",
+            "C main 70",
+            "E 80",
         ]);
         let (collapsed, _) = apply(&p.view(), &Transform::CollapseRecursion(None)).unwrap();
         assert_eq!(
@@ -1040,7 +1048,12 @@ mod tests {
         assert_eq!(chart.lines().filter(|l| l.starts_with("f0 ")).count(), 1);
         assert_eq!(chart.lines().next(), Some("f0 200"));
         let runs = trace(&[
-            "R run1", "C kernel_run 0", "E 10", "R run2", "C kernel_run 30", "E 40",
+            "R run1",
+            "C kernel_run 0",
+            "E 10",
+            "R run2",
+            "C kernel_run 30",
+            "E 40",
         ]);
         let (inverted, _) = apply(&runs.view(), &Transform::Invert).unwrap();
         assert_eq!(emit(&inverted, CHART), "kernel_run 10\nkernel_run 10\n");
