@@ -1184,6 +1184,8 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
 }
 
 fn tree(registry: &Registry, args: &TreeArgs, run: Run) -> Result<(), Failure> {
+    // The tree goes to stdout, which must not be the input (`1<>in.folded`).
+    check_not_an_input(Path::new("-"), &[&args.input.input])?;
     let checked = check_input_options_early(
         registry,
         args.input.from.as_deref(),

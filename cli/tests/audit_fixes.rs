@@ -784,6 +784,26 @@ fn an_output_the_user_may_not_write_is_not_replaced() {
         assert_eq!(r.status.code(), Some(4), "{}", text(&r.stderr));
         assert!(text(&r.stderr).contains("sticky"), "{}", text(&r.stderr));
         assert_eq!(std::fs::read_to_string(&other).unwrap(), "old\n");
+        // A write-only drop box of this user's, append-only: the attribute is found without
+        // reading the directory (opening it to ask failed, and a temp file nobody could remove
+        // was left).
+        let drop_box = d.path().join("drop");
+        std::fs::create_dir(&drop_box).unwrap();
+        std::os::unix::fs::chown(&drop_box, Some(65534), None).unwrap();
+        std::fs::set_permissions(&drop_box, std::fs::Permissions::from_mode(0o300)).unwrap();
+        let appended = Command::new("chattr").arg("+a").arg(&drop_box).status();
+        if appended.is_ok_and(|s| s.success()) {
+            let r = run(&drop_box.join("y.svg"));
+            let left = temp_files(&drop_box);
+            let _ = Command::new("chattr").arg("-a").arg(&drop_box).status();
+            assert_eq!(r.status.code(), Some(4), "{}", text(&r.stderr));
+            assert!(
+                text(&r.stderr).contains("the directory is append-only"),
+                "{}",
+                text(&r.stderr)
+            );
+            assert!(left.is_empty(), "{left:?}");
+        }
     }
     assert!(temp_files(d.path()).is_empty());
 }

@@ -696,8 +696,15 @@ fn a_replaced_file_keeps_its_acl_and_the_group_gains_nothing() {
     assert_eq!(access_acl(&target).unwrap(), Some(acl));
     let mode = std::fs::metadata(&target).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o660, "the mask, as the old file had it");
-    // A plain file stays plain, although its directory's default ACL would give a new file one.
+    // A plain file stays plain, although its directory's default ACL (where `setfacl` can
+    // give one) gives the new file one.
+    let _ = std::process::Command::new("setfacl")
+        .args(["-d", "-m", "u:65534:rwx"])
+        .arg(d.path())
+        .status();
     let plain = write(d.path(), "plain.svg", b"previous");
+    std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let _ = profconv_plugin::host::set_access_acl(&std::fs::File::open(&plain).unwrap(), None);
     let r = run(&[
         "convert",
         input.to_str().unwrap(),
@@ -706,6 +713,8 @@ fn a_replaced_file_keeps_its_acl_and_the_group_gains_nothing() {
     ]);
     assert!(r.status.success(), "{}", text(&r.stderr));
     assert_eq!(access_acl(&plain).unwrap(), None);
+    let mode = std::fs::metadata(&plain).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
 }
 
 /// `chattr` on `path`; false where the tool or the file system's attributes are missing, or
@@ -901,5 +910,17 @@ fn stdout_redirected_to_the_input_is_refused() {
         err.contains("refusing to write the output to stdout, which is the input"),
         "{err}"
     );
+    assert_eq!(std::fs::read(&input).unwrap(), b"a;b 1\n");
+    // `tree` writes to stdout too.
+    let append = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&input)
+        .unwrap();
+    let out = profconv()
+        .args(["tree", input.to_str().unwrap()])
+        .stdout(append)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert_eq!(std::fs::read(&input).unwrap(), b"a;b 1\n");
 }

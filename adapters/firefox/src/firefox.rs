@@ -884,16 +884,18 @@ fn time_axis<'a>(p: &ProfileRef<'a>, threads: &[Vec<u32>]) -> (Axis<'a>, bool) {
             })
             .collect::<Vec<i128>>()
     };
+    // Where the sample times start from, once (a pass over every sample).
+    let origin = monotonic.map_or(0, time_origin);
     if let (Some(t), Some(c), Some(u)) = (monotonic, clock, clock_unit) {
         if let Some(exp10) = time_exp10(p, u, c) {
             return (
                 Axis {
                     col: Some(c),
                     given: Some(t),
-                    origin: time_origin(t),
+                    origin,
                     starts: Vec::new(),
                     exp10,
-                    what: format!("sample times ({u}){}", from_origin(time_origin(t))),
+                    what: format!("sample times ({u}){}", from_origin(origin)),
                 },
                 fell_back,
             );
@@ -924,13 +926,10 @@ fn time_axis<'a>(p: &ProfileRef<'a>, threads: &[Vec<u32>]) -> (Axis<'a>, bool) {
             Axis {
                 col: clock,
                 given: Some(t),
-                origin: time_origin(t),
+                origin,
                 starts: Vec::new(),
                 exp10,
-                what: format!(
-                    "sample times ({name}, 1 = 1 ms){}",
-                    from_origin(time_origin(t))
-                ),
+                what: format!("sample times ({name}, 1 = 1 ms){}", from_origin(origin)),
             },
             fell_back,
         ),

@@ -3,8 +3,10 @@
 //! The picture has the shape of the **after** profile (its call tree, widths and values); each
 //! frame is coloured by the growth of its **self** value from before to after: red grew, blue
 //! shrank, the stronger the larger the change relative to the largest change drawn; near white
-//! unchanged. This is what inferno and flamegraph.pl draw. Call nodes are matched by their path
-//! of function names from the root, so the two profiles may come from different formats.
+//! unchanged. This is what inferno and flamegraph.pl draw. The two columns of one profile
+//! (`profconv diff`'s) have the same call nodes, each compared with itself; two profiles given
+//! apart are matched by their paths of function names from the root, so they may come from
+//! different formats.
 //!
 //! Beyond the anchors, each tooltip also gives the before value of the node's total, so a
 //! parent whose children all grew shows the growth in its tooltip (inferno #295), and the
@@ -182,10 +184,10 @@ struct Side<'a, 'p> {
     widths: &'a [i64],
 }
 
-/// Matches before's call nodes to after's by their path of function names. A before value on a
-/// node that after has with width 0 (a profile of `profconv diff` holds both sides' paths)
-/// cannot be drawn either, and counts as unmatched.
-fn match_nodes<'a>(before: &Side<'_, '_>, after: &Side<'_, '_>) -> Matched<'a> {
+/// Matches before's call nodes to after's by their path of function names (two profiles given
+/// apart). A before value on a node that after has with width 0 cannot be drawn either, and
+/// counts as unmatched.
+fn match_nodes(before: &Side<'_, '_>, after: &Side<'_, '_>) -> Matched<'static> {
     let (tb, ta) = (before.tree, after.tree);
     let (before_p, after_p) = (before.p, after.p);
     // Function names as dense keys (two funcs of one name share a key).

@@ -59,7 +59,7 @@ impl Format for Flamegraph {
         cx: &mut Context<'_>,
     ) -> Result<(), PluginError> {
         let o = FlameOptions::from_options(options)?;
-        if let Some((before, after)) = diff_sides(profile) {
+        if diff_sides(profile).is_some() {
             // `profconv diff`: one profile with `before` and `after` columns, both drawn.
             if let Some(v) = &o.value {
                 return Err(PluginError::bad_option(format!(
@@ -69,6 +69,24 @@ impl Format for Flamegraph {
                     profconv_plugin::quote_input(v.as_bytes(), 40)
                 )));
             }
+            // Reversed once, whole, so that the two sides stay columns of one profile (their
+            // call nodes the same), as they are unreversed.
+            let reversed = match o.reverse {
+                true => Some(reversed(profile)?),
+                false => None,
+            };
+            let whole = reversed
+                .as_ref()
+                .map_or_else(|| profile.clone(), |r| r.view());
+            let Some((before, after)) = diff_sides(&whole) else {
+                return Err(PluginError::internal(
+                    "a reversed differential profile lost its columns",
+                ));
+            };
+            let o = FlameOptions {
+                reverse: false,
+                ..o
+            };
             return diff::emit_diff_with(&before, &after, output, &o, cx);
         }
         if o.normalize || o.negate {

@@ -743,31 +743,37 @@ fn a_combined_profile_compares_each_call_node_with_itself() {
     };
     let (before, after) = (side(0, 20), side(10, 20));
     let combined = profconv_plugin::ir::diff::combine(&before.view(), 0, &after.view(), 0).unwrap();
-    let mut buf = Vec::new();
-    {
-        let mut out = Output::from_writer(&mut buf);
-        Flamegraph::emit(
-            &combined.view(),
-            &mut out,
-            &Options::default(),
-            &mut Context::silent(),
-        )
-        .unwrap();
-        out.flush().unwrap();
-    }
-    let s = parse_svg(&buf);
-    let mut fs: Vec<&str> = s
-        .frames
-        .iter()
-        .filter(|f| title_name(&f.title) == "f")
-        .map(|f| f.title.as_str())
-        .collect();
-    fs.sort();
+    let titles = |options: Options, name: &str| {
+        let mut buf = Vec::new();
+        {
+            let mut out = Output::from_writer(&mut buf);
+            Flamegraph::emit(&combined.view(), &mut out, &options, &mut Context::silent()).unwrap();
+            out.flush().unwrap();
+        }
+        let mut titles: Vec<String> = parse_svg(&buf)
+            .frames
+            .into_iter()
+            .filter(|f| title_name(&f.title) == name)
+            .map(|f| f.title)
+            .collect();
+        titles.sort();
+        titles
+    };
     assert_eq!(
-        fs,
+        titles(Options::default(), "f"),
         [
             "f (10 samples, 33.33%; before 0, self +10 samples, +33.33%)",
             "f (20 samples, 66.67%; before 20, self ±0 samples, 0.00%)",
+        ]
+    );
+    // Reversed (`f;main`), the two `f`s are roots, and each `main` under them keeps its own
+    // values: the sides were reversed apart, and matched by names again.
+    let reverse = Options::new(vec![("reverse".into(), None)]);
+    assert_eq!(
+        titles(reverse, "main"),
+        [
+            "main (10 samples, 33.33%; before 0, self +10 samples, +33.33%)",
+            "main (20 samples, 66.67%; before 20, self ±0 samples, 0.00%)",
         ]
     );
 }

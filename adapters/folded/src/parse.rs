@@ -1001,7 +1001,7 @@ pub fn parse_folded_with(
 /// that grows only for a long line, up to `p.max_line`).
 fn parse_serial(input: &mut Input<'_>, p: &mut Parser_) -> Result<(), PluginError> {
     let mut lines = Lines::new(input, p.max_line, ONE_STACK_PER_LINE);
-    not_utf16(lines.peek(2)?.0)?;
+    not_utf16(lines.peek(4)?.0)?;
     while let Some(block) = lines.whole_lines(BLOCK)? {
         let (len, before) = (block.bytes.len(), p.line_no);
         p.lines_at(block.bytes, block.offset)?;
@@ -2207,6 +2207,8 @@ mod tests {
         }
         let utf8 = [b"\xef\xbb\xbf".as_slice(), text.as_bytes()].concat();
         assert!(parse(&utf8, false).is_ok());
+        // A Latin-1 name that starts with `ÿþ` (bytes FF FE) is no UTF-16: it is read, lossily.
+        assert!(parse(b"\xff\xfemain;a 3\n", false).is_ok());
     }
 
     /// Cut into pieces of every size from one byte up, on 2 and 3 threads, streamed or whole,

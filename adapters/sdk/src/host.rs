@@ -575,6 +575,8 @@ unsafe extern "C" fn host_log(ctx: *mut c_void, level: u32, message: StrRef) {
 struct ReadCtx<'a> {
     reader: &'a mut dyn Read,
     error: Option<io::Error>,
+    /// The plugin called `read` with a null pointer: the call fails whatever it returns.
+    breach: bool,
 }
 
 unsafe extern "C" fn host_read(
@@ -586,6 +588,8 @@ unsafe extern "C" fn host_read(
     // A plugin that breaks the contract this plainly gets a failed read, not a crash (nor,
     // for a null buffer, a read of nothing it would take for the end of the input).
     if n_read.is_null() || (buf.is_null() && cap > 0) {
+        // SAFETY: `ctx` is the `ReadCtx` lent for this call.
+        unsafe { (*(ctx as *mut ReadCtx<'_>)).breach = true };
         return Status::INTERNAL;
     }
     let r = catch_unwind(AssertUnwindSafe(|| {
@@ -619,10 +623,14 @@ unsafe extern "C" fn host_read(
 struct WriteCtx<'a> {
     writer: &'a mut dyn Write,
     error: Option<io::Error>,
+    /// The plugin called `write` with a null buffer: the call fails whatever it returns.
+    breach: bool,
 }
 
 unsafe extern "C" fn host_write(ctx: *mut c_void, buf: *const u8, len: usize) -> Status {
     if buf.is_null() && len > 0 {
+        // SAFETY: `ctx` is the `WriteCtx` lent for this call.
+        unsafe { (*(ctx as *mut WriteCtx<'_>)).breach = true };
         return Status::INTERNAL;
     }
     let r = catch_unwind(AssertUnwindSafe(|| {
@@ -803,12 +811,12 @@ pub fn may_write(path: &Path) -> bool {
         // only reads it and touches no other memory of the process.
         let r =
             unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::W_OK, libc::AT_EACCESS) };
-        // EPERM: an immutable file (`chattr +i`).
-        r == 0
-            || !matches!(
-                std::io::Error::last_os_error().raw_os_error(),
-                Some(libc::EACCES | libc::EPERM)
-            )
+        let e = std::io::Error::last_os_error().raw_os_error();
+        // EPERM: an immutable file (`chflags uchg`) off Linux. On Linux the attributes are
+        // asked apart ([`replacing_forbidden_by`]), and an older container's seccomp profile
+        // answers glibc's `faccessat2` with EPERM for every file.
+        let immutable = cfg!(not(target_os = "linux")) && e == Some(libc::EPERM);
+        r == 0 || !(e == Some(libc::EACCES) || immutable)
     }
     #[cfg(not(unix))]
     {
@@ -1172,6 +1180,17 @@ impl Drop for ForeignProfile {
 }
 
 impl FormatHandle {
+    /// The error of a call in which the plugin broke the callbacks' contract (`what` it did).
+    fn breach(&self, what: &str) -> CallError {
+        CallError::new(
+            Status::INTERNAL,
+            format!(
+                "plugin '{}' {what} in format '{}' (a bug in the plugin)",
+                self.plugin.name, self.id
+            ),
+        )
+    }
+
     /// True if the format can parse.
     pub fn can_parse(&self) -> bool {
         self.caps & caps::PARSE != 0 && self.desc.parse.is_some()
@@ -1281,6 +1300,7 @@ impl FormatHandle {
         let mut read_ctx = ReadCtx {
             reader: input.reader,
             error: None,
+            breach: false,
         };
         let stream = InputStream {
             ctx: &mut read_ctx as *mut ReadCtx<'_> as *mut c_void,
@@ -1321,7 +1341,13 @@ impl FormatHandle {
             )
         };
         let io_error = read_ctx.error.take();
+        let breach = read_ctx
+            .breach
+            .then(|| self.breach("read the input with a null pointer"));
         if status != Status::OK {
+            if let Some(e) = breach {
+                return Err(e);
+            }
             let mut e = call
                 .first_error
                 .take()
@@ -1334,9 +1360,13 @@ impl FormatHandle {
         // function), and a plugin that returned OK wrote a whole one over it.
         let export = Box::new(unsafe { out.assume_init() });
         let foreign = ForeignProfile { export };
+        // The plugin's profile is released when these return.
+        if let Some(e) = breach {
+            return Err(e);
+        }
         // The host's own read failed (a corrupt gzip stream, a device error) and the plugin
         // went on as if the input had ended: the I/O error stands, as the ABI says, whatever
-        // the plugin returned (its profile is released).
+        // the plugin returned.
         if let Some(io) = io_error {
             let mut e = CallError::new(Status::IO, "reading the input failed");
             e.io = Some(io);
@@ -1397,6 +1427,7 @@ impl FormatHandle {
         let mut write_ctx = WriteCtx {
             writer,
             error: None,
+            breach: false,
         };
         let stream = OutputStream {
             ctx: &mut write_ctx as *mut WriteCtx<'_> as *mut c_void,
@@ -1418,6 +1449,9 @@ impl FormatHandle {
         // SAFETY: the view's columns (borrowed from `profile` and `storage`), the streams and
         // the callbacks all live across the call.
         let status = unsafe { emit(opts.as_ptr(), opts.len(), &view, &stream, &callbacks) };
+        if write_ctx.breach {
+            return Err(self.breach("wrote with a null buffer"));
+        }
         if status != Status::OK {
             let mut e = call
                 .first_error
@@ -1625,7 +1659,7 @@ mod tests {
             Status::OK
         }
 
-        /// Reads with a null count, and returns what the read said.
+        /// Reads with a null count, ignores the failure, and returns OK.
         pub unsafe extern "C" fn parse_with_a_null_count(
             _: *const OptionValue,
             _: usize,
@@ -1638,7 +1672,8 @@ mod tests {
             let input = unsafe { &*input };
             // SAFETY: a buffer of 16 writable bytes; the null count is the contract breach under
             // test, which the host must refuse without writing through it.
-            unsafe { (input.read)(input.ctx, buf.as_mut_ptr(), 16, std::ptr::null_mut()) }
+            let _ = unsafe { (input.read)(input.ctx, buf.as_mut_ptr(), 16, std::ptr::null_mut()) };
+            Status::OK
         }
 
         /// Reports an error whose message is 1 MiB long.
@@ -1796,6 +1831,10 @@ mod tests {
         assert_eq!(e.io.unwrap().to_string(), "corrupt input");
         let e = parse("null-count", &mut io::repeat(b'x'));
         assert_eq!(e.status, Status::INTERNAL, "{e}");
+        assert!(
+            e.message.contains("read the input with a null pointer"),
+            "{e}"
+        );
         let e = parse("huge-message", &mut io::empty());
         assert_eq!(e.status, Status::INVALID_INPUT);
         assert!(e.message.len() < (64 << 10) + 100, "{}", e.message.len());

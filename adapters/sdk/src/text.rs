@@ -6,14 +6,15 @@ use std::fmt::Write as _;
 /// (U+FEFF): text readers skip it.
 pub const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
-/// The error for a text input that starts with a UTF-16 byte-order mark (PowerShell 5.1's `>`
-/// writes UTF-16 LE with one), which a reader of UTF-8 would otherwise report as some
-/// unexpected character on line 1. `files` names the format's files in the message
-/// (`"callgrind files"`); `None` for any other start.
+/// The error for a text input that starts with a UTF-16 byte-order mark and an ASCII
+/// character (PowerShell 5.1's `>` writes UTF-16 LE so), which a reader of UTF-8 would
+/// otherwise report as some unexpected character on line 1. The character's NUL byte is what
+/// tells UTF-16 from a Latin-1 name that starts with `ÿþ`. `files` names the format's files in
+/// the message (`"callgrind files"`); `None` for any other start.
 pub fn utf16_input_error(head: &[u8], files: &str) -> Option<crate::PluginError> {
     let encoding = match head {
-        [0xFF, 0xFE, ..] => "UTF-16 LE",
-        [0xFE, 0xFF, ..] => "UTF-16 BE",
+        [0xFF, 0xFE, c, 0, ..] if c.is_ascii() => "UTF-16 LE",
+        [0xFE, 0xFF, 0, c, ..] if c.is_ascii() => "UTF-16 BE",
         _ => return None,
     };
     Some(

@@ -32,9 +32,15 @@ impl std::fmt::Display for Unreplaceable {
 
 /// The attribute of `path` (as `lsattr` shows them) that forbids replacing it (a file) or
 /// renaming a new file into it (a directory). `None` when neither is set, or the file system
-/// has no such attributes, or the file cannot be opened to ask (another error then follows
-/// from the write itself).
+/// has no such attributes. Asked with `statx`, which needs no permission on the file itself (a
+/// write-only drop-box directory, a file the user may not read); where `statx` cannot tell,
+/// by opening the file (then `None` when it cannot be opened, and another error follows from
+/// the write itself). Linux only: elsewhere `None`.
 pub fn replacing_forbidden_by(path: &Path) -> Option<Unreplaceable> {
+    #[cfg(all(target_os = "linux", any(target_env = "gnu", target_env = "musl")))]
+    if let Some(known) = attributes_by_statx(path) {
+        return known;
+    }
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;
@@ -64,6 +70,41 @@ pub fn replacing_forbidden_by(path: &Path) -> Option<Unreplaceable> {
         let _ = path;
         None
     }
+}
+
+/// The attributes `statx` reports of `path`, or `None` when it cannot tell (an old kernel or
+/// C library, a file system that does not report these two).
+#[cfg(all(target_os = "linux", any(target_env = "gnu", target_env = "musl")))]
+fn attributes_by_statx(path: &Path) -> Option<Option<Unreplaceable>> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: all zeros is a valid `statx` (integers only), to be written.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path that outlives the call; `statx` writes only `st`,
+    // which lives on this frame. The attributes are returned whatever the mask asks.
+    let r = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            libc::AT_STATX_SYNC_AS_STAT,
+            0,
+            &mut st,
+        )
+    };
+    let (immutable, append) = (
+        libc::STATX_ATTR_IMMUTABLE as u64,
+        libc::STATX_ATTR_APPEND as u64,
+    );
+    if r != 0 || st.stx_attributes_mask & (immutable | append) != (immutable | append) {
+        return None;
+    }
+    Some(if st.stx_attributes & immutable != 0 {
+        Some(Unreplaceable::Immutable)
+    } else if st.stx_attributes & append != 0 {
+        Some(Unreplaceable::AppendOnly)
+    } else {
+        None
+    })
 }
 
 #[cfg(target_os = "linux")]
