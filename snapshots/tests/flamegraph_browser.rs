@@ -68,6 +68,11 @@ fn browser_or_skip(skipped: &str) -> Option<PathBuf> {
 }
 
 /// A frame of the SVG.
+/// The details line for `frame` hovered: its name isolated, then `rest` (its numbers).
+fn details(frame: &Frame, rest: &str) -> String {
+    format!("Function: \u{2068}{}\u{2069}{rest}", frame.name)
+}
+
 #[derive(Clone, Debug)]
 struct Frame {
     title: String,
@@ -458,8 +463,12 @@ fn search_and_zoom_in_chromium() {
     assert_eq!(get("done"), "1");
     assert_eq!(get("frames"), frames.len().to_string());
 
-    // Hover: the details line names the frame, its value, unit and share.
-    assert_eq!(get("details_hover"), format!("Function: {}", zoom.title));
+    // Hover: the details line names the frame (isolated, U+2068 … U+2069, so that
+    // right-to-left characters in a name cannot reorder the numbers), its value, unit and share.
+    assert_eq!(
+        get("details_hover"),
+        details(&zoom, &zoom.title[zoom.name.len()..])
+    );
     assert_eq!(get("details_out"), "(nbsp)");
 
     // Search: Ctrl-F asks (the prompt), matches are highlighted and measured.
@@ -512,9 +521,12 @@ fn search_and_zoom_in_chromium() {
     let share = format!("{:.2}%", child.fg_w as f64 * 100.0 / zw as f64);
     assert_eq!(
         get("details_zoomed"),
-        format!(
-            "Function: {}; {share} of the zoomed frame)",
-            &child.title[..child.title.len() - 1]
+        details(
+            &child,
+            &format!(
+                "{}; {share} of the zoomed frame)",
+                &child.title[child.name.len()..child.title.len() - 1]
+            )
         )
     );
     // The view is kept in the URL.
@@ -795,10 +807,13 @@ fn labels_details_and_buttons_fit_in_chromium() {
             ("details_room", "true"),
             (
                 "details_after_zoom",
-                "Function: foo (20 samples, 20.00%; 100.00% of the zoomed frame)",
+                "Function: \u{2068}foo\u{2069} (20 samples, 20.00%; 100.00% of the zoomed frame)",
             ),
             ("overflow_foo_zoom", "0"),
-            ("details_parent", "Function: main (100 samples, 100.00%)"),
+            (
+                "details_parent",
+                "Function: \u{2068}main\u{2069} (100 samples, 100.00%)",
+            ),
             ("highlighted_foo", "1"),
             ("matched_bad", "Bad regular expression"),
             ("highlighted_bad", "0"),
@@ -822,6 +837,102 @@ fn labels_details_and_buttons_fit_in_chromium() {
                 got == v
             };
             assert!(ok, "{name}: {k}: want {v:?}, the page says {got:?}");
+        }
+    }
+}
+
+/// What a hunt in the less used modes found, each checked in the page:
+/// * a right-to-left override in a name (U+202E) mirrored the numbers after it on the details
+///   line: the name is isolated (U+2068 … U+2069);
+/// * a differential graph's details line of large values ran into "Matched" and off the image:
+///   it is cut at its end when the name cut short is not enough;
+/// * a differential graph's subtitle (about 120 characters) ran off both sides of a 700-pixel
+///   image: title and subtitle are cut to the image.
+#[test]
+fn details_and_subtitles_stay_readable_in_chromium() {
+    let Some(browser) =
+        browser_or_skip("SKIPPED flamegraph browser test (details): no chromium found")
+    else {
+        return;
+    };
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("flamegraph-browser-details");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let script = [
+        r#"
+(function () {
+  var lines = [];
+  function put(k, v) { lines.push(k + "=" + String(v).replace(/\n/g, " ")); }
+  function node(name) {
+    for (var i = 0; i < fg_nodes.length; i++) if (fg_nodes[i].name === name) return fg_nodes[i];
+    throw new Error("no frame " + name);
+  }
+  function mouse(n, type) { n.rect.dispatchEvent(new MouseEvent(type, {bubbles: true, cancelable: true})); }
+  function run() {
+    try {
+      var width = +document.documentElement.getAttribute("width");
+      var sub = document.getElementById("subtitle").getBBox();
+      put("subtitle_inside", sub.x >= 0 && sub.x + sub.width <= width);
+      put("subtitle_cut", document.getElementById("subtitle").textContent.indexOf("\u2026") > 0);
+      mouse(node(HOVER), "click");
+      fg_do_search("x");
+      mouse(node(HOVER), "mouseover");
+      var d = document.getElementById("details"), m = document.getElementById("matched");
+      var db = d.getBBox(), mb = m.getBBox();
+      put("details_clear", db.width > 0 && mb.width > 0 && db.x + db.width < mb.x);
+      put("details_inside", db.x + db.width <= width);
+      put("details_isolated", d.textContent.indexOf("\u2068" + fg_hovered.name + "\u2069") > 0);
+"#,
+        DRIVER_END,
+    ]
+    .concat();
+    let rlo = "evil\u{202e}abc_reversed";
+    let cases = [
+        (
+            "diff-large",
+            format!(
+                "main;a;x 1234567890123 2234567890123\nmain;b 987654321098 587654321098\nmain 5 5\n"
+            ),
+            vec![
+                ("normalize", "true"),
+                ("countname", "nanoseconds"),
+                ("width", "700"),
+            ],
+            "x",
+        ),
+        (
+            "override",
+            format!("main;a;x 1 1\nmain;{rlo} 23 23\nmain;other 77 70\n"),
+            vec![],
+            rlo,
+        ),
+    ];
+    for (name, folded, opts, hover) in cases {
+        let svg = draw(folded.as_bytes(), &opts);
+        let body = drive(
+            &browser,
+            &out_dir,
+            name,
+            &svg,
+            &script.replace("HOVER", &js_string(hover)),
+        );
+        let results: Vec<(&str, &str)> = body.lines().filter_map(|l| l.split_once('=')).collect();
+        let get = |k: &str| -> &str {
+            results
+                .iter()
+                .find(|(key, _)| *key == k)
+                .map(|(_, v)| *v)
+                .unwrap_or_else(|| panic!("{name}: no {k} in the driver's results: {results:?}"))
+        };
+        for k in [
+            "subtitle_inside",
+            "details_clear",
+            "details_inside",
+            "details_isolated",
+        ] {
+            assert_eq!(get(k), "true", "{name}: {k}: {results:?}");
+        }
+        if name == "diff-large" {
+            assert_eq!(get("subtitle_cut"), "true", "{results:?}");
         }
     }
 }

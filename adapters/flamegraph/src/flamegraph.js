@@ -159,8 +159,16 @@ function fg_show_details() {
   var n = fg_hovered;
   if (!n || n.g.classList.contains("hide")) { fg_set_text(fg_details, "\u00a0"); return; }
   var t = fg_describe(n), rest = t.substring(n.name.length), head = fg_nametype + " ";
-  var room = Math.floor(fg_plotw / fg_charw) - 18 - fg_width(head) - fg_width(rest);
-  fg_set_text(fg_details, head + fg_cut(n.name, Math.max(room, 3)) + rest);
+  // The line's room: the plot less Matched's (18 cells).
+  var line = Math.floor(fg_plotw / fg_charw) - 18;
+  var name = fg_cut(n.name, Math.max(line - fg_width(head) - fg_width(rest), 3));
+  // Numbers too long for the line even with the name cut short (a differential graph's of
+  // large values) are cut at the end: the line never runs into Matched or off the image.
+  var room = line - fg_width(head) - fg_width(name);
+  if (fg_width(rest) > room) rest = fg_cut(rest, Math.max(room, 1));
+  // The name isolated (U+2068 … U+2069): right-to-left characters in it, an override, must not
+  // reorder the numbers after it.
+  fg_set_text(fg_details, head + "\u2068" + name + "\u2069" + rest);
 }
 
 // Character cells of a code point: 2 for East Asian wide characters (same table as the Rust

@@ -357,8 +357,25 @@ fn write_head<W: Write>(
     let centre = f64::from(width) / 2.0;
     let left = f64::from(XPAD);
     let right = f64::from(width - XPAD);
-    let title = xml_safe(pic.title);
-    ui_text(w, num, "title", None, centre, geo.title_y, &title)?;
+    // Title and subtitle, centred, are cut to the image's width (less its margins): a long
+    // subtitle (a differential graph's is 120 characters) ran off both sides of a narrow image.
+    let span = right - left;
+    let char_w = o.font_size * o.font_width.max(crate::attrs::DEFAULT_FONT_WIDTH);
+    let fitted = |text: &str, char_w: f64| {
+        let mut out = String::new();
+        fit_label(&xml_safe(text), span, char_w, &mut out);
+        out
+    };
+    let title_char_w = char_w / o.font_size * (o.font_size + TITLE_EXTRA);
+    ui_text(
+        w,
+        num,
+        "title",
+        None,
+        centre,
+        geo.title_y,
+        &fitted(pic.title, title_char_w),
+    )?;
     if let Some(sub) = &o.subtitle {
         ui_text(
             w,
@@ -367,7 +384,7 @@ fn write_head<W: Write>(
             None,
             centre,
             geo.subtitle_y,
-            &xml_safe(sub),
+            &fitted(sub, char_w),
         )?;
     }
     // The details line shows the hovered frame; a no-break space keeps its text node.
@@ -385,7 +402,6 @@ fn write_head<W: Write>(
     // two characters before it, so neither covers the other at any font size, and "Search"
     // grows leftwards when it becomes "Reset Search". A character is at least a monospace one
     // here, whatever `fontwidth` says (the script moves "Search" if the font is wider still).
-    let char_w = o.font_size * o.font_width.max(crate::attrs::DEFAULT_FONT_WIDTH);
     ui_text(
         w,
         num,
@@ -426,6 +442,9 @@ fn ui_text<W: Write>(
     w.get_mut().write_all(b"\n")
 }
 
+/// How much larger the title's font is than the other text's, in pixels.
+const TITLE_EXTRA: f64 = 5.0;
+
 /// The stylesheet.
 fn stylesheet(o: &FlameOptions, t: &Theme) -> String {
     let fs = o.font_size;
@@ -447,7 +466,7 @@ fn stylesheet(o: &FlameOptions, t: &Theme) -> String {
          .hide {{ display: none; }}\n\
          .parent {{ opacity: 0.5; }}\n",
         ui = t.ui_text,
-        title = fs + 5.0,
+        title = fs + TITLE_EXTRA,
         stroke = t.hover_stroke,
         frame = t.frame_text,
     );
