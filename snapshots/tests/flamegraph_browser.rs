@@ -889,9 +889,8 @@ fn details_and_subtitles_stay_readable_in_chromium() {
     let cases = [
         (
             "diff-large",
-            format!(
-                "main;a;x 1234567890123 2234567890123\nmain;b 987654321098 587654321098\nmain 5 5\n"
-            ),
+            "main;a;x 1234567890123 2234567890123\nmain;b 987654321098 587654321098\nmain 5 5\n"
+                .to_string(),
             vec![
                 ("normalize", "true"),
                 ("countname", "nanoseconds"),
