@@ -784,6 +784,26 @@ fn names_that_read_back_alike_stay_within_the_total_in_callgrind_annotate() {
     }
 }
 
+/// A root function whose namesake (same file and name) in another object is called: readers
+/// know the two as one function (the object only a label), whose inclusive cost is its
+/// incoming calls', so the root needs its own call from `(root)`. It had none: `f` showed 8 of
+/// 65 in `callgrind_annotate` (and a `-T invert`ed valgrind profile's `__sigsetjmp` 26 of 83).
+#[test]
+fn a_root_whose_namesake_in_another_object_is_called_keeps_its_inclusive_cost() {
+    let Some(tool) = annotate_tool() else {
+        return;
+    };
+    let input = "# callgrind format\nversion: 1\nevents: Ir\n\nob=(1) libA.so\nfl=(1) x.c\nfn=(1) f\n1 57\n\n\
+                 ob=(2) libB.so\nfl=(2) y.c\nfn=(2) g\n1 3\ncob=(2)\ncfi=(1)\ncfn=(3) f\ncalls=1 1\n1 8\n\n\
+                 ob=(2)\nfl=(1)\nfn=(3)\n1 8\n";
+    let (p, _) = parse_callgrind(input.as_bytes());
+    let text = emit_text(&p);
+    let file = scratch("namesake_in_another_object.callgrind", text.as_bytes());
+    let inclusive = first_col(&run_annotate(&tool, &file, true, &["libA.so", "libB.so"]));
+    assert_eq!(inclusive.get("x.c:f"), Some(&65), "{inclusive:?}\n{text}");
+    assert_eq!(inclusive.get("y.c:g"), Some(&11), "{inclusive:?}\n{text}");
+}
+
 #[test]
 fn emit_fractional_values_are_scaled() {
     let bytes = read_fixture("folded/inferno/flamegraph/fractional-samples/fractional.txt");

@@ -210,7 +210,7 @@ pub fn emit_callgrind_validated(
 
     // Root functions that are also called get their starts of stacks as calls from a caller of
     // their own (see `RootEntries`).
-    let root_called = roots.called(&body_edges, cg.names.len());
+    let root_called = roots.called(&body_edges, &cg);
     let root_name = if root_called.contains(&true) {
         cg.unused_name(ROOT_CALLER)
     } else {
@@ -1054,17 +1054,24 @@ impl RootEntries {
     }
 
     /// Per callgrind function: it starts a stack and `edges` has a call into it (a self-call
-    /// too).
-    fn called(&self, edges: &[MergedEdge], n_cg: usize) -> Vec<bool> {
+    /// too), or into a function of the same file and name in another object. Readers know a
+    /// function by its file and name, the object only a label (`callgrind_annotate` merges the
+    /// two, and counts their incoming calls as their inclusive cost): a root whose namesake is
+    /// called needs its own call too, or its cost is missing there (a `-T invert`ed valgrind
+    /// profile's `__sigsetjmp` of ld.so and of libc showed 26 of 83).
+    fn called(&self, edges: &[MergedEdge], cg: &CgFuncs<'_>) -> Vec<bool> {
+        let n_cg = cg.names.len();
+        let key = |f: u32| (cg.file_group[f as usize], cg.name_group[f as usize]);
         let mut is_root = vec![false; n_cg];
         for &(f, _) in &self.stacks {
             is_root[f as usize] = true;
         }
-        let mut called = vec![false; n_cg];
-        for e in edges {
-            called[e.callee as usize] |= is_root[e.callee as usize];
-        }
-        called
+        let mut called_keys: Vec<(u32, u32)> = edges.iter().map(|e| key(e.callee)).collect();
+        called_keys.sort_unstable();
+        called_keys.dedup();
+        (0..n_cg as u32)
+            .map(|f| is_root[f as usize] && called_keys.binary_search(&key(f)).is_ok())
+            .collect()
     }
 
     /// Adds the synthetic caller, named `name`, to `cg` and its calls to the `called` functions
