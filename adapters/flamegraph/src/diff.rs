@@ -358,12 +358,13 @@ impl Describe for DiffDescribe<'_, '_> {
         } else {
             self.matched.total_before(f.node as usize)
         };
-        let shown = |v: i128| v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+        // In full: scaled to after's decimals, a value may pass 64 bits (it was clamped, and
+        // contradicted the percentage beside it).
         out.push_str("; before ");
-        svg::push_value(out, shown(self.scale.times(before_total, unit)), decimals);
+        svg::push_wide_value(out, self.scale.times(before_total, unit), decimals);
         out.push_str(", self ");
         let delta = self.delta(f.node);
-        let d = shown(self.delta_exact(f.node, unit));
+        let d = self.delta_exact(f.node, unit);
         out.push(if d > 0 {
             '+'
         } else if d < 0 {
@@ -371,7 +372,7 @@ impl Describe for DiffDescribe<'_, '_> {
         } else {
             '±'
         });
-        svg::push_value(out, d.saturating_abs(), decimals);
+        svg::push_wide_value(out, d.saturating_abs(), decimals);
         out.push(' ');
         out.push_str(self.countname);
         out.push_str(", ");

@@ -558,8 +558,9 @@ pub fn push_px(s: &mut String, v: f64) {
 }
 
 /// Appends the decimal digits of `v`, with `separator` between groups of three if given.
-fn push_digits(s: &mut String, v: u64, separator: Option<char>) {
-    let mut digits = [0u8; 20];
+fn push_digits(s: &mut String, v: impl Into<u128>, separator: Option<char>) {
+    let v: u128 = v.into();
+    let mut digits = [0u8; 39];
     let mut n = 0;
     let mut i = v;
     loop {
@@ -583,11 +584,17 @@ fn push_digits(s: &mut String, v: u64, separator: Option<char>) {
 
 /// Appends a fixed-point value with thousands separators (`1,234,567`, `1,234.50`).
 pub fn push_value(s: &mut String, v: i64, decimals: u32) {
+    push_wide_value(s, i128::from(v), decimals);
+}
+
+/// [`push_value`] of a value past 64 bits (a differential graph's before, scaled to after's
+/// decimals), in full.
+pub fn push_wide_value(s: &mut String, v: i128, decimals: u32) {
     if v < 0 {
         s.push('-');
     }
     let mag = v.unsigned_abs();
-    let scale = 10u64.pow(decimals.min(19));
+    let scale = 10u128.pow(decimals.min(38));
     let (int, frac) = if decimals == 0 {
         (mag, 0)
     } else {

@@ -863,6 +863,19 @@ fn a_before_with_finer_decimals_is_shown_with_them() {
     }
 }
 
+/// Before in after's finer decimals may pass 64 bits: shown in full (it was clamped to
+/// 9,223,372,036.854775807, beside a percentage of the true change).
+#[test]
+fn values_scaled_past_64_bits_are_shown_in_full() {
+    let before = folded(&[("a;b", 10_000_000_000), ("a;c", 3)]);
+    let after = folded_fixed(&[("a;b", 1_500_000_000), ("a;c", 1)], 9);
+    let (s, _) = emit_diff_svg(&before, &after, &FlameOptions::default());
+    let titles: Vec<&str> = s.frames.iter().map(|f| f.title.as_str()).collect();
+    let want = "b (1.500000000 samples, 100.00%; before 10,000,000,000.000000000, self \
+                -9,999,999,998.500000000 samples, -666666666122.22%)";
+    assert!(titles.contains(&want), "{titles:?}");
+}
+
 /// `normalize` scales before by after's total over before's exactly: with totals past 2^53 a
 /// double gave digits that contradicted each other (children's before values adding up to more
 /// than the whole's, a change of ±0 beside one of hundreds).
