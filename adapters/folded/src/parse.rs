@@ -641,9 +641,6 @@ impl Parser_ {
             self.report.truncated_fraction = true;
         }
         let want = frac.len() as u32;
-        if want > self.report.max_decimals[c].0 {
-            self.report.max_decimals[c] = (want, self.line_no);
-        }
         if want > self.b.decimals(c) {
             // The counts read so far are at the old scale: add them before changing it.
             self.flush()?;
@@ -655,6 +652,11 @@ impl Parser_ {
                 )
             })?;
             self.scale_from[c] = self.line_base + self.line_no;
+        }
+        // Only a scale that was taken: a line whose rescaling failed (skipped under
+        // `skip-bad-lines`) set none, and must not be named as the one that did.
+        if want > self.report.max_decimals[c].0 {
+            self.report.max_decimals[c] = (want, self.line_no);
         }
         let decimals = self.b.decimals(c);
         let overflow = || self.error(col, "count does not fit in 64 bits".into());
@@ -2157,6 +2159,10 @@ mod tests {
         );
         same_with_threads(own, false);
         same_with_threads(own, true);
+        // A line whose rescaling failed and was skipped set no scale: a worker's piece that
+        // held it named it as the line that set the scale.
+        let skipped = b"a 0.1\nb 92233720368\nc 0.000000001\nd 922337203685477581\n";
+        same_with_threads(skipped, true);
         // An integer part too large for 64 bits is too large at any scale.
         let e = outcome(
             b"a 0.1\nb 99999999999999999999\n",
