@@ -57,8 +57,8 @@ pub fn time_origin(times: &[i64]) -> i128 {
     }
 }
 
-/// `v × 10^exp10` as a JSON number: an integer when it is one (and fits), else a float computed
-/// with one correctly rounded division or multiplication.
+/// `v × 10^exp10` as a JSON number: an integer when it is one (and fits), else the double
+/// nearest it, rounded once.
 pub fn scaled(v: i128, exp10: i32) -> Num {
     if exp10 >= 0 {
         if let Some(x) = 10i128
@@ -69,7 +69,7 @@ pub fn scaled(v: i128, exp10: i32) -> Num {
                 return Num::I(i);
             }
         }
-        return Num::F(v as f64 * 10f64.powi(exp10));
+        return Num::F(nearest_f64(v, exp10));
     }
     let d = 10i128
         .checked_pow(exp10.unsigned_abs())
@@ -79,12 +79,27 @@ pub fn scaled(v: i128, exp10: i32) -> Num {
             return Num::I(i);
         }
     }
-    let x = v as f64 / d as f64;
+    // Both operands exact in a double (|v| ≤ 2^53, 10^22 the largest exact power of ten): one
+    // IEEE division, correctly rounded. Else converting `v` would round once before the
+    // division rounds again.
+    let x = if v.abs() <= JS_EXACT && exp10 >= -22 {
+        v as f64 / d as f64
+    } else {
+        nearest_f64(v, exp10)
+    };
     if x.fract() == 0.0 && (x as i128).abs() < JS_EXACT {
         Num::I(x as i64)
     } else {
         Num::F(x)
     }
+}
+
+/// The double nearest `v × 10^exp10`, rounded once: the exact decimal, read as Rust reads a
+/// float literal (correctly rounded).
+fn nearest_f64(v: i128, exp10: i32) -> f64 {
+    format!("{v}e{exp10}")
+        .parse()
+        .unwrap_or(v as f64 * 10f64.powi(exp10))
 }
 
 /// What a unit measures, as far as the viewers care.

@@ -983,3 +983,22 @@ fn ticks_past_2_pow_53_are_written_from_the_earliest() {
     let (_, v) = firefox(&p, &[]);
     assert_eq!(ints(&thread(&v, 0)["samples"]["time"]), [1000, 1010]);
 }
+
+/// A fraction whose stored integer is past 2^53 is written as the double nearest it: the
+/// integer was converted to a double first, then divided, rounding twice (771757970383.2308966
+/// was written 771757970383.2308, where the nearest double prints 771757970383.231).
+#[test]
+fn large_fractions_are_rounded_once() {
+    use crate::common::{Num, scaled};
+    let v: i128 = 7_717_579_703_832_308_966;
+    let Num::F(x) = scaled(v, -7) else {
+        panic!("not a fraction")
+    };
+    assert_eq!(x, "771757970383.2308966".parse::<f64>().unwrap());
+    assert_eq!(x.to_string(), "771757970383.231");
+    // Small ones keep the one exact division.
+    let Num::F(y) = scaled(25, -2) else {
+        panic!("not a fraction")
+    };
+    assert_eq!(y, 0.25);
+}
