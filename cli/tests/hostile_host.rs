@@ -596,6 +596,29 @@ fn through_sh(script: &str, args: &[&std::ffi::OsStr]) -> std::process::Command 
     c
 }
 
+/// Sends `signal` (`HUP`, `TERM`) to process `pid` with `kill`.
+#[cfg(unix)]
+fn kill(signal: &str, pid: &str) {
+    let sent = std::process::Command::new("kill")
+        .args(["-s", signal, pid])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill -s {signal} {pid}");
+}
+
+/// The run succeeded and `target` holds a whole SVG.
+#[cfg(unix)]
+fn converted(out: std::process::Output, target: &Path) {
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    let svg = std::fs::read_to_string(target).unwrap();
+    assert!(svg.ends_with("</svg>\n"), "{}", &svg[..svg.len().min(200)]);
+}
+
 /// `nohup profconv …` and a script's `profconv … &` start with SIGHUP or SIGINT ignored: the
 /// conversion must go on through them. The interrupt handler used to replace "ignore", so
 /// closing the terminal ended a `nohup` run (exit 130).
@@ -630,24 +653,9 @@ fn signals_ignored_at_start_stay_ignored() {
         std::thread::sleep(Duration::from_millis(2));
     }
     for signal in ["HUP", "INT"] {
-        let sent = std::process::Command::new("kill")
-            .args(["-s", signal, &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success(), "kill -s {signal}");
+        kill(signal, &child.id().to_string());
     }
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{:?}: {}",
-        out.status,
-        text(&out.stderr)
-    );
-    assert!(
-        std::fs::read_to_string(&target)
-            .unwrap()
-            .ends_with("</svg>\n")
-    );
+    converted(child.wait_with_output().unwrap(), &target);
 }
 
 /// A file with an access ACL keeps it when replaced, as `sed -i` keeps it. With an ACL the
@@ -861,23 +869,8 @@ fn a_signal_after_the_output_is_in_place_does_not_fail_the_run() {
     }
     let children = format!("/proc/{0}/task/{0}/children", strace.id());
     let pid = std::fs::read_to_string(children).unwrap();
-    let sent = std::process::Command::new("kill")
-        .args(["-s", "TERM", pid.trim()])
-        .status()
-        .unwrap();
-    assert!(sent.success(), "kill {pid}");
-    let out = strace.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{:?}: {}",
-        out.status,
-        text(&out.stderr)
-    );
-    assert!(
-        std::fs::read_to_string(&target)
-            .unwrap()
-            .ends_with("</svg>\n")
-    );
+    kill("TERM", pid.trim());
+    converted(strace.wait_with_output().unwrap(), &target);
     assert!(temp_files(d.path()).is_empty());
 }
 
