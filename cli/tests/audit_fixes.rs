@@ -5,7 +5,7 @@
 mod run;
 mod support;
 
-use run::{profconv, run, spawn_piped, temp_files, text, tmp, write};
+use run::{many_stacks, profconv, run, spawn_piped, temp_files, text, tmp, write};
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -41,11 +41,7 @@ fn a_signal_during_a_conversion_removes_the_temp_file() {
         let mut lines = 200_000;
         let mut caught = false;
         for _ in 0..4 {
-            let mut big = Vec::new();
-            for i in 0..lines {
-                writeln!(big, "main;f{};g{} {}", i % 1000, i, 1 + i % 3).unwrap();
-            }
-            let input = write(d.path(), "big.folded", &big);
+            let input = write(d.path(), "big.folded", &many_stacks(lines));
             let target = out_dir.join("big.svg");
             // Through `sh` only to write no core file (SIGQUIT dumps one where allowed); `exec`
             // keeps the process id the signal goes to.

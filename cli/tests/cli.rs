@@ -4,7 +4,7 @@
 mod run;
 mod support;
 
-use run::{profconv, run, spawn_piped, text, tmp, write};
+use run::{many_stacks, profconv, run, spawn_piped, text, tmp, write};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -431,11 +431,7 @@ fn a_panicking_plugin_is_an_error_not_a_crash() {
 #[test]
 fn a_closed_pipe_ends_quietly() {
     let d = tmp();
-    let mut big = Vec::new();
-    for i in 0..200_000 {
-        writeln!(big, "main;f{};g{} {}", i % 1000, i, 1 + i % 3).unwrap();
-    }
-    let input = write(d.path(), "big.folded", &big);
+    let input = write(d.path(), "big.folded", &many_stacks(200_000));
     for args in [
         vec!["tree", input.to_str().unwrap()],
         vec!["convert", input.to_str().unwrap(), "--to", "folded"],

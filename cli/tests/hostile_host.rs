@@ -7,7 +7,9 @@
 mod run;
 mod support;
 
-use run::{profconv, run, spawn_piped, temp_files, text, tmp, with_profconv_env, write};
+use run::{
+    many_stacks, profconv, run, spawn_piped, temp_files, text, tmp, with_profconv_env, write,
+};
 use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
@@ -627,11 +629,7 @@ fn converted(out: std::process::Output, target: &Path) {
 fn signals_ignored_at_start_stay_ignored() {
     use std::time::{Duration, Instant};
     let d = tmp();
-    let mut big = Vec::new();
-    for i in 0..400_000 {
-        writeln!(big, "main;f{};g{} {}", i % 1000, i, 1 + i % 3).unwrap();
-    }
-    let input = write(d.path(), "big.folded", &big);
+    let input = write(d.path(), "big.folded", &many_stacks(400_000));
     let target = d.path().join("out.svg");
     let mut child = through_sh(
         "trap '' HUP INT; exec \"$0\" \"$@\"",
@@ -790,11 +788,7 @@ fn unreplaceable_outputs_are_refused_first_and_leave_nothing() {
 #[test]
 fn warnings_are_printed_above_the_progress_bar() {
     let d = tmp();
-    let mut part = Vec::new();
-    for i in 0..20_000 {
-        writeln!(part, "main;f{};g{} {}", i % 1000, i, 1 + i % 3).unwrap();
-    }
-    write(d.path(), "part.folded", &part);
+    write(d.path(), "part.folded", &many_stacks(20_000));
     write(d.path(), "bad.folded", b"caf\xe9;x 5\n");
     // A pipe in (a stream of unknown size gets a bar), a terminal for stderr (`script` makes
     // one); the pauses let the bar be drawn before the warning and after it.

@@ -207,6 +207,20 @@ const DRIVER_END: &str = r#"    } catch (e) {
 })();
 "#;
 
+/// The start of a driver that finds frames by name: `put(key, value)` for the results,
+/// `node(name)`, `mouse(node, type)`; it goes on with the driver's own functions and `run()`,
+/// and ends with [`DRIVER_END`].
+const DRIVER_BY_NAME: &str = r#"
+(function () {
+  var lines = [];
+  function put(k, v) { lines.push(k + "=" + String(v).replace(/\n/g, " ")); }
+  function node(name) {
+    for (var i = 0; i < fg_nodes.length; i++) if (fg_nodes[i].name === name) return fg_nodes[i];
+    throw new Error("no frame " + name);
+  }
+  function mouse(n, type) { n.rect.dispatchEvent(new MouseEvent(type, {bubbles: true, cancelable: true})); }
+"#;
+
 /// The driver: runs after the page's own `fg_init`, exercises the viewer through DOM events,
 /// and writes `key=value` lines into a hidden `<text id="fg-test-result">`.
 fn driver(zoom: &Frame, child: &Frame) -> String {
@@ -710,15 +724,8 @@ fn labels_details_and_buttons_fit_in_chromium() {
     let long_y = "y".repeat(300);
     let folded = format!("main;{long_x} 50\nmain;{long_y} 30\nmain;foo;bar 20\n");
     let script = [
+        DRIVER_BY_NAME,
         r#"
-(function () {
-  var lines = [];
-  function put(k, v) { lines.push(k + "=" + String(v).replace(/\n/g, " ")); }
-  function node(name) {
-    for (var i = 0; i < fg_nodes.length; i++) if (fg_nodes[i].name === name) return fg_nodes[i];
-    throw new Error("no frame " + name);
-  }
-  function mouse(n, type) { n.rect.dispatchEvent(new MouseEvent(type, {bubbles: true, cancelable: true})); }
   function text(id) { return document.getElementById(id).textContent; }
   // Labels whose drawn text reaches past their frame's end (the text starts 3 px in).
   function overflowing() {
@@ -858,15 +865,8 @@ fn details_and_subtitles_stay_readable_in_chromium() {
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("flamegraph-browser-details");
     std::fs::create_dir_all(&out_dir).unwrap();
     let script = [
+        DRIVER_BY_NAME,
         r#"
-(function () {
-  var lines = [];
-  function put(k, v) { lines.push(k + "=" + String(v).replace(/\n/g, " ")); }
-  function node(name) {
-    for (var i = 0; i < fg_nodes.length; i++) if (fg_nodes[i].name === name) return fg_nodes[i];
-    throw new Error("no frame " + name);
-  }
-  function mouse(n, type) { n.rect.dispatchEvent(new MouseEvent(type, {bubbles: true, cancelable: true})); }
   function run() {
     try {
       var width = +document.documentElement.getAttribute("width");

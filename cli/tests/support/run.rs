@@ -59,6 +59,17 @@ pub fn write(dir: &Path, name: &str, content: &[u8]) -> PathBuf {
     p
 }
 
+/// `n` folded lines of 1 000 stacks' callers and `n` distinct leaves (`main;f7;g7 2`): an input
+/// that takes long enough to convert for a test to act during the conversion.
+pub fn many_stacks(n: usize) -> Vec<u8> {
+    use std::io::Write;
+    let mut big = Vec::new();
+    for i in 0..n {
+        writeln!(big, "main;f{};g{} {}", i % 1000, i, 1 + i % 3).unwrap();
+    }
+    big
+}
+
 /// The `.profconv-*.tmp` files in `dir` (the temp files of outputs not yet renamed).
 pub fn temp_files(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
