@@ -58,8 +58,8 @@ pub fn untrusted(file: &Path) -> Option<String> {
             format!(
                 "refusing {}: its {what} {} is writable by all users (mode {:o}); \
                  `chmod o-w` it to load the plugin",
-                file.display(),
-                p.display(),
+                crate::io::shown(file),
+                crate::io::shown(p),
                 mode & 0o7777
             )
         })

@@ -6,6 +6,24 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Cursor, Read, Write};
 use std::path::{Path, PathBuf};
 
+/// A path as messages show it: lossy for bytes that are not UTF-8 (as `Path::display`), and
+/// with control characters escaped (`\n` as the two characters `\` `n`), so that a file name
+/// cannot print a line that reads as one of profconv's own, nor move the terminal's cursor.
+pub fn shown(path: &Path) -> String {
+    let text = path.display().to_string();
+    if !text.contains(char::is_control) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c.is_control() {
+            true => out.extend(c.escape_debug()),
+            false => out.push(c),
+        }
+    }
+    out
+}
+
 /// Bytes read ahead for sniffing.
 pub const HEAD: usize = 16 * 1024;
 
@@ -52,7 +70,7 @@ impl OpenInput {
             file = f.try_clone().ok();
             // A FIFO or a descriptor's path (`/dev/fd/N` shares the open file on the BSDs and
             // macOS) may be non-blocking too.
-            (path.display().to_string(), Box::new(Blocking(f)), size)
+            (shown(path), Box::new(Blocking(f)), size)
         };
         // Small enough that a parser reading a block of 1 MiB (as the folded and PVM readers
         // do) reads straight into its own buffer: std's `BufReader` passes a read at least as
@@ -464,6 +482,14 @@ impl Sink {
             Some(_) => {}
             None => {}
         }
+        // `nodir/` names a directory: a file cannot be made under that name (the rename would
+        // fail after the whole conversion, saying "not a directory").
+        if target.as_os_str().as_encoded_bytes().ends_with(b"/") && !target.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "names a directory (it ends in `/`), and no directory is there: give a file name",
+            ));
+        }
         let target = match std::fs::metadata(target) {
             Ok(meta) if !meta.is_file() => {
                 if meta.is_dir() {
@@ -479,7 +505,33 @@ impl Sink {
                 )));
             }
             Ok(_) => std::fs::canonicalize(target)?,
-            Err(_) => link_target(target)?,
+            // Not there yet (or a file on the way is no directory, said below): a new file.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
+                link_target(target)?
+            }
+            // The system refuses the path (a link `fs.protected_symlinks` does not let this user
+            // follow, in a world-writable sticky directory such as /tmp; a directory this user
+            // may not search): not resolved by hand, which would write where the system would
+            // not.
+            Err(e) => {
+                let link = std::fs::symlink_metadata(target).is_ok_and(|m| m.is_symlink());
+                return Err(match (link, e.kind()) {
+                    (true, io::ErrorKind::PermissionDenied) => io::Error::new(
+                        e.kind(),
+                        format!(
+                            "{e}: the system does not let this user follow this symbolic link \
+                             (another user's link in a world-writable sticky directory, \
+                             fs.protected_symlinks), so it is not written through"
+                        ),
+                    ),
+                    _ => e,
+                });
+            }
         };
         // A file being replaced: the new one gets its mode (and owner, where allowed), as `>`
         // or `sed -i` keep them, and one the user may not write is not replaced behind its
@@ -508,7 +560,7 @@ impl Sink {
         let in_dir = |e: io::Error| {
             io::Error::new(
                 e.kind(),
-                format!("cannot create a file in {}: {e}", dir.display()),
+                format!("cannot create a file in {}: {e}", shown(&dir)),
             )
         };
         match std::fs::metadata(&dir) {
@@ -671,7 +723,7 @@ fn keep_owner_and_mode(
             io::ErrorKind::PermissionDenied,
             format!(
                 "the file belongs to another user in {}, a sticky directory, where only its owner may replace it",
-                dir.display()
+                shown(dir)
             ),
         ));
     }

@@ -325,7 +325,7 @@ fn check_plugin_failures(registry: &Registry, quiet: bool) -> Result<(), Failure
             format!(
                 "{} {}: {}",
                 r.candidate.source.label(),
-                r.candidate.path.display(),
+                io::shown(&r.candidate.path),
                 r.reason
             )
         })
@@ -338,7 +338,7 @@ fn check_plugin_failures(registry: &Registry, quiet: bool) -> Result<(), Failure
             quiet,
             &format!(
                 "plugin {} ({}) not loaded: {}",
-                r.candidate.path.display(),
+                io::shown(&r.candidate.path),
                 r.candidate.source.label(),
                 r.reason
             ),
@@ -558,7 +558,7 @@ fn check_option_value(
 fn input_name(path: &Path) -> String {
     match path == Path::new("-") {
         true => "<stdin>".to_string(),
-        false => path.display().to_string(),
+        false => io::shown(path),
     }
 }
 
@@ -846,21 +846,71 @@ fn choose_emitter<'r>(
         .file_name()
         .map(|n| n.to_string_lossy())
         .unwrap_or_default();
+    let shown = io::shown(Path::new(name.as_ref()));
     match registry
         .by_file_name(&name, FormatHandle::can_emit)
         .as_slice()
     {
         [only] => Ok(*only),
-        [] => Err(Failure::Usage(format!(
-            "cannot tell the output format from '{name}'; choose one with --to"
-        ))),
+        // `--to` cannot help: nothing can write.
+        [] if !registry.formats.iter().any(FormatHandle::can_emit) => Err(Failure::Usage(
+            registry.with_notes(
+                "no plugin that writes profiles is loaded, so no output can be written; see \
+                 `profconv formats`"
+                    .into(),
+            ),
+        )),
+        [] => Err(Failure::Usage(registry.with_notes(format!(
+            "cannot tell the output format from '{shown}'; choose one with --to (written \
+             formats: {})",
+            registry.emitter_ids()
+        )))),
         many => {
             let ids: Vec<&str> = many.iter().map(|f| f.id.as_str()).collect();
             Err(Failure::Usage(format!(
-                "'{name}' could be {}; choose one with --to",
+                "'{shown}' could be {}; choose one with --to",
                 ids.join(" or ")
             )))
         }
+    }
+}
+
+/// What a descriptor is open on (stdin's or stdout's, which may be redirected from or to a
+/// file).
+#[cfg(unix)]
+fn by_descriptor(fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<std::fs::Metadata> {
+    fd.try_clone_to_owned()
+        .and_then(|fd| std::fs::File::from(fd).metadata())
+}
+
+/// An input's file (`-` is stdin's, by its descriptor), followed through links.
+#[cfg(unix)]
+fn input_metadata(input: &Path) -> std::io::Result<std::fs::Metadata> {
+    use std::os::fd::AsFd;
+    match input == Path::new("-") {
+        true => by_descriptor(std::io::stdin().as_fd()),
+        false => std::fs::metadata(input),
+    }
+}
+
+/// Whether two inputs are one pipe, FIFO, socket or device under two names (`-` and
+/// `/dev/stdin`, a FIFO named twice): reading one takes the other's bytes. One regular file
+/// twice is two reads of the same bytes, and fine.
+fn one_stream(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (input_metadata(a), input_metadata(b)) {
+            (Ok(a), Ok(b)) => {
+                !a.is_file() && !a.is_dir() && (a.dev(), a.ino()) == (b.dev(), b.ino())
+            }
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (a, b);
+        false
     }
 }
 
@@ -870,7 +920,7 @@ fn check_not_an_input(out_path: &Path, inputs: &[&Path]) -> Result<(), Failure> 
     let refuse = |input: &Path| {
         let input_name = match input == Path::new("-") {
             true => "<stdin>".to_string(),
-            false => input.display().to_string(),
+            false => io::shown(input),
         };
         Err(Failure::Usage(if out_path == Path::new("-") {
             format!("refusing to write the output to stdout, which is the input {input_name}")
@@ -879,7 +929,7 @@ fn check_not_an_input(out_path: &Path, inputs: &[&Path]) -> Result<(), Failure> 
         } else {
             format!(
                 "refusing to overwrite the input {input_name} with the output {} (the same file)",
-                out_path.display()
+                io::shown(out_path)
             )
         }))
     };
@@ -891,10 +941,6 @@ fn check_not_an_input(out_path: &Path, inputs: &[&Path]) -> Result<(), Failure> 
         // with or without `/dev/stdin`.
         use std::os::fd::AsFd;
         use std::os::unix::fs::MetadataExt;
-        fn by_descriptor(fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<std::fs::Metadata> {
-            fd.try_clone_to_owned()
-                .and_then(|fd| std::fs::File::from(fd).metadata())
-        }
         let out = match out_path == Path::new("-") {
             true => by_descriptor(std::io::stdout().as_fd()),
             false => std::fs::metadata(out_path),
@@ -907,11 +953,7 @@ fn check_not_an_input(out_path: &Path, inputs: &[&Path]) -> Result<(), Failure> 
             return Ok(());
         };
         for input in inputs {
-            let meta = match *input == Path::new("-") {
-                true => by_descriptor(std::io::stdin().as_fd()),
-                false => std::fs::metadata(input),
-            };
-            if meta.is_ok_and(|m| (m.dev(), m.ino()) == (out.dev(), out.ino())) {
+            if input_metadata(input).is_ok_and(|m| (m.dev(), m.ino()) == (out.dev(), out.ino())) {
                 return refuse(input);
             }
         }
@@ -945,7 +987,7 @@ struct Output {
 fn output_name(out_path: &Path) -> String {
     match out_path == Path::new("-") {
         true => "<stdout>".to_string(),
-        false => out_path.display().to_string(),
+        false => io::shown(out_path),
     }
 }
 
@@ -1124,6 +1166,14 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
                 .into(),
         ));
     }
+    if one_stream(&args.before, &args.after) {
+        return Err(Failure::Usage(format!(
+            "diff: {} and {} are one pipe or device: the first would read all of it and leave \
+             the second empty; save one profile to a file",
+            input_name(&args.before),
+            input_name(&args.after)
+        )));
+    }
     let emitter = choose_emitter(registry, to, &out_path)?;
     check_not_an_input(&out_path, &[&args.before, &args.after])?;
     check_emit_options_early(&args.options, emitter, &out_path, run)?;
@@ -1251,7 +1301,7 @@ fn caps_words(f: &FormatHandle) -> String {
     if f.can_emit() {
         w.push("write");
     }
-    if f.caps & profconv_plugin::abi::caps::SNIFF != 0 {
+    if f.sniffs() {
         w.push("detect");
     }
     w.join(", ")

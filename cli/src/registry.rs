@@ -111,14 +111,29 @@ impl Registry {
         }
     }
 
+    /// The ids of the formats that can be written, for messages.
+    pub fn emitter_ids(&self) -> String {
+        self.ids(FormatHandle::can_emit)
+    }
+
     /// Explains a missing format, including plugins that were refused.
     fn missing(&self, id: &str, what: &str, pred: impl Fn(&FormatHandle) -> bool) -> String {
-        let mut msg = format!(
+        let msg = format!(
             "no plugin can {what} format '{id}' (available: {})",
             self.ids(pred)
         );
+        self.with_notes(msg)
+    }
+
+    /// `msg` and a note for each plugin that was refused or shadowed (a user's plugin named
+    /// like a shipped one hides all of the shipped one's formats): a format a user expects may
+    /// be missing for either reason.
+    pub fn with_notes(&self, mut msg: String) -> String {
         for r in &self.rejected {
             msg.push_str(&format!("\n  note: {}", r.reason));
+        }
+        for s in &self.shadowed {
+            msg.push_str(&format!("\n  note: {s}"));
         }
         msg
     }
@@ -263,15 +278,26 @@ impl Registry {
         let (written, _) = self.named_formats(path, |f| f.can_emit() && !f.can_parse());
         if let Some(f) = written.first() {
             return Err(format!(
-                "'{file_name}' is named as a {} file, a format profconv writes but cannot read; \
+                "'{}' is named as a {} file, a format profconv writes but cannot read; \
                  if it is in another format, choose that with --from (readable formats: {})",
+                crate::io::shown(Path::new(&file_name)),
                 f.id,
                 self.ids(FormatHandle::can_parse)
             ));
         }
-        Err(format!(
+        // Bytes no reader recognises may still say what they are: say that, and how to read it.
+        if let Some((what, command)) = profconv_plugin::compression_of(head) {
+            return Err(format!(
+                "the input is {what}, and profconv decompresses only gzip: decompress it first \
+                 (e.g. `{command} FILE | profconv convert - …`)"
+            ));
+        }
+        if let Some(e) = profconv_plugin::utf16_input_error(head, "text profiles") {
+            return Err(e.message);
+        }
+        Err(self.with_notes(format!(
             "cannot tell the input's format from its content or name; choose one with --from (readable formats: {})",
             self.ids(FormatHandle::can_parse)
-        ))
+        )))
     }
 }

@@ -135,8 +135,49 @@ fn diff_refuses_stdin_for_both_inputs() {
         );
         assert!(out.stdout.is_empty(), "{args:?}: wrote output");
     }
-    // One of the two from stdin still works.
+    // `-` and `/dev/stdin` on a pipe, and a FIFO named twice, are one stream under two
+    // names: the first would take what the second reads (a diff of two halves, exit 0).
     let d = tmp();
+    let mut child = spawn_piped(&["diff", "--from", "folded", "-", "/dev/stdin"]);
+    let _ = child.stdin.take().unwrap().write_all(SEED_001.as_bytes());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("<stdin> and /dev/stdin are one pipe or device"),
+        "{}",
+        text(&out.stderr)
+    );
+    let fifo = d.path().join("stacks");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success(),
+        "mkfifo"
+    );
+    let f = fifo.to_str().unwrap();
+    // A writer, so that a reader that opens the FIFO does not wait for ever.
+    let mut writer = Command::new("sh")
+        .args(["-c", "printf 'main;a 3\\n' > \"$1\"", "sh", f])
+        .spawn()
+        .unwrap();
+    let out = run(&["diff", "--from", "folded", f, f]);
+    let _ = writer.kill();
+    let _ = writer.wait();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("are one pipe or device"),
+        "{}",
+        text(&out.stderr)
+    );
+    // One regular file twice is two reads of the same bytes.
+    let same = write(d.path(), "same.folded", b"main;a 3\n");
+    let s = same.to_str().unwrap();
+    let out = run(&["diff", s, s, "--to", "folded"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "main;a 3 3\n");
+    // One of the two from stdin still works.
     let after = write(d.path(), "after.folded", b"main;b 5\n");
     let mut child = profconv()
         .args(["diff", "-", after.to_str().unwrap(), "--to", "folded"])

@@ -455,6 +455,57 @@ fn a_closed_pipe_ends_quietly() {
     }
 }
 
+/// A format that is missing because a plugin was shadowed (a user's plugin named like a
+/// shipped one hides all of the shipped one's formats) says so where the format is missing,
+/// not only in `profconv formats`; and a `profconv` without plugins (as `cargo install`
+/// leaves it) says that no plugin writes, not "choose one with --to".
+#[test]
+fn missing_formats_name_shadowed_plugins_and_a_lone_binary_says_it_has_none() {
+    let d = tmp();
+    let extra = d.path().join("extra");
+    std::fs::create_dir(&extra).unwrap();
+    let folded = lib_path("profconv_plugin_folded");
+    std::fs::copy(&folded, extra.join(folded.file_name().unwrap())).unwrap();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let i = input.to_str().unwrap();
+    for args in [
+        &["tree", i, "--from", "nosuch"][..],
+        &["convert", i, "-o", "out.nosuch"],
+        &["convert", i, "--to", "nosuch", "-o", "-"],
+    ] {
+        let out = profconv()
+            .args(args)
+            .env("PROFCONV_PLUGIN_PATH", &extra)
+            .current_dir(d.path())
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("note: plugin 'folded' at ") && err.contains("is shadowed by"),
+            "{args:?}: {err}"
+        );
+    }
+    let lone = d.path().join("lone");
+    std::fs::create_dir(&lone).unwrap();
+    let exe = lone.join("profconv");
+    std::fs::copy(env!("CARGO_BIN_EXE_profconv"), &exe).unwrap();
+    let out = Command::new(&exe)
+        .args(["convert", i, "-o", "out.svg"])
+        .env_remove("PROFCONV_PLUGIN_PATH")
+        .env("XDG_DATA_HOME", "/nonexistent-profconv-test")
+        .env("HOME", "/nonexistent-profconv-test")
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no plugin that writes profiles is loaded"),
+        "{err}"
+    );
+}
+
 #[test]
 fn the_install_script_gives_a_profconv_that_finds_every_plugin() {
     let target = built_plugins();
@@ -494,6 +545,60 @@ fn the_install_script_gives_a_profconv_that_finds_every_plugin() {
     }
     assert!(s.contains("[installed plugins]"), "{s}");
     assert!(!s.contains("testplugin") && !s.contains("ancient"), "{s}");
+}
+
+/// A relative PREFIX and CARGO_TARGET_DIR are the caller's (they were taken from the checkout,
+/// where the script builds), and a umask of 000 leaves no directory others may write (the
+/// install then loaded no plugin: discovery refuses such a directory).
+#[cfg(unix)]
+#[test]
+fn the_install_script_takes_relative_paths_from_the_caller_and_ignores_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let target = built_plugins();
+    let profile = target.file_name().unwrap().to_str().unwrap().to_string();
+    let d = tmp();
+    std::os::unix::fs::symlink(target.parent().unwrap(), d.path().join("tgt")).unwrap();
+    let out = Command::new("bash")
+        .args(["-c", "umask 000 && exec bash \"$@\"", "bash"])
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../scripts/install.sh"
+        ))
+        .args(["--prefix=my prefix", "--profile", &profile, "--no-build"])
+        .env("CARGO_TARGET_DIR", "tgt")
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let prefix = d.path().join("my prefix");
+    for dir in ["bin", "lib/profconv", "lib/profconv/plugins"] {
+        let mode = std::fs::metadata(prefix.join(dir))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o755, "{dir}: {mode:o}");
+    }
+    let out = Command::new(prefix.join("bin/profconv"))
+        .arg("formats")
+        .env_remove("PROFCONV_PLUGIN_PATH")
+        .env("XDG_DATA_HOME", "/nonexistent-profconv-test")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).is_empty(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("plugin folded "));
+    // An unknown option is refused, not taken as the prefix.
+    let out = Command::new("bash")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../scripts/install.sh"
+        ))
+        .args(["--perfix", "x", "--no-build"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(!d.path().join("--perfix").exists() && !d.path().join("x").exists());
 }
 
 #[test]

@@ -911,3 +911,233 @@ fn stdout_redirected_to_the_input_is_refused() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert_eq!(std::fs::read(&input).unwrap(), b"a;b 1\n");
 }
+
+/// A large file with no newline (a sparse file of zeros, a disk image given by mistake) is
+/// refused once one line's bound (256 MiB) holds none: the search for the first line's end
+/// read the whole mapped file first (10 GB took 2–40 s and 10 GB of page cache). Each reader
+/// of mapped lines (folded on one thread and in pieces, PVM's first-line look) is run on a
+/// sparse file of 1 TiB, which nothing could read in the time allowed.
+#[cfg(unix)]
+#[test]
+fn a_huge_file_without_newlines_is_refused_without_reading_it_all() {
+    use std::time::{Duration, Instant};
+    let d = tmp();
+    let path = d.path().join("zeros.folded");
+    let file = std::fs::File::create(&path).unwrap();
+    if let Err(e) = file.set_len(1 << 40) {
+        eprintln!("skipped: this file system has no sparse file of 1 TiB: {e}");
+        return;
+    }
+    drop(file);
+    let p = path.to_str().unwrap();
+    for args in [
+        &["-j1", "--from", "folded"][..],
+        &["-j2", "--from", "folded"][..],
+        &["--from", "pvm"][..],
+        &[][..],
+    ] {
+        let mut child = profconv()
+            .arg("convert")
+            .arg(p)
+            .args(args)
+            .args(["--to", "folded", "-o"])
+            .arg(d.path().join("out.folded"))
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed() > Duration::from_secs(90) {
+                let _ = child.kill();
+                panic!("{args:?}: still reading after 90 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {err}");
+        assert!(
+            err.contains("zeros.folded:1:1: no newline in 268435456 bytes"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// `-o nodir/` names a directory that is not there: refused before the input is read (a
+/// stdin that never ends is not waited for), as the output's other checks are. It was found
+/// only by the rename after the whole conversion, as "Not a directory".
+#[cfg(unix)]
+#[test]
+fn an_output_name_ending_in_a_slash_is_refused_before_the_input_is_read() {
+    use std::time::{Duration, Instant};
+    let d = tmp();
+    write(d.path(), "x.svg", b"not a directory\n");
+    for name in ["nodir/", "x.svg/"] {
+        let mut child = profconv()
+            .current_dir(d.path())
+            .args([
+                "convert", "-", "--from", "folded", "--to", "folded", "-o", name,
+            ])
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let start = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+                panic!("{name}: waited for the input before refusing the output");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{name}: {err}");
+        assert!(
+            err.contains(&format!("{name}: names a directory (it ends in `/`)")),
+            "{name}: {err}"
+        );
+    }
+    assert!(temp_files(d.path()).is_empty());
+    assert!(!d.path().join("nodir").exists());
+}
+
+/// A file name is shown with its control characters escaped: a name holding a newline and
+/// `profconv: warning: …` printed a line that read as one of profconv's own.
+#[cfg(unix)]
+#[test]
+fn control_characters_in_file_names_are_escaped_in_messages() {
+    let d = tmp();
+    let name = "e.folded\nprofconv: warning: all is well";
+    write(d.path(), name, b"main;a 1\nmain;\xff 2\n");
+    for args in [
+        &["convert", name, "-o", "out.svg"][..],
+        &["convert", name, "-o", name][..],
+        &["convert", "missing\n.folded", "-o", "out.svg"][..],
+        &["convert", "seed\n.svg", "-o", "out.svg"][..],
+    ] {
+        let out = profconv()
+            .current_dir(d.path())
+            .args(args)
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert!(
+            err.lines()
+                .all(|l| l.starts_with("profconv: ")
+                    && !l.starts_with("profconv: warning: all is well")),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("\\n"), "{args:?}: {err}");
+    }
+    let out = profconv()
+        .current_dir(d.path())
+        .args(["convert", name, "-o", "out.svg"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).starts_with(
+            "profconv: warning: e.folded\\nprofconv: warning: all is well: line 2: frame names \
+             that are not UTF-8"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// With `fs.protected_symlinks` (the default of most distributions), the kernel does not let
+/// a user follow another user's link in a world-writable sticky directory such as /tmp, so
+/// that a link planted there cannot make a victim's `> /tmp/report.svg` write their files.
+/// The output's link was resolved by hand (`readlink`), which the kernel does not restrict:
+/// root's `-o /tmp/report.svg` wrote through a link of nobody's. Runs as root where the
+/// setting is on; skipped otherwise.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_link_the_system_will_not_follow_is_not_written_through() {
+    let on =
+        std::fs::read_to_string("/proc/sys/fs/protected_symlinks").is_ok_and(|v| v.trim() == "1");
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| text(&o.stdout).trim() == "0");
+    if !(on && root) {
+        eprintln!("skipped: needs root and fs.protected_symlinks = 1 (on: {on}, root: {root})");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let d = tmp();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let victim = write(d.path(), "victim.folded", b"keep me\n");
+    let shared = d.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    for (link, to) in [
+        ("report.folded", victim.clone()),
+        ("dangling.folded", d.path().join("new.folded")),
+    ] {
+        let link = shared.join(link);
+        std::os::unix::fs::symlink(&to, &link).unwrap();
+        std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+        let out = run(&[
+            "convert",
+            input.to_str().unwrap(),
+            "-o",
+            link.to_str().unwrap(),
+        ]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{err}");
+        assert!(err.contains("fs.protected_symlinks"), "{err}");
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    }
+    assert_eq!(std::fs::read(&victim).unwrap(), b"keep me\n");
+    assert!(!d.path().join("new.folded").exists());
+    assert!(temp_files(&shared).is_empty());
+}
+
+/// An input compressed by another tool than gzip (zstd, xz, bzip2, lz4, zip) or in UTF-16 says
+/// what it is and how to read it, whether its format was detected or chosen; it was "cannot
+/// tell the input's format", or with `--from` warnings about invalid UTF-8 and an error about
+/// some character of line 1.
+#[test]
+fn inputs_compressed_by_other_tools_say_what_they_are() {
+    let d = tmp();
+    let tail = b"\x00\x01\x0a\x80\xffmain;a 3\n\x00\x02";
+    let cases: [(&str, &[u8], &str); 6] = [
+        (
+            "p.folded.zst",
+            b"\x28\xb5\x2f\xfd\x24\x00",
+            "zstd-compressed",
+        ),
+        ("p.folded.xz", b"\xfd7zXZ\x00\x00\x04", "xz-compressed"),
+        ("p.folded.bz2", b"BZh91AY&SY\x12", "bzip2-compressed"),
+        ("p.lz4", b"\x04\x22\x4d\x18\x64\x40", "lz4-compressed"),
+        ("p.zip", b"PK\x03\x04\x14\x00", "a zip archive"),
+        ("p.txt", b"\xff\xfem\x00a\x00", "UTF-16 LE text"),
+    ];
+    for (name, head, what) in cases {
+        let path = write(d.path(), name, &[head, tail.as_slice()].concat());
+        let p = path.to_str().unwrap();
+        for from in [
+            &[][..],
+            &["--from", "folded", "-j1"],
+            &["--from", "folded", "-j2"],
+            &["--from", "pvm"],
+            &["--from", "callgrind"],
+        ] {
+            let out = profconv().args(["tree", p]).args(from).output().unwrap();
+            let err = text(&out.stderr);
+            assert!(!out.status.success(), "{name} {from:?}");
+            assert!(
+                err.contains(&format!("the input is {what}")) && err.lines().count() == 1,
+                "{name} {from:?}: {err}"
+            );
+        }
+    }
+    // The text of a name that merely starts like a magic number is read.
+    let path = write(d.path(), "bz.folded", b"BZh9;main 3\n");
+    let out = run(&["tree", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}

@@ -678,6 +678,12 @@ fn malformed_inputs_name_the_line() {
             ordered(),
             "line 5, column 1: this line does not continue the call tree in pre-order",
         ),
+        (
+            "debugger_ticks_out_of_range",
+            b"%interpreter(decode) 0\nkernel_run 9223372036854775808\n",
+            ordered(),
+            "line 2, column 12: tick count is out of range",
+        ),
     ];
     let mut all = String::new();
     for (name, input, opts, expect) in cases {

@@ -162,14 +162,21 @@ pub fn emit_callgrind_validated(
     // Subtree totals, and the call lines: one per (caller's call site, callee), summed over
     // every stack with a parent that has a sample on it or below (or calls).
     let chains = Chains::new(p);
+    // Whether a callee is open on the path (its outermost frame is charged) is judged by its
+    // file and name, as readers know a function (the object is a label to them): a function in
+    // two objects recursing through itself counted its inner call as a first one, and
+    // callgrind_annotate showed it past 100 %.
+    let (reader_key, n_keys) = cg.reader_keys();
+    let site_key: Vec<u32> = sites.cg.iter().map(|&f| reader_key[f as usize]).collect();
     let mut walk = Walk {
         edges: EdgeGroups::new(nc),
-        open: vec![0u32; cg.names.len()],
+        open: vec![0u32; n_keys],
         nodes,
         rest,
     };
     let cx = WalkCx {
         site_cg: &sites.cg,
+        site_key: &site_key,
         chains: &chains,
         calls: &calls,
         rule,
@@ -352,6 +359,21 @@ struct CgFuncs<'a> {
 }
 
 impl<'a> CgFuncs<'a> {
+    /// Per callgrind function, a dense id of its file and name (readers know a function by
+    /// those; the object is a label to them), and how many ids there are.
+    fn reader_keys(&self) -> (Vec<u32>, usize) {
+        let mut ids: HashMap<(u32, u32), u32, FixedState> =
+            HashMap::with_hasher(FixedState::default());
+        let keys = (0..self.names.len())
+            .map(|f| {
+                let next = ids.len() as u32;
+                *ids.entry((self.file_group[f], self.name_group[f]))
+                    .or_insert(next)
+            })
+            .collect();
+        (keys, ids.len())
+    }
+
     fn new(p: &ProfileRef<'a>) -> Self {
         let nf = p.n_funcs();
         // Names are told apart as readers read them back: two that read back the same (` f`
@@ -785,6 +807,8 @@ impl EdgeGroups {
 struct WalkCx<'a> {
     /// Callgrind function of each call site.
     site_cg: &'a [u32],
+    /// Its function as readers know it ([`CgFuncs::reader_keys`]), for [`Walk::open`].
+    site_key: &'a [u32],
     chains: &'a Chains,
     calls: &'a [i64],
     rule: CallRule,
@@ -796,10 +820,15 @@ impl WalkCx<'_> {
     fn cg(&self, node: Node) -> u32 {
         self.site_cg[(node.site & !LIVE) as usize]
     }
+
+    /// A stack's function as readers know it (file and name).
+    fn key(&self, node: Node) -> u32 {
+        self.site_key[(node.site & !LIVE) as usize]
+    }
 }
 
-/// The walk's state: the call lines so far, how many stacks of each function are open on the
-/// current path, and per stack its [`Node`] and its costs in the columns after the first
+/// The walk's state: the call lines so far, how many stacks of each function (as readers know
+/// it: [`WalkCx::key`]) are open on the current path, and per stack its [`Node`] and its costs in the columns after the first
 /// (`nc - 1` per stack): self values, then the subtree's totals once its children are closed.
 struct Walk {
     edges: EdgeGroups,
@@ -843,7 +872,7 @@ impl Walk {
     fn open_chain(&mut self, cx: &WalkCx<'_>, j: usize, parent: u32) -> ChainVisit {
         let ((first, lo), (end, rest)) = (cx.chains.meta[j], cx.chains.meta[j + 1]);
         for node in &self.nodes[first as usize..end as usize] {
-            self.open[cx.cg(*node) as usize] += 1;
+            self.open[cx.key(*node) as usize] += 1;
         }
         let mut v = ChainVisit {
             first,
@@ -902,7 +931,7 @@ impl Walk {
                 }
             }
         }
-        self.open[cx.cg(node) as usize] -= 1;
+        self.open[cx.key(node) as usize] -= 1;
     }
 
     /// The call from stack `s` (at `site`) into its child `q`.
@@ -917,7 +946,7 @@ impl Walk {
             return;
         }
         let m = cx.nc - 1;
-        let outer = (self.open[cx.cg(node) as usize] == 0)
+        let outer = (self.open[cx.key(node) as usize] == 0)
             .then(|| (node.cost, &self.rest[q * m..(q + 1) * m]));
         let calls = (cx.rule != CallRule::Contexts).then_some(q_calls);
         self.edges.add(site, cx.cg(node), s as u32, outer, calls);

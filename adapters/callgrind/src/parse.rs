@@ -225,26 +225,45 @@ struct Reader<'c, 'x> {
     /// The synthetic caller profconv's callgrind writer names in a `desc: Root caller: NAME (…)`
     /// line (see [`resolve_root_caller`]).
     root_caller: Option<String>,
-    /// Per event column, the first cost from 2^63 to 2^64 - 1 in it: such an event is left out
-    /// (see [`Reader::cost`]).
+    /// Per event column, the first cost in it that is negative or from 2^63 to 2^64 - 1: such
+    /// an event is left out (see [`Reader::cost`]).
     wrapped: Vec<Option<Wrapped>>,
 }
 
-/// Where an event's first cost past 2^63 was.
+/// Where an event's first cost that is negative or past 2^63 was.
 #[derive(Clone, Copy, Debug)]
 struct Wrapped {
     line: u64,
     col: u64,
     offset: u64,
-    value: u64,
+    value: i128,
+}
+
+impl Wrapped {
+    /// Why the event is left out, and who writes such costs.
+    fn why(&self) -> String {
+        match self.value < 0 {
+            true => format!(
+                "has the negative cost {} (Xdebug and SPX write memory freed during a call so; a \
+                 profile's costs are not negative)",
+                self.value
+            ),
+            false => format!(
+                "has the cost {}, past 2^63 (callgrind writes a difference that went negative, \
+                 such as a forked child's sysCpuTime, as its 2^64 complement)",
+                self.value
+            ),
+        }
+    }
 }
 
 impl Reader<'_, '_> {
     /// The cost `tok` at byte `at` for event column `event`. callgrind writes its costs as
     /// unsigned 64-bit numbers, and a difference that went negative (a forked child's
-    /// `sysCpuTime` under `--collect-systime=nsec`) as its 2^64 complement: a value from 2^63
-    /// on is read as 0 and its event left out at the end, with a warning, so that the other
-    /// events of the file are still read.
+    /// `sysCpuTime` under `--collect-systime=nsec`) as its 2^64 complement; Xdebug 2 and SPX
+    /// write a memory delta that went negative with its sign. Such a value (from 2^63 on, or
+    /// negative) is read as 0 and its event left out at the end, with a warning, so that the
+    /// other events of the file are still read.
     fn cost(
         &mut self,
         tok: &[u8],
@@ -252,8 +271,12 @@ impl Reader<'_, '_> {
         event: usize,
         what: &str,
     ) -> Result<i64, PluginError> {
-        match whole_number(tok) {
-            Some(v) if v <= i64::MAX as u64 => Ok(v as i64),
+        let value = match tok.strip_prefix(b"-") {
+            Some(magnitude) => whole_number(magnitude).map(|v| -i128::from(v)),
+            None => whole_number(tok).map(i128::from),
+        };
+        match value {
+            Some(v) if (0..=i128::from(i64::MAX)).contains(&v) => Ok(v as i64),
             Some(v) => {
                 if self.wrapped.len() <= event {
                     self.wrapped.resize(event + 1, None);
@@ -406,12 +429,13 @@ impl Reader<'_, '_> {
     }
 
     /// The bytes to skip at the start of line 1: a UTF-8 byte-order mark (as Windows editors
-    /// write it), else none. A UTF-16 byte-order mark is an error.
+    /// write it), else none. A UTF-16 byte-order mark, or another compression than gzip, is an
+    /// error.
     fn first_line(&self, raw: &[u8]) -> Result<usize, PluginError> {
         if raw.starts_with(BOM) {
             return Ok(BOM.len());
         }
-        match profconv_plugin::utf16_input_error(raw, "callgrind files") {
+        match profconv_plugin::not_text_error(raw, "callgrind files") {
             Some(e) => Err(e),
             None => Ok(0),
         }
@@ -1165,8 +1189,8 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
             r.wrapped.iter().flatten().next(),
         ) {
             return Err(PluginError::invalid_input(format!(
-                "expected a cost below 2^63, found `{}`: every event of the file has such a cost, \
-                 so none is left to read",
+                "expected a cost from 0 to 2^63 - 1, found `{}`: every event of the file has \
+                 such a cost, so none is left to read",
                 w.value
             ))
             .at_offset(w.offset)
@@ -1175,13 +1199,11 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
         for (e, w) in g.events.iter().zip(&r.wrapped) {
             if let Some(w) = w {
                 r.cx.warn(&format!(
-                    "event `{}` is left out: line {}, column {} has the cost {}, past 2^63 \
-                     (callgrind writes a difference that went negative, such as a forked \
-                     child's sysCpuTime, as its 2^64 complement)",
+                    "event `{}` is left out: line {}, column {} {}",
                     show_name(&e.name),
                     w.line,
                     w.col,
-                    w.value
+                    w.why()
                 ));
             }
         }
@@ -1424,6 +1446,45 @@ mod tests {
         // Past 2^64 it is no number callgrind writes.
         let e = graph("events: A B\nfn=f\n1 3 18446744073709551616\n").unwrap_err();
         assert!(e.message.contains("below 2^64"), "{e:?}");
+    }
+
+    /// Xdebug 2 and SPX write a memory delta that went negative with its sign;
+    /// callgrind_annotate reads the file. The event is left out as a wrapped one is, and the
+    /// others are read (the whole file was refused).
+    #[test]
+    fn an_event_with_a_negative_cost_is_left_out() {
+        let text = "version: 1\ncreator: xdebug 2.9.8 (PHP 7.4.3)\npositions: line\n\
+                    events: Time_(10ns) Memory_(bytes)\nfl=(1) php:internal\n\
+                    fn=(1) php::microtime\n2 5 -112\nfl=(2) /var/www/index.php\nfn=(2) {main}\n\
+                    0 100 512\ncfl=(1)\ncfn=(1)\ncalls=1 0\n2 5 -112\n";
+        let mut messages = Vec::new();
+        let mut sink = |_: u32, m: &str| messages.push(m.to_string());
+        let g = parse_graph(
+            &mut Input::from_slice(text.as_bytes()),
+            &mut Context::with_sink(&mut sink),
+        )
+        .unwrap();
+        let names: Vec<&str> = g.events.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["Time_(10ns)"]);
+        assert_eq!(g.self_total(), [105]);
+        assert_eq!(
+            messages,
+            [
+                "event `Memory_(bytes)` is left out: line 7, column 5 has the negative cost -112 \
+                 (Xdebug and SPX write memory freed during a call so; a profile's costs are not \
+                 negative)"
+            ]
+        );
+        // Every event so: an error that names the cost.
+        let e = graph("events: A\nfn=f\n1 3\n2 -0x10\n").unwrap_err();
+        assert!(
+            e.message.contains("found `-16`: every event of the file"),
+            "{e:?}"
+        );
+        assert_eq!((e.line, e.column), (Some(4), Some(3)));
+        // A sign alone is no number.
+        let e = graph("events: A\nfn=f\n1 -\n").unwrap_err();
+        assert!(e.message.contains("expected a cost"), "{e:?}");
     }
 
     #[test]

@@ -177,3 +177,38 @@ fn user_samples_are_checked_too() {
     assert!(c.detail.contains("line 1"), "{report}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// What folded stacks cannot hold is not held against a plugin: two functions of one name in
+/// two files (C's static functions; callgrind keeps them apart) merge in folded stacks, and a
+/// `;` in a name is written `:`. The round trip compares with the tree folded stacks can hold;
+/// it failed the shipped callgrind plugin on a valid two-function file.
+#[test]
+fn the_folded_round_trip_allows_what_folded_stacks_cannot_hold() {
+    let two_files = "# callgrind format\nversion: 1\nevents: Ir\n\nfl=a.c\nfn=main\n0 1\n\
+                     cfl=a.c\ncfn=helper\ncalls=1 0\n0 5\ncfl=b.c\ncfn=helper\ncalls=1 0\n0 7\n\n\
+                     fl=a.c\nfn=helper\n0 5\n\nfl=b.c\nfn=helper\n0 7\n\n\
+                     fl=c.rs\nfn=<[u8; 32] as Debug>::fmt\n0 2\n";
+    let report = profconv_conformance::check_plugin_with(
+        &lib("profconv_plugin_callgrind"),
+        &[("two.callgrind".to_string(), two_files.as_bytes().to_vec())],
+    );
+    println!("{report}");
+    assert_eq!(
+        outcome(&report, "callgrind: parse -> folded -> parse"),
+        Outcome::Pass
+    );
+    assert!(report.passed(), "{report}");
+}
+
+/// A sample given to a plugin that reads no format is not "read by this plugin".
+#[test]
+fn a_sample_for_a_plugin_that_reads_nothing_is_skipped_not_passed() {
+    let report = profconv_conformance::check_plugin_with(
+        &lib("profconv_plugin_firefox"),
+        &[("garbage.txt".to_string(), b"garbage\n".to_vec())],
+    );
+    println!("{report}");
+    let sample = report.check("sample garbage.txt").unwrap();
+    assert_eq!(sample.outcome, Outcome::Skip, "{report}");
+    assert!(sample.detail.contains("reads no format"), "{report}");
+}

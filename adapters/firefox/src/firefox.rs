@@ -814,6 +814,10 @@ struct Axis<'a> {
     origin: i128,
     /// Otherwise the running sum of the durations, over all samples in order.
     starts: Vec<i128>,
+    /// On a running sum of real time (2. below), the sample times in their own clock (ticks)
+    /// and that clock's column: where they show a gap between two samples (no call open, its
+    /// length in real time unknown), the two are kept apart by a `null` sample of no length.
+    gaps: Option<(&'a [i64], usize)>,
     exp10: i32,
     /// What the timeline is, for the profile's metadata.
     what: String,
@@ -830,6 +834,14 @@ impl Axis<'_> {
     fn dur(&self, p: &ProfileRef<'_>, i: usize) -> i128 {
         self.col
             .map_or(1, |c| (p.sample_values[c][i] as i128).abs())
+    }
+
+    /// Whether the clock shows time with no call open between sample `i` and sample `j`, the
+    /// next one of its thread, where the timeline itself cannot ([`Self::gaps`]).
+    fn gap_between(&self, p: &ProfileRef<'_>, i: usize, j: usize) -> bool {
+        self.gaps.is_some_and(|(t, c)| {
+            i128::from(t[j]) > i128::from(t[i]) + (p.sample_values[c][i] as i128).abs()
+        })
     }
 }
 
@@ -854,7 +866,8 @@ fn from_origin(origin: i128) -> String {
 ///
 /// 1. the sample times, when their clock (the `time_unit` metadata) is a time unit;
 /// 2. else the first `Weight` column in a time unit (`time_ns`): its running sum, so the
-///    timeline is real time, without the gaps when no call was open (their length is unknown);
+///    timeline is real time, without the gaps when no call was open (their length is unknown;
+///    where the sample times show one, a `null` sample of no length marks it);
 /// 3. else the sample times in their own clock (ticks), one unit drawn as 1 ms;
 /// 4. else the running sum of the clock column (or one unit per sample).
 ///
@@ -894,6 +907,7 @@ fn time_axis<'a>(p: &ProfileRef<'a>, threads: &[Vec<u32>]) -> (Axis<'a>, bool) {
                     given: Some(t),
                     origin,
                     starts: Vec::new(),
+                    gaps: None,
                     exp10,
                     what: format!("sample times ({u}){}", from_origin(origin)),
                 },
@@ -913,6 +927,7 @@ fn time_axis<'a>(p: &ProfileRef<'a>, threads: &[Vec<u32>]) -> (Axis<'a>, bool) {
                 given: None,
                 origin: 0,
                 starts: running(Some(c)),
+                gaps: monotonic.zip(clock).filter(|&(_, k)| k != c),
                 exp10,
                 what: format!("running sum of {}", p.value_type_name(c)),
             },
@@ -928,6 +943,7 @@ fn time_axis<'a>(p: &ProfileRef<'a>, threads: &[Vec<u32>]) -> (Axis<'a>, bool) {
                 given: Some(t),
                 origin,
                 starts: Vec::new(),
+                gaps: None,
                 exp10,
                 what: format!("sample times ({name}, 1 = 1 ms){}", from_origin(origin)),
             },
@@ -939,6 +955,7 @@ fn time_axis<'a>(p: &ProfileRef<'a>, threads: &[Vec<u32>]) -> (Axis<'a>, bool) {
                 given: None,
                 origin: 0,
                 starts: running(clock),
+                gaps: None,
                 exp10,
                 what: format!("running sum of {name} (1 = 1 ms)"),
             },
@@ -967,8 +984,8 @@ fn ordered_samples(
                 .col
                 .map_or(Num::I(1), |c| weight.num(p.sample_values[c][i])),
         });
-        let next = samples.get(k + 1).map(|&j| axis.start(j as usize));
-        if next.is_none_or(|n| n > end) {
+        let next = samples.get(k + 1).map(|&j| j as usize);
+        if next.is_none_or(|j| axis.start(j) > end || axis.gap_between(p, i, j)) {
             out.push(RawSample {
                 stack: NONE,
                 time: scaled(end, axis.exp10),

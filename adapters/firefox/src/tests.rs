@@ -266,6 +266,52 @@ fn gaps_in_a_trace_get_a_null_sample() {
     assert_eq!(events, expect);
 }
 
+/// A trace with real time beside its ticks is drawn on the running sum of its time (the length
+/// of a gap with no call open is unknown in real time); a gap its ticks show is still kept by
+/// a `null` sample of no length. Two calls of f, 10 ticks apart, were one box in the Firefox
+/// Profiler's stack chart (two samples of one stack back to back).
+#[test]
+fn gaps_the_ticks_show_are_kept_on_a_timeline_of_real_time() {
+    let mut b = ProfileBuilder::new();
+    let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);
+    let ns = b.add_value_type("time_ns", "nanoseconds", ValueKind::Weight);
+    let calls = b.add_value_type("calls", "count", ValueKind::Count);
+    let mut t = TraceBuilder::new(&b, vec![ticks, ns], Some(calls), true);
+    let f = b.func("f");
+    let f = b.frame(f);
+    let g = b.func("g");
+    let g = b.frame(g);
+    t.enter(&mut b, f, &[0, 0]).unwrap();
+    t.exit(&mut b, &[10, 1000]).unwrap();
+    t.enter(&mut b, f, &[20, 2000]).unwrap();
+    t.enter(&mut b, g, &[25, 2500]).unwrap();
+    t.exit(&mut b, &[27, 2700]).unwrap();
+    t.exit(&mut b, &[30, 3000]).unwrap();
+    b.set_flags(flags::ORDERED);
+    let p = b.finish();
+    let (json, v) = firefox(&p, &[]);
+    let samples = &thread(&v, 0)["samples"];
+    let stacks: Vec<bool> = samples["stack"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(serde_json::Value::is_null)
+        .collect();
+    // f, the gap (no length), f, f;g, f, the end.
+    assert_eq!(stacks, [false, true, false, false, false, true]);
+    let times: Vec<f64> = samples["time"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_f64().unwrap())
+        .collect();
+    assert_eq!(times, [0.0, 0.001, 0.001, 0.0015, 0.0017, 0.002]);
+    // Back-to-back calls (no gap in the ticks) are not cut.
+    assert!(samples["stack"][2] == samples["stack"][4]);
+    let s = check_firefox(&json).unwrap();
+    assert_eq!(s.tree[0], node("f", 18.0, 20.0));
+}
+
 #[test]
 fn speedscope_seed_000_is_evented_with_exact_calls() {
     let (json, v) = speedscope(&seed_000(true), &[]);

@@ -922,6 +922,17 @@ fn push_name(path: &mut Vec<u8>, name: &str, at: Places) {
     }
 }
 
+/// Every func's name as the writer writes it, by func id (see [`push_name`]): what a reader of
+/// the output sees, for checks that compare a profile with its folded stacks read back.
+pub fn written_names(p: &ProfileRef<'_>) -> Vec<String> {
+    let names = WrittenNames::new(p);
+    names
+        .end
+        .windows(2)
+        .map(|w| String::from_utf8_lossy(&names.text[w[0]..w[1]]).into_owned())
+        .collect()
+}
+
 /// How many funcs have names that folded stacks cannot hold as they are, other than the
 /// roots [`marked_roots`] counts (see [`push_name`]).
 pub fn rewritten_names(p: &ProfileRef<'_>) -> usize {

@@ -21,7 +21,7 @@ mod repeats;
 use profconv_plugin::ir::{Profile, ProfileRef};
 use profconv_plugin::{Context, Format, Input, OptionDesc, Options, Output, PluginError};
 
-pub use emit::{EmitOptions, MAX_SIZE, emit_folded};
+pub use emit::{EmitOptions, MAX_SIZE, emit_folded, written_names};
 pub use parse::{
     BATCH_FROM_STACKS, BATCH_LINES, MAX_BATCH_LINES, PIECE_SIZE, ParseOptions, parse_folded,
     parse_folded_with,

@@ -1003,7 +1003,7 @@ pub fn parse_folded_with(
 /// that grows only for a long line, up to `p.max_line`).
 fn parse_serial(input: &mut Input<'_>, p: &mut Parser_) -> Result<(), PluginError> {
     let mut lines = Lines::new(input, p.max_line, ONE_STACK_PER_LINE);
-    not_utf16(lines.peek(4)?.0)?;
+    refuse_non_text(lines.peek(16)?.0)?;
     while let Some(block) = lines.whole_lines(BLOCK)? {
         let (len, before) = (block.bytes.len(), p.line_no);
         p.lines_at(block.bytes, block.offset)?;
@@ -1012,10 +1012,10 @@ fn parse_serial(input: &mut Input<'_>, p: &mut Parser_) -> Result<(), PluginErro
     p.flush()
 }
 
-/// An error if `head`, the start of the input, is a UTF-16 byte-order mark, which would
-/// otherwise be read as a line without a count.
-fn not_utf16(head: &[u8]) -> Result<(), PluginError> {
-    match profconv_plugin::utf16_input_error(head, "folded stacks") {
+/// An error if `head`, the start of the input, is UTF-16 or compressed by another tool than gzip,
+/// which would otherwise be read as a line without a count.
+fn refuse_non_text(head: &[u8]) -> Result<(), PluginError> {
+    match profconv_plugin::not_text_error(head, "folded stacks") {
         Some(e) => Err(e),
         None => Ok(()),
     }
@@ -1094,7 +1094,17 @@ impl<'w> Pieces<'_, 'w> {
                 _ if limit == whole.len() => limit,
                 Some(i) => start + i + 1,
                 None => {
-                    let nl = memchr(b'\n', &whole[limit..]).map_or(whole.len(), |i| limit + i);
+                    // Searched no further than a line may be long: the rest of a large file
+                    // without newlines is not read to say so.
+                    let cap = whole.len().min(start.saturating_add(self.max_line));
+                    let from = limit.min(cap);
+                    let nl = match memchr(b'\n', &whole[from..cap]) {
+                        Some(i) => from + i,
+                        None if cap < whole.len() => {
+                            return Err(line_too_long(start as u64, self.max_line));
+                        }
+                        None => whole.len(),
+                    };
                     if nl - start >= self.max_line {
                         return Err(line_too_long(start as u64, self.max_line));
                     }
@@ -1187,8 +1197,8 @@ fn parse_parallel(
         reporter.finish(cx);
         return Ok(main.finish());
     };
-    // The first piece holds the input's first line, whose first two bytes are the input's.
-    not_utf16(first.bytes())?;
+    // The first piece holds the input's first line, whose first bytes are the input's.
+    refuse_non_text(first.bytes())?;
     if pieces.eof && pieces.carry.is_empty() {
         // One piece is the whole input: nothing to share out.
         let parsed = main.piece(first.bytes());

@@ -116,9 +116,8 @@ pub fn parse_pvm(
 ) -> Result<Profile, PluginError> {
     let size_hint = input.size_hint();
     let mut lines = lines::lines(input);
-    let (head, _) = lines.peek(4)?;
-    if let Some(e) =
-        profconv_plugin::utf16_input_error(head, "PVM traces and the debugger's profiles")
+    let (head, _) = lines.peek(16)?;
+    if let Some(e) = profconv_plugin::not_text_error(head, "PVM traces and the debugger's profiles")
     {
         return Err(e);
     }
@@ -131,7 +130,11 @@ pub fn parse_pvm(
         None => {
             let mut want = 1 << 16;
             loop {
-                let (head, eof) = lines.peek(want)?;
+                let (peeked, eof) = lines.peek(want)?;
+                // A mapped input is given whole: only its first `want` bytes are looked at, as
+                // of a stream (a large file without newlines is not read to its end).
+                let head = &peeked[..peeked.len().min(want)];
+                let eof = eof && head.len() == peeked.len();
                 match first_meaningful(head, eof) {
                     Ok(first) => break first.is_some_and(starts_pvmtrace),
                     Err(()) if want < FIRST_LINE_LIMIT => want *= 2,

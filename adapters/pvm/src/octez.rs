@@ -185,15 +185,23 @@ impl Reader {
                 format!("expected `<stack> <ticks>` (the debugger's profile output): {why}"),
             ));
         };
-        let ticks = i64::try_from(ticks)
-            .map_err(|_| self.err(no, offset, col, "tick count is out of range (above 2^63-1)"))?;
+        let ticks = i64::try_from(ticks).map_err(|_| {
+            // At the count: after the entry's last space.
+            let at = memchr::memrchr(b' ', piece).map_or(0, |sp| sp + 1);
+            self.err(
+                no,
+                offset,
+                col + at,
+                "tick count is out of range (above 2^63-1)",
+            )
+        })?;
         let flamechart = self.variant == Variant::Flamechart;
         if flamechart && self.entries > 0 && !continues(&self.prev, text) {
             return Err(self.err(
                 no,
                 offset,
                 col,
-                "this line does not continue the call tree in pre-order (its callers are not the previous line's); the input was read as the debugger's flame chart output from its first lines: use -O variant=collapsed to read it as merged stacks",
+                "this line does not continue the call tree in pre-order (its callers are not the previous line's); the input was read as the debugger's flame chart output from its first lines: use -O variant=folded to read it as merged stacks",
             ));
         }
         let is_top = memchr::memchr(b';', text).is_none();

@@ -335,8 +335,23 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
     }
     // SAFETY: magic, major and size say the header starts an ABI-1 `PluginDescriptor`.
     let desc: &'static PluginDescriptor = unsafe { &*(header_ptr as *const PluginDescriptor) };
-    if desc.n_formats > 4096 || (desc.n_formats > 0 && desc.formats.is_null()) {
-        return Err(LoadError::Malformed(origin, "bad format table".into()));
+    if desc.n_formats > 4096 {
+        return Err(LoadError::Malformed(
+            origin,
+            format!(
+                "bad format table: {} formats (at most 4096)",
+                desc.n_formats
+            ),
+        ));
+    }
+    if desc.n_formats > 0 && desc.formats.is_null() {
+        return Err(LoadError::Malformed(
+            origin,
+            format!(
+                "bad format table: {} formats at a null pointer",
+                desc.n_formats
+            ),
+        ));
     }
     // The formats array's stride is the plugin's `FormatDesc` size, which a later minor may
     // have grown; the fields of ABI 1.0 sit at the start of each element.
@@ -347,12 +362,22 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
         // version of `FormatDesc`.
         unsafe { (*desc.formats).struct_size as usize }
     };
-    if desc.n_formats > 0
-        && (stride < abi::min_size::FORMAT_DESC || stride % std::mem::align_of::<FormatDesc>() != 0)
-    {
+    if desc.n_formats > 0 && stride < abi::min_size::FORMAT_DESC {
         return Err(LoadError::Malformed(
             origin,
-            "format descriptor too small".into(),
+            format!(
+                "format descriptor too small ({stride} bytes; at least {})",
+                abi::min_size::FORMAT_DESC
+            ),
+        ));
+    }
+    if desc.n_formats > 0 && stride % std::mem::align_of::<FormatDesc>() != 0 {
+        return Err(LoadError::Malformed(
+            origin,
+            format!(
+                "format descriptor size {stride} is not a multiple of {} (its alignment)",
+                std::mem::align_of::<FormatDesc>()
+            ),
         ));
     }
     // A size no version will reach: the elements are found at this stride, so a wild one
@@ -394,11 +419,27 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
         if (d.struct_size as usize) < abi::min_size::FORMAT_DESC {
             return Err(LoadError::Malformed(
                 origin,
-                "format descriptor too small".into(),
+                format!(
+                    "format descriptor too small ({} bytes; at least {})",
+                    d.struct_size,
+                    abi::min_size::FORMAT_DESC
+                ),
             ));
         }
-        if d.n_options > 4096 || (d.n_options > 0 && d.options.is_null()) {
-            return Err(LoadError::Malformed(origin, "bad option table".into()));
+        if d.n_options > 4096 {
+            return Err(LoadError::Malformed(
+                origin,
+                format!("bad option table: {} options (at most 4096)", d.n_options),
+            ));
+        }
+        if d.n_options > 0 && d.options.is_null() {
+            return Err(LoadError::Malformed(
+                origin,
+                format!(
+                    "bad option table: {} options at a null pointer",
+                    d.n_options
+                ),
+            ));
         }
         let opts: &[OptionDesc] = if d.n_options == 0 {
             &[]
@@ -439,6 +480,22 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
             return Err(LoadError::Malformed(
                 origin,
                 "a format has an empty id".into(),
+            ));
+        }
+        // A kind is part of the major version (a new one bumps it): a code this host does not
+        // know is a malformed descriptor, not an option to pass along unchecked.
+        if let Some(o) = handle
+            .options
+            .iter()
+            .find(|o| o.kind > abi::option_kind::NUMBER)
+        {
+            return Err(LoadError::Malformed(
+                origin,
+                format!(
+                    "option '{}' of format '{}' has kind {}, which ABI 1 does not define (0 \
+                     flag, 1 string, 2 integer, 3 number)",
+                    o.key, handle.id, o.kind
+                ),
             ));
         }
         formats.push(handle);
@@ -1204,6 +1261,21 @@ impl FormatHandle {
         self.caps & caps::SNIFF != 0
             && (self.desc.sniff_checked.is_some() || self.desc.sniff.is_some())
     }
+    /// The capabilities declared without their function (`PARSE` with a null `parse`, ...):
+    /// the host ignores such a bit; the conformance kit reports it.
+    pub fn declared_without_function(&self) -> Vec<&'static str> {
+        let mut missing = Vec::new();
+        if self.caps & caps::PARSE != 0 && self.desc.parse.is_none() {
+            missing.push("PARSE without `parse`");
+        }
+        if self.caps & caps::EMIT != 0 && self.desc.emit.is_none() {
+            missing.push("EMIT without `emit`");
+        }
+        if self.caps & caps::SNIFF != 0 && !self.sniffs() {
+            missing.push("SNIFF without `sniff`");
+        }
+        missing
+    }
     /// True if the parser streams its input.
     pub fn streams_input(&self) -> bool {
         self.caps & caps::STREAMING_INPUT != 0
@@ -1878,6 +1950,40 @@ mod tests {
         assert!(matches!(err, LoadError::Malformed(..)), "{err}");
         assert!(
             err.to_string().contains("format descriptor too large"),
+            "{err}"
+        );
+    }
+
+    static WEIRD_OPTIONS: [OptionDesc; 1] = [OptionDesc {
+        kind: 7,
+        ..OptionDesc::flag("weird", "a kind no ABI 1 host knows")
+    }];
+
+    static WEIRD_KIND: [FormatDesc11; 1] = [FormatDesc11 {
+        options: &WEIRD_OPTIONS as *const [OptionDesc; 1] as *const OptionDesc,
+        n_options: 1,
+        ..format("x", sniff_a)
+    }];
+
+    static WEIRD_KIND_DESCRIPTOR: Descriptor11 = Descriptor11 {
+        header: header("weird", 1, size_of::<Descriptor11>()),
+        formats: &WEIRD_KIND as *const [FormatDesc11; 1] as *const FormatDesc11,
+        n_formats: 1,
+    };
+
+    extern "C" fn entry_weird_kind(_: *const HostInfo) -> *const PluginHeader {
+        &WEIRD_KIND_DESCRIPTOR.header
+    }
+
+    /// An option kind ABI 1 does not define is a malformed descriptor (a new kind is a new
+    /// major): it was shown as `<unknown>` and its values passed along unchecked.
+    #[test]
+    fn an_option_of_an_unknown_kind_is_refused() {
+        let err = load_static(entry_weird_kind, "weird").err().unwrap();
+        assert!(matches!(err, LoadError::Malformed(..)), "{err}");
+        assert!(
+            err.to_string()
+                .contains("option 'weird' of format 'x' has kind 7, which ABI 1 does not define"),
             "{err}"
         );
     }

@@ -178,7 +178,23 @@ impl<'i, 'a> Lines<'i, 'a> {
         if self.whole.is_none() || end - self.start < self.max_line {
             return Ok(());
         }
-        Err(self.too_long(no_newline(self.max_line, self.what)))
+        Err(self.too_long(self.no_newline()))
+    }
+
+    /// The error of a line of `max_line` bytes or more.
+    fn no_newline(&self) -> PluginError {
+        no_newline(self.max_line, self.what)
+    }
+
+    /// Where a search for the next line's end stops: in a whole input, `max_line` bytes past
+    /// its start (a line that long is an error, and the rest of a large file without newlines
+    /// need not be read to say so); in a stream, the buffer's end (itself bounded).
+    #[inline]
+    fn search_end(&self) -> usize {
+        match self.whole {
+            Some(_) => self.end.min(self.start.saturating_add(self.max_line)),
+            None => self.end,
+        }
     }
 
     /// The unread input from the next line on, reading until it holds at least `min` bytes or
@@ -252,13 +268,15 @@ impl<'i, 'a> Lines<'i, 'a> {
             let limit = self.end.min(self.start.saturating_add(max));
             // The last line end within `max`, else the first one after (a line longer than
             // `max`).
+            let cap = self.search_end();
+            let past = limit.max(from).min(cap);
             let nl = match memrchr(b'\n', &self.data()[from.min(limit)..limit]) {
                 Some(i) => Some(from + i),
-                None => memchr(b'\n', &self.data()[limit.max(from)..self.end])
-                    .map(|i| limit.max(from) + i),
+                None => memchr(b'\n', &self.data()[past..cap]).map(|i| past + i),
             };
             let stop = match nl {
                 Some(nl) => nl + 1,
+                None if cap < self.end => return Err(self.too_long(self.no_newline())),
                 None => {
                     self.scan = self.end;
                     if self.fill()? {
@@ -285,10 +303,15 @@ impl<'i, 'a> Lines<'i, 'a> {
             self.scan = self.start;
         }
         loop {
-            if let Some(i) = memchr(b'\n', &self.data()[self.scan..self.end]) {
-                let nl = self.scan + i;
+            let cap = self.search_end();
+            let from = self.scan.min(cap);
+            if let Some(i) = memchr(b'\n', &self.data()[from..cap]) {
+                let nl = from + i;
                 self.check_length(nl)?;
                 return Ok(Some(self.take_line(nl, nl + 1)));
+            }
+            if cap < self.end {
+                return Err(self.too_long(self.no_newline()));
             }
             self.scan = self.end;
             if !self.fill()? {

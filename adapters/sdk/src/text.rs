@@ -27,6 +27,46 @@ pub fn utf16_input_error(head: &[u8], files: &str) -> Option<crate::PluginError>
     )
 }
 
+/// A compressed input the host does not decompress (it reads gzip only), from its first bytes
+/// (its magic number): what it is, and the command that decompresses it to stdout. `None` for
+/// any other start. The magic numbers are long enough, or followed by a block header (bzip2),
+/// that no text starts so by chance.
+pub fn compression_of(head: &[u8]) -> Option<(&'static str, &'static str)> {
+    const BZIP2_BLOCK: &[u8] = &[0x31, 0x41, 0x59, 0x26, 0x53, 0x59];
+    const BZIP2_END: &[u8] = &[0x17, 0x72, 0x45, 0x38, 0x50, 0x90];
+    match head {
+        [0x28, 0xB5, 0x2F, 0xFD, ..] => Some(("zstd-compressed", "zstd -dc")),
+        [0xFD, b'7', b'z', b'X', b'Z', 0, ..] => Some(("xz-compressed", "xz -dc")),
+        [b'B', b'Z', b'h', b'1'..=b'9', rest @ ..]
+            if rest.starts_with(BZIP2_BLOCK) || rest.starts_with(BZIP2_END) =>
+        {
+            Some(("bzip2-compressed", "bzip2 -dc"))
+        }
+        [0x04, 0x22, 0x4D, 0x18, ..] => Some(("lz4-compressed", "lz4 -dc")),
+        [b'P', b'K', 3, 4, ..] => Some(("a zip archive", "unzip -p")),
+        _ => None,
+    }
+}
+
+/// The error for a text input that no text reader can read as it is: compressed by another
+/// tool than gzip ([`compression_of`]; the host decompresses gzip), or UTF-16
+/// ([`utf16_input_error`]). `head` is the input's first bytes (16 are enough), `files` names
+/// the format's files in the message. Without it such an input reads as a first line of
+/// binary bytes, with warnings about them and an error about some character.
+pub fn not_text_error(head: &[u8], files: &str) -> Option<crate::PluginError> {
+    if let Some((what, command)) = compression_of(head) {
+        return Some(
+            crate::PluginError::invalid_input(format!(
+                "the input is {what}, and only gzip is decompressed ({files} are text): \
+                 decompress it first (e.g. `{command} FILE | profconv convert - …`)"
+            ))
+            .at_offset(0)
+            .at_line(1, 1),
+        );
+    }
+    utf16_input_error(head, files)
+}
+
 /// Input text for a message: at most about `max` bytes of it (then `…`), characters that
 /// are invisible or control characters escaped as Rust's `escape_debug` writes them (`\0`,
 /// `\t`, `\u{feff}`), bytes that are not UTF-8 as `\xNN`, so that a message never carries
