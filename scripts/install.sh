@@ -8,21 +8,26 @@
 # Usage: scripts/install.sh [PREFIX | --prefix PREFIX] [--profile release|debug] [--no-build]
 #   PREFIX defaults to ~/.local. `cargo install` cannot do this: it installs binaries only.
 set -euo pipefail
-prefix="$HOME/.local"
+prefix=
 profile=release
 build=1
+usage() { echo "$1 (see --help)" >&2; exit 2; }
+# The value of option $1, given as $2: present, and not another option.
+value() { { [ $# -ge 2 ] && [ -n "$2" ] && [ "${2#-}" = "$2" ]; } || usage "$1 needs a value"; }
 while [ $# -gt 0 ]; do
     case "$1" in
-        --profile) profile="$2"; shift 2 ;;
+        --profile) value "$@"; profile="$2"; shift 2 ;;
         --profile=*) profile="${1#--profile=}"; shift ;;
         --no-build) build=0; shift ;;
-        --prefix) prefix="$2"; shift 2 ;;
-        --prefix=*) prefix="${1#--prefix=}"; shift ;;
+        --prefix) value "$@"; [ -z "$prefix" ] || usage "one PREFIX only"; prefix="$2"; shift 2 ;;
+        --prefix=*) [ -z "$prefix" ] || usage "one PREFIX only"; prefix="${1#--prefix=}"; shift ;;
         -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        -*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
-        *) prefix="$1"; shift ;;
+        -*) usage "unknown option $1" ;;
+        *) [ -z "$prefix" ] || usage "one PREFIX only (got $prefix and $1)"; prefix="$1"; shift ;;
     esac
 done
+case "$profile" in release|debug) ;; *) usage "--profile is release or debug, not $profile" ;; esac
+prefix="${prefix:-$HOME/.local}"
 # A relative PREFIX or CARGO_TARGET_DIR is the caller's, not the checkout's (where the build
 # runs).
 case "$prefix" in /*) ;; *) prefix="$PWD/$prefix" ;; esac
@@ -47,9 +52,14 @@ if [ ! -f "$target/$exe" ] || [ ${#plugins[@]} -eq 0 ]; then
     echo "no $exe with plugin libraries in $target: build first (run without --no-build, or $how)" >&2
     exit 1
 fi
-# Directories as `install` makes files: not writable by others whatever the umask (discovery
-# refuses plugins in a directory anyone may write to).
-install -d -m 0755 "$prefix/bin" "$prefix/lib/profconv" "$prefix/lib/profconv/plugins"
+# Directories made here are 0755 whatever the umask (discovery refuses plugins in a directory
+# anyone may write to); existing ones keep their mode.
+make_dir() {
+    [ -d "$1" ] && return
+    make_dir "$(dirname "$1")"
+    install -d -m 0755 "$1"
+}
+for d in "$prefix/bin" "$prefix/lib/profconv/plugins"; do make_dir "$d"; done
 install -m 0755 "$target/$exe" "$prefix/bin/$exe"
 for p in "${plugins[@]}"; do
     install -m 0644 "$p" "$prefix/lib/profconv/plugins/"

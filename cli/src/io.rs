@@ -10,18 +10,7 @@ use std::path::{Path, PathBuf};
 /// with control characters escaped (`\n` as the two characters `\` `n`), so that a file name
 /// cannot print a line that reads as one of profconv's own, nor move the terminal's cursor.
 pub fn shown(path: &Path) -> String {
-    let text = path.display().to_string();
-    if !text.contains(char::is_control) {
-        return text;
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c.is_control() {
-            true => out.extend(c.escape_debug()),
-            false => out.push(c),
-        }
-    }
-    out
+    profconv_plugin::escape_controls(&path.display().to_string()).into_owned()
 }
 
 /// Bytes read ahead for sniffing.
@@ -482,12 +471,19 @@ impl Sink {
             Some(_) => {}
             None => {}
         }
-        // `nodir/` names a directory: a file cannot be made under that name (the rename would
-        // fail after the whole conversion, saying "not a directory").
-        if target.as_os_str().as_encoded_bytes().ends_with(b"/") && !target.is_dir() {
+        // `nodir/` (or `nodir/.`) names a directory: a file cannot be made under that name
+        // (the rename would fail after the whole conversion, saying "not a directory").
+        let bytes = target.as_os_str().as_encoded_bytes();
+        let names_a_directory = [&b"/"[..], b"/.", b"/.."]
+            .iter()
+            .any(|e| bytes.ends_with(e))
+            || bytes == b"."
+            || bytes == b"..";
+        if names_a_directory && !target.is_dir() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                "names a directory (it ends in `/`), and no directory is there: give a file name",
+                "names a directory (it ends in `/`, `/.` or `/..`), and no directory is there: \
+                 give a file name",
             ));
         }
         let target = match std::fs::metadata(target) {
@@ -505,33 +501,21 @@ impl Sink {
                 )));
             }
             Ok(_) => std::fs::canonicalize(target)?,
-            // Not there yet (or a file on the way is no directory, said below): a new file.
-            Err(e)
-                if matches!(
+            // The system refuses to follow a link `fs.protected_symlinks` protects (another
+            // user's, in a world-writable sticky directory such as /tmp): not resolved by hand,
+            // which would write where the system would not.
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied && protected_link(target) => {
+                return Err(io::Error::new(
                     e.kind(),
-                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-                ) =>
-            {
-                link_target(target)?
-            }
-            // The system refuses the path (a link `fs.protected_symlinks` does not let this user
-            // follow, in a world-writable sticky directory such as /tmp; a directory this user
-            // may not search): not resolved by hand, which would write where the system would
-            // not.
-            Err(e) => {
-                let link = std::fs::symlink_metadata(target).is_ok_and(|m| m.is_symlink());
-                return Err(match (link, e.kind()) {
-                    (true, io::ErrorKind::PermissionDenied) => io::Error::new(
-                        e.kind(),
-                        format!(
-                            "{e}: the system does not let this user follow this symbolic link \
-                             (another user's link in a world-writable sticky directory, \
-                             fs.protected_symlinks), so it is not written through"
-                        ),
+                    format!(
+                        "{e}: the system does not let this user follow this symbolic link \
+                         (another user's link in a world-writable sticky directory, \
+                         fs.protected_symlinks), so it is not written through"
                     ),
-                    _ => e,
-                });
+                ));
             }
+            // Not there yet (or not reachable: said below, with the directory): a new file.
+            Err(_) => link_target(target)?,
         };
         // A file being replaced: the new one gets its mode (and owner, where allowed), as `>`
         // or `sed -i` keep them, and one the user may not write is not replaced behind its
@@ -746,6 +730,37 @@ fn keep_owner_and_mode(
         let _ = new.set_permissions(std::fs::Permissions::from_mode(mode));
     }
     Ok(())
+}
+
+/// Whether `path` is a symbolic link the kernel's `fs.protected_symlinks` keeps this user from
+/// following: in a sticky directory anyone may write to, owned neither by the directory's owner
+/// nor by this user.
+fn protected_link(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let Ok(link) = std::fs::symlink_metadata(path) else {
+            return false;
+        };
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let Ok(d) = std::fs::metadata(dir) else {
+            return false;
+        };
+        // This process's user owns its /proc entry (Linux); elsewhere, not known.
+        let me = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
+        link.is_symlink()
+            && d.permissions().mode() & 0o1002 == 0o1002
+            && link.uid() != d.uid()
+            && me.is_none_or(|u| u != link.uid())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
+    }
 }
 
 /// Where a new output file named `path` goes: `path` itself, or, when `path` is a symbolic link

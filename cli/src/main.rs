@@ -685,6 +685,7 @@ fn parse(
         Some(m) => Some(m.bytes()),
         None => (!streams).then_some(read.as_slice()),
     };
+    // With `whole` lent, the host serves `read` from it.
     let mut empty: &[u8] = &[];
     let release = |upto: u64| {
         if let Some(m) = &mapped {
@@ -736,10 +737,15 @@ fn parse(
     Ok((name, profile))
 }
 
+/// The part of the head in which an error of the trial parse ([`refuse_by_head`]) is the
+/// input's: a file of another format fails at its start, while an item cut by the head's end
+/// may be reported where it starts, near that end, though the whole input holds all of it.
+const TRIAL_ERROR_SPAN: u64 = 4 << 10;
+
 /// A parser that takes the whole input in memory is given its first bytes alone when its own
-/// sniffer does not recognise them: if that fails inside those bytes (a file that is not of the
-/// format fails at its start), that is the error, found before reading an input that may be
-/// endless (`/dev/zero`) or a compressed bomb. Otherwise the whole input is read and parsed.
+/// sniffer does not recognise them: if that fails near their start (a file that is not of the
+/// format fails there), that is the error, found before reading an input that may be endless
+/// (`/dev/zero`) or a compressed bomb. Otherwise the whole input is read and parsed.
 fn refuse_by_head(
     head: &[u8],
     parser: &FormatHandle,
@@ -758,13 +764,11 @@ fn refuse_by_head(
     // Warnings of this trial parse are not the input's: they are dropped.
     let mut log = |_: u32, _: &str| {};
     match parser.parse(req, options, &mut log) {
-        Err(e) if e.byte_offset.is_some_and(|at| at < head.len() as u64) => {
-            Err(Failure::from_call(
-                e,
-                name,
-                &format!("plugin '{}' reading '{}'", parser.plugin.name, parser.id),
-            ))
-        }
+        Err(e) if e.byte_offset.is_some_and(|at| at < TRIAL_ERROR_SPAN) => Err(Failure::from_call(
+            e,
+            name,
+            &format!("plugin '{}' reading '{}'", parser.plugin.name, parser.id),
+        )),
         _ => Ok(()),
     }
 }
@@ -893,16 +897,17 @@ fn input_metadata(input: &Path) -> std::io::Result<std::fs::Metadata> {
     }
 }
 
-/// Whether two inputs are one pipe, FIFO, socket or device under two names (`-` and
-/// `/dev/stdin`, a FIFO named twice): reading one takes the other's bytes. One regular file
-/// twice is two reads of the same bytes, and fine.
+/// Whether two inputs are one pipe, FIFO or socket under two names (`-` and `/dev/stdin`, a
+/// FIFO named twice): reading one takes the other's bytes. One regular file twice is two reads
+/// of the same bytes, and a device (`/dev/null`, a terminal) may be read twice too.
 fn one_stream(a: &Path, b: &Path) -> bool {
     #[cfg(unix)]
     {
-        use std::os::unix::fs::MetadataExt;
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
         match (input_metadata(a), input_metadata(b)) {
             (Ok(a), Ok(b)) => {
-                !a.is_file() && !a.is_dir() && (a.dev(), a.ino()) == (b.dev(), b.ino())
+                let kind = a.file_type();
+                (kind.is_fifo() || kind.is_socket()) && (a.dev(), a.ino()) == (b.dev(), b.ino())
             }
             _ => false,
         }
@@ -1168,8 +1173,8 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
     }
     if one_stream(&args.before, &args.after) {
         return Err(Failure::Usage(format!(
-            "diff: {} and {} are one pipe or device: the first would read all of it and leave \
-             the second empty; save one profile to a file",
+            "diff: {} and {} are one pipe: the first would read all of it and leave the second \
+             empty; save one profile to a file",
             input_name(&args.before),
             input_name(&args.after)
         )));

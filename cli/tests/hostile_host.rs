@@ -972,7 +972,7 @@ fn an_output_name_ending_in_a_slash_is_refused_before_the_input_is_read() {
     use std::time::{Duration, Instant};
     let d = tmp();
     write(d.path(), "x.svg", b"not a directory\n");
-    for name in ["nodir/", "x.svg/"] {
+    for name in ["nodir/", "x.svg/", "nodir/.", "x.svg/.."] {
         let mut child = profconv()
             .current_dir(d.path())
             .args([
@@ -996,7 +996,7 @@ fn an_output_name_ending_in_a_slash_is_refused_before_the_input_is_read() {
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(4), "{name}: {err}");
         assert!(
-            err.contains(&format!("{name}: names a directory (it ends in `/`)")),
+            err.contains(&format!("{name}: names a directory (it ends in `/`")),
             "{name}: {err}"
         );
     }
@@ -1031,6 +1031,28 @@ fn control_characters_in_file_names_are_escaped_in_messages() {
             "{args:?}: {err}"
         );
         assert!(err.contains("\\n"), "{args:?}: {err}");
+    }
+    // A plugin file's name, and the loader's message that repeats it, are escaped too.
+    let plugins = d.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    write(
+        &plugins,
+        "libprofconv_plugin_x\nprofconv: all is well\u{1b}[31m.so",
+        b"not a library",
+    );
+    for args in [&["formats"][..], &["convert", "e.folded", "-o", "x.folded"]] {
+        let out = profconv()
+            .current_dir(d.path())
+            .env("PROFCONV_PLUGIN_PATH", &plugins)
+            .args(args)
+            .output()
+            .unwrap();
+        let all = [text(&out.stdout), text(&out.stderr)].concat();
+        assert!(all.contains("plugin_x\\nprofconv"), "{args:?}: {all}");
+        assert!(
+            !all.contains('\u{1b}') && all.lines().all(|l| !l.starts_with("profconv: all is well")),
+            "{args:?}: {all}"
+        );
     }
     let out = profconv()
         .current_dir(d.path())

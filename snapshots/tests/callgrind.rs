@@ -804,30 +804,6 @@ fn a_root_whose_namesake_in_another_object_is_called_keeps_its_inclusive_cost() 
     assert_eq!(inclusive.get("y.c:g"), Some(&11), "{inclusive:?}\n{text}");
 }
 
-/// A function of one file and name in two objects, calling itself across them: readers know
-/// the two as one function, so the inner call is a recursion and carries no cost (the
-/// outermost-frame rule judged "already open" per object: `util.h:walk` showed 25 of 16,
-/// 156 %, in `callgrind_annotate`).
-#[test]
-fn a_function_in_two_objects_recursing_through_itself_stays_within_the_total() {
-    let Some(tool) = annotate_tool() else {
-        return;
-    };
-    let input = "# callgrind format\nversion: 1\nevents: Ir\nob=libA.so\nfl=util.h\nfn=walk\n1 5\n\
-                 cob=libB.so\ncfi=util.h\ncfn=walk\ncalls=1 1\n2 10\nob=libB.so\nfl=util.h\n\
-                 fn=walk\n1 10\nob=main\nfl=main.c\nfn=main\n1 1\ncob=libA.so\ncfi=util.h\n\
-                 cfn=walk\ncalls=1 1\n2 15\n";
-    let (p, _) = parse_callgrind(input.as_bytes());
-    let text = emit_text(&p);
-    let file = scratch("one_function_two_objects.callgrind", text.as_bytes());
-    let objects = ["libA.so", "libB.so", "main"];
-    let inclusive = run_annotate(&tool, &file, true, &objects);
-    assert_eq!(inclusive.totals.first(), Some(&16), "{text}");
-    let costs = first_col(&inclusive);
-    assert_eq!(costs.get("util.h:walk"), Some(&15), "{costs:?}\n{text}");
-    assert_eq!(costs.get("main.c:main"), Some(&16), "{costs:?}\n{text}");
-}
-
 #[test]
 fn emit_fractional_values_are_scaled() {
     let bytes = read_fixture("folded/inferno/flamegraph/fractional-samples/fractional.txt");

@@ -91,9 +91,13 @@ pub fn emit_callgrind_validated(
             )));
         }
     }
-    let rule = if calls_col.is_some() {
+    // A calls column with no call in it (`-T invert` zeroes counts: no node of an inverted tree
+    // is a call) counts nothing: the counts are then those of a profile without one.
+    let empty_calls =
+        calls_col.is_some_and(|c| p.n_samples() > 0 && p.sample_values[c].iter().all(|&v| v == 0));
+    let rule = if calls_col.is_some() && !empty_calls {
         CallRule::Exact
-    } else if p.is_ordered() {
+    } else if p.is_ordered() && !empty_calls {
         CallRule::Estimated
     } else {
         CallRule::Contexts
@@ -152,7 +156,7 @@ pub fn emit_callgrind_validated(
             }
             site_self[site * nc + k] += v;
         }
-        if let Some(c) = calls_col {
+        if let Some(c) = calls_col.filter(|_| rule == CallRule::Exact) {
             calls[s] = calls[s].saturating_add(p.sample_values[c][i].max(0));
         }
     }
@@ -162,21 +166,14 @@ pub fn emit_callgrind_validated(
     // Subtree totals, and the call lines: one per (caller's call site, callee), summed over
     // every stack with a parent that has a sample on it or below (or calls).
     let chains = Chains::new(p);
-    // Whether a callee is open on the path (its outermost frame is charged) is judged by its
-    // file and name, as readers know a function (the object is a label to them): a function in
-    // two objects recursing through itself counted its inner call as a first one, and
-    // callgrind_annotate showed it past 100 %.
-    let (reader_key, n_keys) = cg.reader_keys();
-    let site_key: Vec<u32> = sites.cg.iter().map(|&f| reader_key[f as usize]).collect();
     let mut walk = Walk {
         edges: EdgeGroups::new(nc),
-        open: vec![0u32; n_keys],
+        open: vec![0u32; cg.names.len()],
         nodes,
         rest,
     };
     let cx = WalkCx {
         site_cg: &sites.cg,
-        site_key: &site_key,
         chains: &chains,
         calls: &calls,
         rule,
@@ -254,6 +251,7 @@ pub fn emit_callgrind_validated(
 
     let notes = Notes {
         rule,
+        empty_calls,
         zero_calls,
         dropped: (dropped, dropped_calls),
         root_caller,
@@ -359,21 +357,6 @@ struct CgFuncs<'a> {
 }
 
 impl<'a> CgFuncs<'a> {
-    /// Per callgrind function, a dense id of its file and name (readers know a function by
-    /// those; the object is a label to them), and how many ids there are.
-    fn reader_keys(&self) -> (Vec<u32>, usize) {
-        let mut ids: HashMap<(u32, u32), u32, FixedState> =
-            HashMap::with_hasher(FixedState::default());
-        let keys = (0..self.names.len())
-            .map(|f| {
-                let next = ids.len() as u32;
-                *ids.entry((self.file_group[f], self.name_group[f]))
-                    .or_insert(next)
-            })
-            .collect();
-        (keys, ids.len())
-    }
-
     fn new(p: &ProfileRef<'a>) -> Self {
         let nf = p.n_funcs();
         // Names are told apart as readers read them back: two that read back the same (` f`
@@ -807,8 +790,6 @@ impl EdgeGroups {
 struct WalkCx<'a> {
     /// Callgrind function of each call site.
     site_cg: &'a [u32],
-    /// Its function as readers know it ([`CgFuncs::reader_keys`]), for [`Walk::open`].
-    site_key: &'a [u32],
     chains: &'a Chains,
     calls: &'a [i64],
     rule: CallRule,
@@ -820,15 +801,10 @@ impl WalkCx<'_> {
     fn cg(&self, node: Node) -> u32 {
         self.site_cg[(node.site & !LIVE) as usize]
     }
-
-    /// A stack's function as readers know it (file and name).
-    fn key(&self, node: Node) -> u32 {
-        self.site_key[(node.site & !LIVE) as usize]
-    }
 }
 
-/// The walk's state: the call lines so far, how many stacks of each function (as readers know
-/// it: [`WalkCx::key`]) are open on the current path, and per stack its [`Node`] and its costs in the columns after the first
+/// The walk's state: the call lines so far, how many stacks of each function are open on the
+/// current path, and per stack its [`Node`] and its costs in the columns after the first
 /// (`nc - 1` per stack): self values, then the subtree's totals once its children are closed.
 struct Walk {
     edges: EdgeGroups,
@@ -872,7 +848,7 @@ impl Walk {
     fn open_chain(&mut self, cx: &WalkCx<'_>, j: usize, parent: u32) -> ChainVisit {
         let ((first, lo), (end, rest)) = (cx.chains.meta[j], cx.chains.meta[j + 1]);
         for node in &self.nodes[first as usize..end as usize] {
-            self.open[cx.key(*node) as usize] += 1;
+            self.open[cx.cg(*node) as usize] += 1;
         }
         let mut v = ChainVisit {
             first,
@@ -931,7 +907,7 @@ impl Walk {
                 }
             }
         }
-        self.open[cx.key(node) as usize] -= 1;
+        self.open[cx.cg(node) as usize] -= 1;
     }
 
     /// The call from stack `s` (at `site`) into its child `q`.
@@ -946,7 +922,7 @@ impl Walk {
             return;
         }
         let m = cx.nc - 1;
-        let outer = (self.open[cx.key(node) as usize] == 0)
+        let outer = (self.open[cx.cg(node) as usize] == 0)
             .then(|| (node.cost, &self.rest[q * m..(q + 1) * m]));
         let calls = (cx.rule != CallRule::Contexts).then_some(q_calls);
         self.edges.add(site, cx.cg(node), s as u32, outer, calls);
@@ -1021,6 +997,8 @@ fn estimate_calls(p: &ProfileRef<'_>, frame_cg: &[u32], calls: &mut [i64]) {
 #[derive(Clone, Copy)]
 struct Notes {
     rule: CallRule,
+    /// The profile has a calls column, but no call in it.
+    empty_calls: bool,
     /// Call lines whose count was 0, written as 1.
     zero_calls: u64,
     /// Call lines left out, and their calls.
@@ -1242,6 +1220,7 @@ impl<W: Write> Writer<'_, W> {
     ) -> Result<(), PluginError> {
         let Notes {
             rule,
+            empty_calls,
             zero_calls,
             dropped,
             root_caller,
@@ -1276,6 +1255,11 @@ impl<W: Write> Writer<'_, W> {
             .filter(|&c| !cols.contains(&c) && Some(c) != calls_col)
             .map(|c| p.value_type_name(c))
             .collect();
+        if empty_calls {
+            h.push_str(
+                "desc: Call counts: the profile's calls column holds no call (-T invert zeroes it: no node of an inverted tree is a call)\n",
+            );
+        }
         match rule {
             CallRule::Exact => h.push_str(
                 "desc: Call counts: exact, from the profile's calls column\n",
@@ -2060,6 +2044,33 @@ mod tests {
             text.contains("fn=(7) (root)\ncfi=(1)\ncfn=(5)\ncalls=2 0\n0 11 110\ncfi=(1)\ncfn=(6)\ncalls=1 0\n0 1 10\n"),
             "{text}"
         );
+    }
+
+    /// A calls column with no call in it (`-T invert` zeroes counts) counts nothing: the
+    /// counts are lower bounds, said so. The file said "exact" over counts that were all a
+    /// written 1, ordered or not.
+    #[test]
+    fn a_calls_column_without_a_call_gives_lower_bounds_not_exact_counts() {
+        for ordered in [false, true] {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("ticks", "ticks", ValueKind::Weight);
+            b.add_value_type("calls", "count", ValueKind::Count);
+            b.add_stack(&["g", "f"], &[5, 0]).unwrap();
+            b.add_stack(&["h", "f"], &[3, 0]).unwrap();
+            b.add_stack(&["g", "f"], &[2, 0]).unwrap();
+            if ordered {
+                b.set_flags(profconv_plugin::ir::flags::ORDERED);
+            }
+            let mut out = Vec::new();
+            emit_callgrind(&b.finish().view(), &mut out, EmitOptions::default()).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            assert!(
+                text.contains("desc: Call counts: the profile's calls column holds no call")
+                    && text.contains("desc: Call counts: LOWER BOUNDS")
+                    && !text.contains("exact"),
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -117,6 +117,15 @@ fn whole_number(token: &[u8]) -> Option<u64> {
     all_consuming(number).parse(token).ok().map(|(_, v)| v)
 }
 
+/// A cost as callgrind and the tools that write its format write it: a whole number below
+/// 2^64 (decimal or `0x` hex), or one with a `-` (Xdebug 2, SPX).
+fn cost_value(tok: &[u8]) -> Option<i128> {
+    match tok.strip_prefix(b"-") {
+        Some(magnitude) => whole_number(magnitude).map(|v| -i128::from(v)),
+        None => whole_number(tok).map(i128::from),
+    }
+}
+
 fn whole_subposition(token: &[u8]) -> Option<Sub> {
     all_consuming(subposition).parse(token).ok().map(|(_, v)| v)
 }
@@ -271,11 +280,7 @@ impl Reader<'_, '_> {
         event: usize,
         what: &str,
     ) -> Result<i64, PluginError> {
-        let value = match tok.strip_prefix(b"-") {
-            Some(magnitude) => whole_number(magnitude).map(|v| -i128::from(v)),
-            None => whole_number(tok).map(i128::from),
-        };
-        match value {
+        match cost_value(tok) {
             Some(v) if (0..=i128::from(i64::MAX)).contains(&v) => Ok(v as i64),
             Some(v) => {
                 if self.wrapped.len() <= event {
@@ -1063,8 +1068,20 @@ impl Reader<'_, '_> {
                             format!("too many costs: `events:` names {} event(s)", cols.len()),
                         ));
                     }
-                    let n = self.cost(tok, col + at, cols[k], "")?;
-                    given.push((cols[k], n));
+                    // A total out of range (negative, past 2^63) is not a cost line's: it
+                    // leaves no event out, and the line is not checked against.
+                    match cost_value(tok) {
+                        Some(v) if (0..=i128::from(i64::MAX)).contains(&v) => {
+                            given.push((cols[k], v as i64));
+                        }
+                        Some(_) => return Ok(()),
+                        None => {
+                            return Err(self.err(
+                                col + at,
+                                format!("expected a cost (below 2^64), found `{}`", show(tok)),
+                            ));
+                        }
+                    }
                 }
                 let n = self.g.events.len();
                 let target = if key == b"summary" {
@@ -1426,11 +1443,13 @@ mod tests {
         let names: Vec<&str> = g.events.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(names, ["Ir", "sysCount"]);
         assert_eq!(g.self_total(), [30, 2]);
-        assert_eq!(g.summary, Some(vec![30, 2]));
+        // The summary holds that cost too: it is not checked against (nor does it leave an
+        // event out by itself).
+        assert_eq!(g.summary, None);
         assert_eq!(
             messages,
             [
-                "event `sysCpuTime` is left out: line 2, column 13 has the cost \
+                "event `sysCpuTime` is left out: line 5, column 6 has the cost \
               18446744073618122990, past 2^63 (callgrind writes a difference that went negative, \
               such as a forked child's sysCpuTime, as its 2^64 complement)"
             ]
@@ -1482,6 +1501,10 @@ mod tests {
             "{e:?}"
         );
         assert_eq!((e.line, e.column), (Some(4), Some(3)));
+        // A total out of range leaves no event out: the costs are all valid.
+        let g = graph("events: A B\nsummary: 4 -1\nfn=f\n1 3 2\n").unwrap();
+        assert_eq!(g.events.len(), 2);
+        assert_eq!((g.self_total(), g.summary), (vec![3, 2], None));
         // A sign alone is no number.
         let e = graph("events: A\nfn=f\n1 -\n").unwrap_err();
         assert!(e.message.contains("expected a cost"), "{e:?}");

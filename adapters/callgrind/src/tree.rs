@@ -26,7 +26,9 @@
 //!    that costs more than the calls into it (a thread's start, a function that is also a root)
 //!    gets a root node for the rest, unless it is in a recursion cycle or some of its calls made
 //!    no node.
-//! 4. A child is not created when its share is zero in every column, when it would be deeper
+//! 4. A child is not created when its share is zero in every column (but an edge that costs
+//!    nothing and has calls gets one child of no weight, with its calls, under the caller's
+//!    first node), when it would be deeper
 //!    than `max_depth`, or when `max_nodes` nodes exist (fewer with more than 16 event columns,
 //!    see [`NODE_CELLS`]): its function's costs then go to its other nodes (or, if it has none,
 //!    to a root node of its own).
@@ -637,6 +639,14 @@ fn build(
                 let edge = &edges[e as usize];
                 split.split(edge_cost(e), &mut parts);
                 parts.share_calls(edge.calls, &mut calls);
+                if parts.idx.is_empty() && edge.calls > 0 && !nodes.is_empty() {
+                    // Calls that cost nothing (a function callgrind counted no instruction
+                    // of, a PVM call of no ticks): kept, as KCachegrind and callgrind_annotate
+                    // list them, on one child of no weight under the caller's first node.
+                    parts.zero_share(0);
+                    calls.clear();
+                    calls.push(edge.calls.min(i64::MAX as u64) as i64);
+                }
                 for ((j, sh), &calls) in parts.iter().zip(&calls) {
                     let n = nodes[j] as usize;
                     let depth = node_depth[n] + 1 + u32::from(node_func[n] != f);
@@ -1055,6 +1065,12 @@ struct Parts {
 }
 
 impl Parts {
+    /// One share of nothing, at node `j`.
+    fn zero_share(&mut self, j: u32) {
+        self.idx.push(j);
+        self.vals.extend(std::iter::repeat_n(0, self.nc));
+    }
+
     /// The calls of a call edge over its nonzero shares, in proportion to the shares of the
     /// first column the edge costs something in, with cumulative rounding: the calls go where
     /// the cost went, and add up to `calls`.
@@ -1197,6 +1213,32 @@ mod tests {
     /// Xdebug 2 and 3 write `calls=1 0 0`, one field more than `positions: line` gives: the
     /// extra field is ignored with one warning naming its line, and the costs are those
     /// callgrind_annotate reads (main 100 self, 105 inclusive; strlen 5), not an error.
+    /// A call that cost nothing keeps its calls and its callee (`callgrind_annotate
+    /// --tree=calling` lists `cmp (5x)`); it had no node, so `cmp` and its calls were gone
+    /// (every `__Compare__` call of the mandelbrot Deep.data profile written as callgrind).
+    #[test]
+    fn calls_that_cost_nothing_keep_their_callee_and_count() {
+        let text = "events: Ir\nfl=a.c\nfn=main\n1 10\ncfn=cmp\ncalls=5 1\n2 0\ncfn=work\n\
+                    calls=3 1\n3 6\nfn=cmp\n1 0\nfn=work\n1 6\n";
+        let mut cx = Context::silent();
+        let g = parse_graph(&mut Input::from_slice(text.as_bytes()), &mut cx).unwrap();
+        let p = build_profile(&g, &BuildOptions::default(), &mut cx).unwrap();
+        assert_eq!(
+            first_seen_tree(&p.view(), false),
+            "main self=10 total=16 calls=0\n  cmp self=0 total=0 calls=5\n  \
+             work self=6 total=6 calls=3\n"
+        );
+        // Under a caller of several nodes, on the first one only: the calls add up once.
+        let text = "events: Ir\nfn=root\n1 1\ncfn=a\ncalls=1 1\n1 4\ncfn=b\ncalls=1 1\n1 4\n\
+                    fn=a\n1 2\ncfn=leaf\ncalls=1 1\n1 2\nfn=b\n1 2\ncfn=leaf\ncalls=1 1\n1 2\n\
+                    fn=leaf\n1 4\ncfn=cmp\ncalls=7 1\n1 0\nfn=cmp\n1 0\n";
+        let g = parse_graph(&mut Input::from_slice(text.as_bytes()), &mut cx).unwrap();
+        let p = build_profile(&g, &BuildOptions::default(), &mut cx).unwrap();
+        let tree = first_seen_tree(&p.view(), false);
+        let cmp: Vec<&str> = tree.lines().filter(|l| l.contains("cmp")).collect();
+        assert_eq!(cmp, ["      cmp self=0 total=0 calls=7"], "{tree}");
+    }
+
     #[test]
     fn xdebug_calls_with_an_extra_field_are_read_as_callgrind_annotate_reads_them() {
         let text = "version: 1\ncreator: xdebug 3.2.0 (PHP 8.2.0)\ncmd: /var/www/index.php\n\

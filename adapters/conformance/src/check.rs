@@ -86,7 +86,7 @@ impl Report {
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "plugin-check {}", self.path.display())?;
+        writeln!(f, "plugin-check {}", shown(&self.path))?;
         let width = self.checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
         for c in &self.checks {
             writeln!(f, "{}  {:width$}  {}", c.outcome, c.name, c.detail)?;
@@ -131,8 +131,8 @@ pub fn check_plugin(path: &Path, samples: &[PathBuf]) -> Report {
     let mut unreadable = Vec::new();
     for s in samples {
         match read_sample(s) {
-            Ok(bytes) => user.push((s.display().to_string(), bytes)),
-            Err(why) => unreadable.push((format!("sample {}", s.display()), why)),
+            Ok(bytes) => user.push((shown(s), bytes)),
+            Err(why) => unreadable.push((format!("sample {}", shown(s)), why)),
         }
     }
     let mut rest = check_plugin_with(path, &user);
@@ -254,8 +254,9 @@ pub fn check_plugin_with(path: &Path, samples: &[(String, Vec<u8>)]) -> Report {
     }
     if !info.panic_unwind {
         problems.push(
-            "built with panic = \"abort\": a panic in it would end profconv; build with \
-             panic = \"unwind\""
+            "panic_unwind is 0 (built with panic = \"abort\"): a panic in it would end \
+             profconv; build with panic = \"unwind\" (a plugin in C, which has no panics, sets \
+             it to 1)"
                 .to_string(),
         );
     }
@@ -263,9 +264,13 @@ pub fn check_plugin_with(path: &Path, samples: &[(String, Vec<u8>)]) -> Report {
         if ids[..i].contains(id) {
             problems.push(format!("format id '{id}' is declared twice"));
         }
-        if id.is_empty() || id.contains(|c: char| c.is_whitespace() || c == ',' || c == '=') {
+        if id.is_empty()
+            || id.contains(|c: char| c.is_whitespace() || c.is_control() || c == ',' || c == '=')
+        {
             problems.push(format!(
-                "format id '{id}' cannot be typed after --from/--to (empty, or with whitespace, `,` or `=`)"
+                "format id '{}' cannot be typed after --from/--to (empty, or with whitespace, a \
+                 control character, `,` or `=`)",
+                id.escape_debug()
             ));
         }
     }
@@ -286,7 +291,10 @@ pub fn check_plugin_with(path: &Path, samples: &[(String, Vec<u8>)]) -> Report {
         info.abi_major,
         info.abi_minor,
         info.sdk_version,
-        ids.join(", ")
+        ids.iter()
+            .map(|id| id.escape_debug().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     if problems.is_empty() {
         report.push("handshake", Outcome::Pass, summary);
@@ -539,6 +547,11 @@ fn folded_tree(p: &ProfileRef<'_>) -> Result<String, String> {
             .map_err(|e| e.to_string())?;
     }
     stable_tree(&b.finish().view()).map_err(|e| e.to_string())
+}
+
+/// A path as the report shows it, control characters escaped.
+fn shown(p: &Path) -> String {
+    profconv_plugin::escape_controls(&p.display().to_string()).into_owned()
 }
 
 fn first_difference(a: &str, b: &str) -> String {

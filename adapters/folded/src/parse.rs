@@ -1513,26 +1513,25 @@ fn absorb_bound(b: &ProfileBuilder, bound: i128, part: &Profile) -> Option<i128>
 
 /// Confidence that `head`, 4 KiB or more without a line end (the start of a line longer than
 /// the head, or a whole input without a final newline), is folded stacks: a deep stack
-/// (thousands of frames) is a line longer than any head a host reads. Text (UTF-8, without
-/// control characters but tabs, not a `#` comment) with many `;` is a weak 5, read as folded
-/// only when no other format knows the input; then the parser reads the whole line and says
-/// what is wrong with it, if anything (other long text with many `;`, such as minified code,
-/// then gets the parser's error instead of "cannot tell the input's format").
+/// (thousands of frames), or a few frames of long names (C++ templates demangled to kilobytes
+/// each), is a line longer than any head a host reads. Text without control characters but
+/// tabs (bytes that are not UTF-8 are read lossily, as the parser reads them), not a `#`
+/// comment, with a `;` is a weak 5, read as folded only when no other format knows the input;
+/// then the parser reads the whole line and says what is wrong with it, if anything (other
+/// long text with a `;`, such as minified code, then gets the parser's error instead of
+/// "cannot tell the input's format").
 fn long_first_line(head: &[u8]) -> u32 {
     if head.trim_ascii_start().starts_with(b"#") {
         return 0;
     }
-    // The head may end inside a character.
-    let text = match std::str::from_utf8(head) {
-        Ok(t) => t,
-        Err(e) if e.error_len().is_none() => {
-            std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default()
-        }
-        Err(_) => return 0,
-    };
-    let frames = memchr::memchr_iter(b';', text.as_bytes()).count();
-    let plain = !text.chars().any(|c| c.is_control() && c != '\t');
-    if plain && frames >= 64 { 5 } else { 0 }
+    let plain = !head
+        .iter()
+        .any(|&b| (b < 0x20 && b != b'\t' && b != b'\r') || b == 0x7f);
+    if plain && memchr(b';', head).is_some() {
+        5
+    } else {
+        0
+    }
 }
 
 /// Confidence that `head` is folded stacks: every complete line ends in a count.
@@ -2026,6 +2025,19 @@ mod tests {
             "cut inside a character"
         );
         assert_eq!(sniff(&[b'x'; 16 * 1024]), 0);
+        // A few frames of long names (C++ templates demangled to kilobytes), and names that
+        // are not UTF-8 (perf writes them): 64 `;` were needed, and valid UTF-8.
+        let templates: String = (0..30)
+            .map(|i| {
+                format!(
+                    "std::function<void (boost::{}{i})>::operator();",
+                    "x".repeat(600)
+                )
+            })
+            .collect();
+        assert_eq!(sniff(&templates.as_bytes()[..16 * 1024]), 5);
+        let latin1 = [b"caf\xe9;".repeat(2), vec![b'y'; 16 * 1024]].concat();
+        assert_eq!(sniff(&latin1[..16 * 1024]), 5);
         assert_eq!(
             sniff(format!("# {deep}").as_bytes().get(..16 * 1024).unwrap()),
             0,

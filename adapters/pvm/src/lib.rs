@@ -73,16 +73,23 @@ impl ParseOptions {
     }
 }
 
-/// Bytes looked at, at most, to find the first meaningful line.
+/// Bytes of a stream looked at, at most, to find the first meaningful line; and the longest
+/// line looked through for its end (a mapped input is given whole: a large file without
+/// newlines is not read to its end, while comment lines before the header are skipped however
+/// many they are).
 const FIRST_LINE_LIMIT: usize = 1 << 20;
 
 /// The first line that is neither blank nor a comment, if `head` holds it completely (or the
-/// input ends). `Err(())` when more input is needed.
+/// input ends). `Err(())` when more input is needed. A line longer than [`FIRST_LINE_LIMIT`]
+/// is judged by its start.
 fn first_meaningful(head: &[u8], eof: bool) -> Result<Option<&[u8]>, ()> {
     let mut rest = head;
     loop {
-        let (line, next, complete) = match memchr(b'\n', rest) {
+        let look = &rest[..rest.len().min(FIRST_LINE_LIMIT)];
+        let (line, next, complete) = match memchr(b'\n', look) {
             Some(i) => (&rest[..i], &rest[i + 1..], true),
+            // Too long to look through: what it starts with says enough.
+            None if look.len() < rest.len() => (look, &rest[rest.len()..], true),
             None => (rest, &rest[rest.len()..], eof),
         };
         let t = line.trim_ascii();
@@ -130,11 +137,7 @@ pub fn parse_pvm(
         None => {
             let mut want = 1 << 16;
             loop {
-                let (peeked, eof) = lines.peek(want)?;
-                // A mapped input is given whole: only its first `want` bytes are looked at, as
-                // of a stream (a large file without newlines is not read to its end).
-                let head = &peeked[..peeked.len().min(want)];
-                let eof = eof && head.len() == peeked.len();
+                let (head, eof) = lines.peek(want)?;
                 match first_meaningful(head, eof) {
                     Ok(first) => break first.is_some_and(starts_pvmtrace),
                     Err(()) if want < FIRST_LINE_LIMIT => want *= 2,
@@ -425,6 +428,26 @@ mod tests {
                 assert_eq!(r, format!("error: {want}"), "{text}");
             }
         }
+    }
+
+    /// A whole input (a mapped file) is read past any number of comment lines to its header:
+    /// only a line longer than the first-line limit is judged by its start. Looking at its
+    /// first MiB alone (for a file without newlines) read a trace with 1.1 MB of comments
+    /// before `PVMTRACE 1` as the debugger's output, and refused it.
+    #[test]
+    fn a_header_after_a_long_comment_block_is_found_in_a_whole_input() {
+        let text = format!(
+            "{}PVMTRACE 1\nC 0 f\nE 10 f\n",
+            format!("# {}\n", "c".repeat(1000)).repeat(1100)
+        );
+        assert_eq!(tree(&text), "f self=10 total=10 calls=1\n");
+        // A first line of more than the limit without a newline is judged by its start.
+        let long = format!("PVMTRACE 1 {}", " ".repeat(FIRST_LINE_LIMIT + 10));
+        assert!(starts_pvmtrace(
+            first_meaningful(long.as_bytes(), true).unwrap().unwrap()
+        ));
+        let comment = format!("#{}", "x".repeat(FIRST_LINE_LIMIT + 10));
+        assert_eq!(first_meaningful(comment.as_bytes(), true), Ok(None));
     }
 
     /// The debugger's variant is told from the first MiB of the input, whether it is held in

@@ -39,10 +39,15 @@ pub enum PluginOrigin {
 impl fmt::Display for PluginOrigin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PluginOrigin::File(p) => write!(f, "{}", p.display()),
+            PluginOrigin::File(p) => write!(f, "{}", shown(p)),
             PluginOrigin::Static(s) => write!(f, "<static {s}>"),
         }
     }
+}
+
+/// A path as messages show it, control characters escaped ([`crate::escape_controls`]).
+fn shown(p: &Path) -> String {
+    crate::escape_controls(&p.display().to_string()).into_owned()
 }
 
 /// A plugin's identity, from its header.
@@ -82,11 +87,13 @@ pub enum LoadError {
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LoadError::Open(p, e) => write!(f, "cannot load {}: {e}", p.display()),
+            LoadError::Open(p, e) => {
+                write!(f, "cannot load {}: {}", shown(p), crate::escape_controls(e))
+            }
             LoadError::NoEntry(p) => write!(
                 f,
                 "{} is not a profconv plugin (no `{ENTRY_SYMBOL}` symbol)",
-                p.display()
+                shown(p)
             ),
             LoadError::BadMagic(o) => write!(f, "{o} is not a profconv plugin (bad magic)"),
             LoadError::AbiMismatch(i) => write!(
@@ -547,6 +554,45 @@ impl fmt::Display for CallError {
 
 impl std::error::Error for CallError {}
 
+/// The contexts lent to calls into plugins that are under way. A callback whose `ctx` is not
+/// among them was kept past its call (copied by value and called from a `release`, or from a
+/// thread still running after the call returned): its context is gone, so the callback does
+/// nothing and fails (it crashed the host, or wrote into a stack frame since reused).
+static ACTIVE_CONTEXTS: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+
+/// Lends contexts for one call: they are active until it is dropped.
+struct LentContexts(Vec<usize>);
+
+impl LentContexts {
+    fn new(contexts: &[*mut c_void]) -> Self {
+        let addrs: Vec<usize> = contexts.iter().map(|&c| c as usize).collect();
+        ACTIVE_CONTEXTS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend_from_slice(&addrs);
+        LentContexts(addrs)
+    }
+}
+
+impl Drop for LentContexts {
+    fn drop(&mut self) {
+        let mut active = ACTIVE_CONTEXTS.lock().unwrap_or_else(|p| p.into_inner());
+        for a in &self.0 {
+            if let Some(i) = active.iter().rposition(|x| x == a) {
+                active.swap_remove(i);
+            }
+        }
+    }
+}
+
+/// Whether `ctx` was lent to a call that is still under way ([`ACTIVE_CONTEXTS`]).
+fn lent(ctx: *mut c_void) -> bool {
+    ACTIVE_CONTEXTS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .contains(&(ctx as usize))
+}
+
 /// State behind [`HostCallbacks::ctx`] during one call.
 struct CallCtx<'a> {
     first_error: Option<CallError>,
@@ -556,6 +602,9 @@ struct CallCtx<'a> {
 }
 
 unsafe extern "C" fn host_release_input(ctx: *mut c_void, upto: u64) {
+    if !lent(ctx) {
+        return;
+    }
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: `ctx` is the `CallCtx` this host lent for the ongoing call.
         let cx = unsafe { &*(ctx as *const CallCtx<'_>) };
@@ -601,6 +650,9 @@ unsafe extern "C" fn host_report_error(
     line: u64,
     column: u64,
 ) {
+    if !lent(ctx) {
+        return;
+    }
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: `ctx` is the `CallCtx` this host lent for the ongoing call.
         let cx = unsafe { &mut *(ctx as *mut CallCtx<'_>) };
@@ -608,6 +660,11 @@ unsafe extern "C" fn host_report_error(
             // SAFETY: the message is readable for the duration of this callback and copied
             // here.
             let message = unsafe { bounded_message(&message) };
+            // A null or empty message (`StrRef { null, 5 }` reads as empty) still says something.
+            let message = match message.trim().is_empty() {
+                true => "failed without a message".to_string(),
+                false => message,
+            };
             let opt = |v: u64| (v != u64::MAX).then_some(v);
             cx.first_error = Some(CallError {
                 status: code,
@@ -622,6 +679,9 @@ unsafe extern "C" fn host_report_error(
 }
 
 unsafe extern "C" fn host_log(ctx: *mut c_void, level: u32, message: StrRef) {
+    if !lent(ctx) {
+        return;
+    }
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: as in `host_report_error`.
         let (cx, message) = unsafe { (&mut *(ctx as *mut CallCtx<'_>), bounded_message(&message)) };
@@ -642,6 +702,9 @@ unsafe extern "C" fn host_read(
     cap: usize,
     n_read: *mut usize,
 ) -> Status {
+    if !lent(ctx) {
+        return Status::INTERNAL;
+    }
     // A plugin that breaks the contract this plainly gets a failed read, not a crash (nor,
     // for a null buffer, a read of nothing it would take for the end of the input).
     if n_read.is_null() || (buf.is_null() && cap > 0) {
@@ -685,6 +748,9 @@ struct WriteCtx<'a> {
 }
 
 unsafe extern "C" fn host_write(ctx: *mut c_void, buf: *const u8, len: usize) -> Status {
+    if !lent(ctx) {
+        return Status::INTERNAL;
+    }
     if buf.is_null() && len > 0 {
         // SAFETY: `ctx` is the `WriteCtx` lent for this call.
         unsafe { (*(ctx as *mut WriteCtx<'_>)).breach = true };
@@ -1341,9 +1407,11 @@ impl FormatHandle {
             true => abi::option_phase::PARSE,
             false => abi::option_phase::EMIT,
         };
+        let lent = LentContexts::new(&[callbacks.ctx]);
         // SAFETY: the options and the callbacks live across the call; the trampoline catches
         // panics.
         let status = unsafe { check(opts.as_ptr(), opts.len(), phase, &callbacks) };
+        drop(lent);
         if status != Status::OK {
             let mut e = call
                 .first_error
@@ -1369,8 +1437,15 @@ impl FormatHandle {
             ));
         };
         let opts = abi_options(options);
+        // With the whole input lent, `read` gives the same bytes from their start: a parser
+        // that reads anyway (a C plugin that ignores `whole`) read nothing before, and gave an
+        // empty profile with exit 0, only for inputs large enough to be mapped.
+        let mut whole_reader: &[u8] = input.whole.unwrap_or_default();
         let mut read_ctx = ReadCtx {
-            reader: input.reader,
+            reader: match input.whole {
+                Some(_) => &mut whole_reader,
+                None => input.reader,
+            },
             error: None,
             breach: false,
         };
@@ -1401,6 +1476,7 @@ impl FormatHandle {
         // valid export (no columns, no release function) that is refused below, not garbage
         // whose "release" the host would call.
         let mut out = std::mem::MaybeUninit::<ProfileExport>::zeroed();
+        let lent = LentContexts::new(&[callbacks.ctx, stream.ctx]);
         // SAFETY: every pointer passed lives across the call; the plugin writes `out` only when
         // it returns OK.
         let status = unsafe {
@@ -1412,6 +1488,7 @@ impl FormatHandle {
                 out.as_mut_ptr(),
             )
         };
+        drop(lent);
         let io_error = read_ctx.error.take();
         let breach = read_ctx
             .breach
@@ -1518,9 +1595,11 @@ impl FormatHandle {
             log: host_log,
             release_input: None,
         };
+        let lent = LentContexts::new(&[callbacks.ctx, stream.ctx]);
         // SAFETY: the view's columns (borrowed from `profile` and `storage`), the streams and
         // the callbacks all live across the call.
         let status = unsafe { emit(opts.as_ptr(), opts.len(), &view, &stream, &callbacks) };
+        drop(lent);
         if write_ctx.breach {
             return Err(self.breach("wrote with a null buffer"));
         }
@@ -1772,6 +1851,82 @@ mod tests {
             Status::INVALID_INPUT
         }
 
+        /// What [`parse_keeping_callbacks`] kept of the callbacks it was lent.
+        pub struct Kept {
+            pub host: HostCallbacks,
+            pub read_ctx: usize,
+            pub read: unsafe extern "C" fn(*mut c_void, *mut u8, usize, *mut usize) -> Status,
+        }
+
+        // SAFETY: only the test that made it uses it, on its own thread.
+        unsafe impl Send for Kept {}
+
+        pub static KEPT: std::sync::Mutex<Option<Kept>> = std::sync::Mutex::new(None);
+
+        /// Keeps the callbacks and the input's `read` past its call (a contract breach: the
+        /// test calls them afterwards), and fails.
+        pub unsafe extern "C" fn parse_keeping_callbacks(
+            _: *const OptionValue,
+            _: usize,
+            input: *const InputStream,
+            host: *const HostCallbacks,
+            _: *mut ProfileExport,
+        ) -> Status {
+            // SAFETY: the host lends a valid stream and callbacks for the call.
+            let (input, host) = unsafe { (&*input, *host) };
+            *KEPT.lock().unwrap() = Some(Kept {
+                host,
+                read_ctx: input.ctx as usize,
+                read: input.read,
+            });
+            Status::INVALID_INPUT
+        }
+
+        /// Reads its input through `read` (whatever `whole` holds) and reports how many bytes
+        /// it got, with an empty message first when it got none.
+        pub unsafe extern "C" fn parse_by_reading(
+            _: *const OptionValue,
+            _: usize,
+            input: *const InputStream,
+            host: *const HostCallbacks,
+            _: *mut ProfileExport,
+        ) -> Status {
+            let mut buf = [0u8; 7];
+            let mut total = 0usize;
+            // SAFETY: the host lends a valid stream and callbacks for the call; `buf` and `n`
+            // are writable.
+            unsafe {
+                let input = &*input;
+                loop {
+                    let mut n = 0usize;
+                    if (input.read)(input.ctx, buf.as_mut_ptr(), buf.len(), &mut n) != Status::OK
+                        || n == 0
+                    {
+                        break;
+                    }
+                    total += n;
+                }
+                let host = &*host;
+                let text = format!("read {total} bytes");
+                let message = match total {
+                    0 => StrRef {
+                        ptr: std::ptr::null(),
+                        len: 5,
+                    },
+                    _ => StrRef::new(&text),
+                };
+                (host.report_error)(
+                    host.ctx,
+                    Status::INVALID_INPUT,
+                    message,
+                    u64::MAX,
+                    u64::MAX,
+                    u64::MAX,
+                );
+            }
+            Status::INVALID_INPUT
+        }
+
         /// Writes 64 KiB, ignores the failed write, returns OK.
         pub unsafe extern "C" fn emit_past_a_write_error(
             _: *const OptionValue,
@@ -1812,7 +1967,7 @@ mod tests {
         }
     }
 
-    static BREAKERS: [FormatDesc11; 5] = [
+    static BREAKERS: [FormatDesc11; 7] = [
         contract_breakers::format(
             "no-profile",
             Some(contract_breakers::parse_without_profile),
@@ -1838,12 +1993,22 @@ mod tests {
             None,
             Some(contract_breakers::emit_past_a_write_error),
         ),
+        contract_breakers::format(
+            "by-reading",
+            Some(contract_breakers::parse_by_reading),
+            None,
+        ),
+        contract_breakers::format(
+            "keeps-callbacks",
+            Some(contract_breakers::parse_keeping_callbacks),
+            None,
+        ),
     ];
 
     static BREAKERS_DESCRIPTOR: Descriptor11 = Descriptor11 {
         header: header("breakers", 1, size_of::<Descriptor11>()),
-        formats: &BREAKERS as *const [FormatDesc11; 5] as *const FormatDesc11,
-        n_formats: 5,
+        formats: &BREAKERS as *const [FormatDesc11; 7] as *const FormatDesc11,
+        n_formats: 7,
     };
 
     extern "C" fn entry_breakers(_: *const HostInfo) -> *const PluginHeader {
@@ -1916,6 +2081,49 @@ mod tests {
             "{}",
             &e.message[e.message.len() - 80..]
         );
+        // `read` with the whole input lent gives its bytes (it gave none: an empty profile);
+        // an empty message is said to be one.
+        let e = format("by-reading")
+            .parse(
+                ParseInput {
+                    reader: &mut io::empty(),
+                    whole: Some(b"main;a 3\nmain;b 4\n"),
+                    size_hint: Some(18),
+                    name: "in",
+                    threads: 1,
+                    release: None,
+                },
+                &[],
+                &mut |_, _| {},
+            )
+            .err()
+            .unwrap();
+        assert_eq!(e.message, "read 18 bytes");
+        let e = parse("by-reading", &mut io::empty());
+        assert_eq!(e.message, "failed without a message");
+        // Callbacks kept past their call do nothing and fail: their contexts are gone (a kept
+        // `log` crashed the host, a kept `report_error` wrote into a reused stack frame).
+        let e = parse("keeps-callbacks", &mut io::repeat(b'x'));
+        assert_eq!(e.status, Status::INVALID_INPUT);
+        let kept = contract_breakers::KEPT.lock().unwrap().take().unwrap();
+        let mut buf = [0u8; 4];
+        let mut n = 99usize;
+        // SAFETY: the kept functions are the host's; their contexts are stale on purpose (the
+        // breach under test), which the host must detect before using them. `buf` and `n` are
+        // writable.
+        let status = unsafe {
+            (kept.host.log)(kept.host.ctx, 1, StrRef::new("late"));
+            (kept.host.report_error)(
+                kept.host.ctx,
+                Status::IO,
+                StrRef::new("late"),
+                u64::MAX,
+                u64::MAX,
+                u64::MAX,
+            );
+            (kept.read)(kept.read_ctx as *mut c_void, buf.as_mut_ptr(), 4, &mut n)
+        };
+        assert_eq!((status, n), (Status::INTERNAL, 99));
         let p = profconv_ir::ProfileBuilder::new().finish();
         let e = format("past-write-error")
             .emit(&p.view(), &mut FullDisk, &[], &mut |_, _| {})

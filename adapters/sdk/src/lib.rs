@@ -38,7 +38,9 @@ pub use sdk::{
     PluginError, format_desc, grow_line_buffer, human_bytes, no_newline, one_value_column,
     read_some, unknown_value_type, value_column, warn_if_counts,
 };
-pub use text::{UTF8_BOM, compression_of, not_text_error, quote_input, utf16_input_error};
+pub use text::{
+    UTF8_BOM, compression_of, escape_controls, not_text_error, quote_input, utf16_input_error,
+};
 
 /// Version of this SDK, recorded in every plugin's header.
 pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");

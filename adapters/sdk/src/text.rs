@@ -67,6 +67,24 @@ pub fn not_text_error(head: &[u8], files: &str) -> Option<crate::PluginError> {
     utf16_input_error(head, files)
 }
 
+/// `text` with its control characters escaped as Rust's `escape_debug` writes them (a newline
+/// as the two characters `\` `n`, ESC as `\u{1b}`), for a name shown in a message (a path, a
+/// system's error text): it cannot then print a line that reads as one of profconv's own, nor
+/// move the terminal's cursor.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(char::is_control) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c.is_control() {
+            true => out.extend(c.escape_debug()),
+            false => out.push(c),
+        }
+    }
+    out.into()
+}
+
 /// Input text for a message: at most about `max` bytes of it (then `…`), characters that
 /// are invisible or control characters escaped as Rust's `escape_debug` writes them (`\0`,
 /// `\t`, `\u{feff}`), bytes that are not UTF-8 as `\xNN`, so that a message never carries

@@ -119,12 +119,17 @@ pub(crate) unsafe fn profile_ref_from_view<'a>(
         )));
     }
     let n_vt = view.n_value_types;
+    // One offset more than strings: a count of `usize::MAX` would wrap to 0 and be read as an
+    // empty table.
+    let n_offsets = view.n_strings.checked_add(1).ok_or_else(|| {
+        IrError::Invalid(format!("n_strings {} is past any table", view.n_strings))
+    })?;
     let (blob, offsets, vt_name, vt_unit, vt_kind, vt_dec, value_ptrs) =
         // SAFETY: the caller's contract covers every pointer/count pair below.
         unsafe {
         (
             column(view.str_blob, view.str_blob_len, "str_blob")?,
-            column(view.str_offsets, view.n_strings + 1, "str_offsets")?,
+            column(view.str_offsets, n_offsets, "str_offsets")?,
             column(view.value_type_name, n_vt, "value_type_name")?,
             column(view.value_type_unit, n_vt, "value_type_unit")?,
             column(view.value_type_kind, n_vt, "value_type_kind")?,
