@@ -851,10 +851,13 @@ fn choose_emitter<'r>(
         .map(|n| n.to_string_lossy())
         .unwrap_or_default();
     let shown = io::shown(Path::new(name.as_ref()));
-    match registry
-        .by_file_name(&name, FormatHandle::can_emit)
-        .as_slice()
-    {
+    let mut by_name = registry.by_file_name(&name, FormatHandle::can_emit);
+    // `out.folded.gz`: the format of `out.folded`, written through gzip (see `gzip_by_name`).
+    let lower = name.to_ascii_lowercase();
+    if by_name.is_empty() && lower.ends_with(".gz") {
+        by_name = registry.by_file_name(&lower[..lower.len() - 3], FormatHandle::can_emit);
+    }
+    match by_name.as_slice() {
         [only] => Ok(*only),
         // `--to` cannot help: nothing can write.
         [] if !registry.formats.iter().any(FormatHandle::can_emit) => Err(Failure::Usage(
@@ -986,6 +989,25 @@ fn check_not_an_input(out_path: &Path, inputs: &[&Path]) -> Result<(), Failure> 
 struct Output {
     sink: Sink,
     name: String,
+    /// Compressed with gzip on the way (a `.gz` name whose format does not compress itself).
+    gzip: bool,
+}
+
+/// Whether the output `out_path` is written through gzip: its name ends in `.gz` and the
+/// emitter's own name for its files does not (`out.folded.gz`, `out.svg.gz`, `out.gz` with
+/// `--to`; not `profile.json.gz`, which the Firefox emitter compresses itself), as an input's
+/// `.gz` is decompressed. Never stdout: a pipe goes where its reader wants.
+fn gzip_by_name(emitter: &FormatHandle, out_path: &Path) -> bool {
+    let name = out_path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    out_path != Path::new("-")
+        && name.ends_with(".gz")
+        && !emitter.extensions.iter().any(|e| {
+            e.to_ascii_lowercase().ends_with("gz")
+                && name.ends_with(&format!(".{}", e.to_ascii_lowercase()))
+        })
 }
 
 /// How messages name the output (`-` is stdout).
@@ -996,10 +1018,14 @@ fn output_name(out_path: &Path) -> String {
     }
 }
 
-fn open_output(out_path: &Path) -> Result<Output, Failure> {
+fn open_output(out_path: &Path, emitter: &FormatHandle) -> Result<Output, Failure> {
     let name = output_name(out_path);
     let sink = Sink::create(out_path).map_err(|e| Failure::Io(format!("{name}: {e}")))?;
-    Ok(Output { sink, name })
+    Ok(Output {
+        sink,
+        name,
+        gzip: gzip_by_name(emitter, out_path),
+    })
 }
 
 /// The format's own check of its option values (ABI 1.5), before the input is read: `-O
@@ -1033,14 +1059,23 @@ fn write_output(
     let Output {
         mut sink,
         name: out_name,
+        gzip,
     } = out;
     let mut log = warnings_of(&out_name, run);
-    emitter
-        .emit_with_threads(view, sink.writer(), options, run.threads, &mut log)
-        .map_err(|e| {
-            let what = format!("plugin '{}' writing '{}'", emitter.plugin.name, emitter.id);
-            Failure::from_call(e, &out_name, &what)
-        })?;
+    let what = format!("plugin '{}' writing '{}'", emitter.plugin.name, emitter.id);
+    if gzip {
+        // The gzip header holds no time nor name: the same input gives the same bytes.
+        let mut gz = flate2::write::GzEncoder::new(sink.writer(), flate2::Compression::default());
+        emitter
+            .emit_with_threads(view, &mut gz, options, run.threads, &mut log)
+            .map_err(|e| Failure::from_call(e, &out_name, &what))?;
+        gz.finish()
+            .map_err(|e| Failure::Io(format!("{out_name}: {e}")))?;
+    } else {
+        emitter
+            .emit_with_threads(view, sink.writer(), options, run.threads, &mut log)
+            .map_err(|e| Failure::from_call(e, &out_name, &what))?;
+    }
     sink.commit().map_err(|e| {
         if is_broken_pipe(&e) {
             Failure::BrokenPipe
@@ -1065,7 +1100,7 @@ fn convert(registry: &Registry, args: &ConvertArgs, run: Run) -> Result<(), Fail
         Some(emitter),
         run,
     )?;
-    let out = open_output(&out_path)?;
+    let out = open_output(&out_path, emitter)?;
     let (input, parser) = open_input(registry, &args.input, run.quiet)?;
     let opts = split_options(
         registry,
@@ -1190,7 +1225,7 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
         Some(emitter),
         run,
     )?;
-    let out = open_output(&out_path)?;
+    let out = open_output(&out_path, emitter)?;
     let open = |path: &Path| {
         open_input(
             registry,

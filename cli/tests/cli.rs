@@ -5,7 +5,7 @@ mod run;
 mod support;
 
 use run::{many_stacks, profconv, run, spawn_piped, text, tmp, write};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use support::{SEED_001, SEED_001_TREE, built_plugins, lib_path};
@@ -55,6 +55,59 @@ fn convert_detects_formats_and_reads_stdin() {
         .unwrap();
     assert!(child.wait().unwrap().success());
     assert_eq!(std::fs::read_to_string(&out_path).unwrap(), "x 1\nx;y 5\n");
+}
+
+/// An output named with one more `.gz` is written through gzip, as a `.gz` input is read
+/// (it was plain text under a `.gz` name, or "cannot tell the output format"); the bytes are
+/// the same on every run (no time or name in the header). `.json.gz` is the Firefox
+/// emitter's own, compressed once.
+#[test]
+fn gzip_output_by_name_is_compressed_once() {
+    let d = tmp();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let i = input.to_str().unwrap();
+    let gunzip = |path: &Path| {
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+            .read_to_string(&mut text)
+            .unwrap();
+        text
+    };
+    for (name, to) in [
+        ("out.folded.gz", None),
+        ("out.gz", Some("folded")),
+        ("OUT.FOLDED.GZ", None),
+    ] {
+        let out_path = d.path().join(name);
+        let mut args = vec!["convert", i, "-o", out_path.to_str().unwrap()];
+        if let Some(to) = to {
+            args.extend(["--to", to]);
+        }
+        let out = run(&args);
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        assert_eq!(gunzip(&out_path), SEED_001, "{name}");
+        let first = std::fs::read(&out_path).unwrap();
+        assert!(run(&args).status.success());
+        assert_eq!(
+            std::fs::read(&out_path).unwrap(),
+            first,
+            "{name}: same bytes"
+        );
+    }
+    let svgz = d.path().join("flame.svg.gz");
+    assert!(
+        run(&["convert", i, "-o", svgz.to_str().unwrap()])
+            .status
+            .success()
+    );
+    assert!(gunzip(&svgz).starts_with("<?xml"));
+    let firefox = d.path().join("p.json.gz");
+    assert!(
+        run(&["convert", i, "-o", firefox.to_str().unwrap()])
+            .status
+            .success()
+    );
+    assert!(gunzip(&firefox).starts_with("{\"meta\""));
 }
 
 #[test]
