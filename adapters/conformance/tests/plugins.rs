@@ -100,6 +100,14 @@ fn a_panicking_plugin_fails() {
     let report = check("profconv_testplugin_panicky");
     assert!(!report.passed(), "{report}");
     assert_eq!(outcome(&report, "panicky: malformed input"), Outcome::Fail);
+    // Its sniffer panics on the short and broken inputs too, which detection gives it.
+    let malformed = report.check("panicky: malformed input").unwrap();
+    assert!(
+        malformed
+            .detail
+            .contains("(a folded file): the sniffer panicked"),
+        "{report}"
+    );
     assert_eq!(outcome(&report, "panicky: emit twice"), Outcome::Fail);
     let text = report.to_string();
     assert!(text.contains("plugin panicked"), "{text}");
