@@ -20,9 +20,11 @@ while [ $# -gt 0 ]; do
         --profile=*) profile="${1#--profile=}"; shift ;;
         --no-build) build=0; shift ;;
         --prefix) value "$@"; [ -z "$prefix" ] || usage "one PREFIX only"; prefix="$2"; shift 2 ;;
-        --prefix=*) [ -z "$prefix" ] || usage "one PREFIX only"; prefix="${1#--prefix=}"; shift ;;
+        --prefix=*) [ -z "$prefix" ] || usage "one PREFIX only"; prefix="${1#--prefix=}"
+            [ -n "$prefix" ] || usage "--prefix needs a value"; shift ;;
         -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) usage "unknown option $1" ;;
+        '') usage "an empty PREFIX" ;;
         *) [ -z "$prefix" ] || usage "one PREFIX only (got $prefix and $1)"; prefix="$1"; shift ;;
     esac
 done
@@ -60,6 +62,13 @@ make_dir() {
     install -d -m 0755 "$1"
 }
 for d in "$prefix/bin" "$prefix/lib/profconv/plugins"; do make_dir "$d"; done
+# Discovery refuses plugins in a directory others may write to (without the sticky bit):
+# an existing one so would make the install load nothing.
+plugin_dir="$prefix/lib/profconv/plugins"
+if [ -n "$(find "$plugin_dir" -maxdepth 0 -perm -0002 ! -perm -1000)" ]; then
+    echo "$plugin_dir is writable by all users: profconv would refuse the plugins there; \`chmod o-w\` it first" >&2
+    exit 1
+fi
 install -m 0755 "$target/$exe" "$prefix/bin/$exe"
 for p in "${plugins[@]}"; do
     install -m 0644 "$p" "$prefix/lib/profconv/plugins/"

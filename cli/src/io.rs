@@ -751,7 +751,10 @@ fn protected_link(path: &Path) -> bool {
         };
         // This process's user owns its /proc entry (Linux); elsewhere, not known.
         let me = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
-        link.is_symlink()
+        // The setting itself (Linux): off, the link was not what the system refused.
+        let on = std::fs::read_to_string("/proc/sys/fs/protected_symlinks")
+            .is_ok_and(|v| v.trim() != "0");
+        on && link.is_symlink()
             && d.permissions().mode() & 0o1002 == 0o1002
             && link.uid() != d.uid()
             && me.is_none_or(|u| u != link.uid())

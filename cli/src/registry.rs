@@ -263,7 +263,12 @@ impl Registry {
         if let [only] = by_ext.as_slice() {
             return Ok(only);
         }
-        if top > 0 && tied.len() == 1 {
+        // A weak guess (below 10: a long first line with a `;`) does not outweigh a name that
+        // says the file is one profconv writes (`x.speedscope.json`, `x.svg`): that is said.
+        let written = self
+            .named_formats(path, |f| f.can_emit() && !f.can_parse())
+            .0;
+        if top > 0 && tied.len() == 1 && (top >= 10 || written.is_empty()) {
             return Ok(tied[0]);
         }
         if !self.formats.iter().any(FormatHandle::can_parse) {
@@ -275,7 +280,6 @@ impl Registry {
         }
         // Named as a file profconv writes but cannot read (`a.svg`, `a.json.gz`): say so, as
         // `--from` only helps if the name is wrong.
-        let (written, _) = self.named_formats(path, |f| f.can_emit() && !f.can_parse());
         if let Some(f) = written.first() {
             return Err(format!(
                 "'{}' is named as a {} file, a format profconv writes but cannot read; \

@@ -1257,7 +1257,7 @@ impl<W: Write> Writer<'_, W> {
             .collect();
         if empty_calls {
             h.push_str(
-                "desc: Call counts: the profile's calls column holds no call (-T invert zeroes it: no node of an inverted tree is a call)\n",
+                "desc: Call counts: the profile's calls column holds no call (as after -T invert, which zeroes it: no node of an inverted tree is a call)\n",
             );
         }
         match rule {
@@ -1266,6 +1266,9 @@ impl<W: Write> Writer<'_, W> {
             ),
             CallRule::Estimated => h.push_str(
                 "desc: Call counts: ESTIMATED from the sample order (consecutive samples that share a call path are one call, as rbspy does), not measured\n",
+            ),
+            CallRule::Contexts if empty_calls => h.push_str(
+                "desc: Call counts: LOWER BOUNDS, not measured: the number of distinct calling contexts of each call\n",
             ),
             CallRule::Contexts => h.push_str(
                 "desc: Call counts: LOWER BOUNDS, not measured: the number of distinct calling contexts of each call (the profile has neither call counts nor sample order)\n",

@@ -492,10 +492,15 @@ fn draw_diff<W: Write + ?Sized>(
         .fold(0.0, f64::max);
     if matched.unmatched > 0 && total_before > 0 {
         let share = matched.unmatched as f64 / total_before as f64 * 100.0;
+        // A share that rounds to 0.00 is not none: said as below the last digit.
+        let share = match share < 0.005 {
+            true => "<0.01".to_string(),
+            false => format!("{share:.2}"),
+        };
         // In before's own unit: the two may differ (ticks against samples).
         let before_unit = count_name(before, cb, o);
         cx.warn(&format!(
-            "{share:.2}% of the before profile's {before_unit} are on call paths with nothing \
+            "{share}% of the before profile's {before_unit} are on call paths with nothing \
              after (absent from the after profile, or of total 0 there); they cannot be drawn in the after \
              profile's shape (swap the inputs to see them)"
         ));

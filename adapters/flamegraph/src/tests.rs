@@ -634,6 +634,13 @@ fn differential_graph_has_the_after_shape_and_self_change_colours() {
           (swap the inputs to see them)"
         ]
     );
+    // A share that rounds to 0.00 % is said as below 0.01 %, not as none.
+    let tiny = folded(&[("main;grow", 100_000), ("main;gone", 1)]);
+    let (_, warnings) = emit_diff_svg(&tiny, &after, &FlameOptions::default());
+    assert!(
+        warnings[0].starts_with("<0.01% of the before profile's samples"),
+        "{warnings:?}"
+    );
     let by_name = |n: &str| s.frames.iter().find(|f| title_name(&f.title) == n).unwrap();
     assert_eq!(s.total, 60);
     assert_eq!(by_name("main").fg_w, 60);

@@ -1524,9 +1524,7 @@ fn long_first_line(head: &[u8]) -> u32 {
     if head.trim_ascii_start().starts_with(b"#") {
         return 0;
     }
-    let plain = !head
-        .iter()
-        .any(|&b| (b < 0x20 && b != b'\t' && b != b'\r') || b == 0x7f);
+    let plain = !head.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f);
     if plain && memchr(b';', head).is_some() {
         5
     } else {
@@ -2038,6 +2036,9 @@ mod tests {
         assert_eq!(sniff(&templates.as_bytes()[..16 * 1024]), 5);
         let latin1 = [b"caf\xe9;".repeat(2), vec![b'y'; 16 * 1024]].concat();
         assert_eq!(sniff(&latin1[..16 * 1024]), 5);
+        // Lines ended by a carriage return alone (old Mac text) are no long line of frames.
+        let cr: String = (0..3000).map(|i| format!("main;f{i} {i}\r")).collect();
+        assert_eq!(sniff(&cr.as_bytes()[..16 * 1024]), 0);
         assert_eq!(
             sniff(format!("# {deep}").as_bytes().get(..16 * 1024).unwrap()),
             0,

@@ -135,14 +135,28 @@ pub fn parse_pvm(
         // A pvmtrace says so on its first meaningful line; anything else is the debugger's
         // output, whose variant `parse_octez` tells.
         None => {
+            // Blank and comment lines before it are consumed here (both readers skip them),
+            // however many: a file, a pipe and a `.gz` of the same bytes read alike, and only
+            // one line at a time is held.
             let mut want = 1 << 16;
             loop {
                 let (head, eof) = lines.peek(want)?;
-                match first_meaningful(head, eof) {
-                    Ok(first) => break first.is_some_and(starts_pvmtrace),
-                    Err(()) if want < FIRST_LINE_LIMIT => want *= 2,
-                    Err(()) => break false,
+                let look = &head[..head.len().min(FIRST_LINE_LIMIT)];
+                let Some(nl) = memchr(b'\n', look) else {
+                    if !eof && want < FIRST_LINE_LIMIT && look.len() == head.len() {
+                        want *= 2;
+                        continue;
+                    }
+                    // The last line, or one too long to look through: judged by its start.
+                    break starts_pvmtrace(look.trim_ascii_start());
+                };
+                let t = head[..nl].trim_ascii();
+                if t.is_empty() || t[0] == b'#' {
+                    lines.consume(nl + 1, 1);
+                    want = 1 << 16;
+                    continue;
                 }
+                break starts_pvmtrace(t);
             }
         }
     };
@@ -430,7 +444,7 @@ mod tests {
         }
     }
 
-    /// A whole input (a mapped file) is read past any number of comment lines to its header:
+    /// An input is read past any number of comment lines to its header, mapped or streamed:
     /// only a line longer than the first-line limit is judged by its start. Looking at its
     /// first MiB alone (for a file without newlines) read a trace with 1.1 MB of comments
     /// before `PVMTRACE 1` as the debugger's output, and refused it.
@@ -441,6 +455,14 @@ mod tests {
             format!("# {}\n", "c".repeat(1000)).repeat(1100)
         );
         assert_eq!(tree(&text), "f self=10 total=10 calls=1\n");
+        // Streamed (a pipe, a `.gz`), the same: it stopped looking after 1 MiB.
+        let streamed = parse_pvm(
+            &mut Input::from_reader(&mut text.as_bytes()),
+            &ParseOptions::default(),
+            &mut Context::silent(),
+        )
+        .unwrap();
+        assert_eq!(tree_of(&streamed), "f self=10 total=10 calls=1\n");
         // A first line of more than the limit without a newline is judged by its start.
         let long = format!("PVMTRACE 1 {}", " ".repeat(FIRST_LINE_LIMIT + 10));
         assert!(starts_pvmtrace(

@@ -11,6 +11,7 @@ use crate::abi::{
 };
 use crate::view::{Check, ViewStorage, profile_ref_from_view};
 use profconv_ir::ProfileRef;
+use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -554,43 +555,80 @@ impl fmt::Display for CallError {
 
 impl std::error::Error for CallError {}
 
-/// The contexts lent to calls into plugins that are under way. A callback whose `ctx` is not
-/// among them was kept past its call (copied by value and called from a `release`, or from a
-/// thread still running after the call returned): its context is gone, so the callback does
-/// nothing and fails (it crashed the host, or wrote into a stack frame since reused).
-static ACTIVE_CONTEXTS: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+/// What a lent context is, so that one passed to the wrong callback is refused too.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum CtxKind {
+    Call,
+    Read,
+    Write,
+}
 
-/// Lends contexts for one call: they are active until it is dropped.
-struct LentContexts(Vec<usize>);
+/// One context lent to a call under way: where it is, and whether it still is (read-locked
+/// while a callback uses it, so the call's end waits for a callback still running on another
+/// thread).
+struct LentEntry {
+    addr: usize,
+    kind: CtxKind,
+    live: std::sync::Arc<std::sync::RwLock<bool>>,
+}
+
+/// The contexts lent to calls into plugins that are under way, by token. A plugin is given a
+/// token, never an address: a callback whose token is not here was kept past its call (copied
+/// by value and called from a `release`, from a later call, or from a thread still running
+/// after the call returned), so it does nothing and fails. Tokens are never reused, so a later
+/// call whose context has the same address does not take a kept callback (addresses were
+/// compared: a kept `read` read the next input's bytes).
+static LENT: std::sync::Mutex<BTreeMap<u64, LentEntry>> = std::sync::Mutex::new(BTreeMap::new());
+
+/// The next token ([`LENT`]); 0 is never one.
+static NEXT_TOKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// The contexts of one call: lent until it is dropped.
+#[derive(Default)]
+struct LentContexts(Vec<(u64, std::sync::Arc<std::sync::RwLock<bool>>)>);
 
 impl LentContexts {
-    fn new(contexts: &[*mut c_void]) -> Self {
-        let addrs: Vec<usize> = contexts.iter().map(|&c| c as usize).collect();
-        ACTIVE_CONTEXTS
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend_from_slice(&addrs);
-        LentContexts(addrs)
+    /// Lends the context at `addr` for this call: the token to give the plugin as its `ctx`.
+    fn lend<T>(&mut self, addr: *mut T, kind: CtxKind) -> *mut c_void {
+        let token = NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let live = std::sync::Arc::new(std::sync::RwLock::new(true));
+        LENT.lock().unwrap_or_else(|p| p.into_inner()).insert(
+            token,
+            LentEntry {
+                addr: addr as usize,
+                kind,
+                live: live.clone(),
+            },
+        );
+        self.0.push((token, live));
+        token as usize as *mut c_void
     }
 }
 
 impl Drop for LentContexts {
     fn drop(&mut self) {
-        let mut active = ACTIVE_CONTEXTS.lock().unwrap_or_else(|p| p.into_inner());
-        for a in &self.0 {
-            if let Some(i) = active.iter().rposition(|x| x == a) {
-                active.swap_remove(i);
-            }
+        let mut lent = LENT.lock().unwrap_or_else(|p| p.into_inner());
+        for (token, _) in &self.0 {
+            lent.remove(token);
+        }
+        drop(lent);
+        // Waits for a callback still using a context (on another thread) to return.
+        for (_, live) in &self.0 {
+            *live.write().unwrap_or_else(|p| p.into_inner()) = false;
         }
     }
 }
 
-/// Whether `ctx` was lent to a call that is still under way ([`ACTIVE_CONTEXTS`]).
-fn lent(ctx: *mut c_void) -> bool {
-    ACTIVE_CONTEXTS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .contains(&(ctx as usize))
+/// Runs `f` on the context behind `token` if it is lent to a call under way as a `kind`
+/// ([`LENT`]); `None` if not (kept past its call, or passed to the wrong callback).
+fn with_lent<R>(token: *mut c_void, kind: CtxKind, f: impl FnOnce(usize) -> R) -> Option<R> {
+    let (addr, live) = {
+        let lent = LENT.lock().unwrap_or_else(|p| p.into_inner());
+        let e = lent.get(&(token as usize as u64))?;
+        (e.kind == kind).then(|| (e.addr, e.live.clone()))?
+    };
+    let guard = live.read().unwrap_or_else(|p| p.into_inner());
+    guard.then(|| f(addr))
 }
 
 /// State behind [`HostCallbacks::ctx`] during one call.
@@ -601,17 +639,16 @@ struct CallCtx<'a> {
     release: Option<&'a dyn Fn(u64)>,
 }
 
-unsafe extern "C" fn host_release_input(ctx: *mut c_void, upto: u64) {
-    if !lent(ctx) {
-        return;
-    }
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: `ctx` is the `CallCtx` this host lent for the ongoing call.
-        let cx = unsafe { &*(ctx as *const CallCtx<'_>) };
-        if let Some(release) = cx.release {
-            release(upto);
-        }
-    }));
+unsafe extern "C" fn host_release_input(token: *mut c_void, upto: u64) {
+    with_lent(token, CtxKind::Call, |ctx| {
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: `ctx` is the `CallCtx` this host lent for the ongoing call.
+            let cx = unsafe { &*(ctx as *const CallCtx<'_>) };
+            if let Some(release) = cx.release {
+                release(upto);
+            }
+        }));
+    });
 }
 
 /// The most bytes of a plugin's error or warning message the host keeps: a message is for a
@@ -643,16 +680,24 @@ unsafe fn bounded_message(message: &StrRef) -> String {
 }
 
 unsafe extern "C" fn host_report_error(
-    ctx: *mut c_void,
+    token: *mut c_void,
     code: Status,
     message: StrRef,
     byte_offset: u64,
     line: u64,
     column: u64,
 ) {
-    if !lent(ctx) {
-        return;
-    }
+    with_lent(token, CtxKind::Call, |ctx| {
+        report_error(ctx, code, message, (byte_offset, line, column))
+    });
+}
+
+fn report_error(
+    ctx: usize,
+    code: Status,
+    message: StrRef,
+    (byte_offset, line, column): (u64, u64, u64),
+) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: `ctx` is the `CallCtx` this host lent for the ongoing call.
         let cx = unsafe { &mut *(ctx as *mut CallCtx<'_>) };
@@ -678,15 +723,15 @@ unsafe extern "C" fn host_report_error(
     }));
 }
 
-unsafe extern "C" fn host_log(ctx: *mut c_void, level: u32, message: StrRef) {
-    if !lent(ctx) {
-        return;
-    }
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: as in `host_report_error`.
-        let (cx, message) = unsafe { (&mut *(ctx as *mut CallCtx<'_>), bounded_message(&message)) };
-        (cx.log)(level, &message);
-    }));
+unsafe extern "C" fn host_log(token: *mut c_void, level: u32, message: StrRef) {
+    with_lent(token, CtxKind::Call, |ctx| {
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: as in `report_error`.
+            let (cx, message) =
+                unsafe { (&mut *(ctx as *mut CallCtx<'_>), bounded_message(&message)) };
+            (cx.log)(level, &message);
+        }));
+    });
 }
 
 struct ReadCtx<'a> {
@@ -697,14 +742,15 @@ struct ReadCtx<'a> {
 }
 
 unsafe extern "C" fn host_read(
-    ctx: *mut c_void,
+    token: *mut c_void,
     buf: *mut u8,
     cap: usize,
     n_read: *mut usize,
 ) -> Status {
-    if !lent(ctx) {
-        return Status::INTERNAL;
-    }
+    with_lent(token, CtxKind::Read, |ctx| read(ctx, buf, cap, n_read)).unwrap_or(Status::INTERNAL)
+}
+
+fn read(ctx: usize, buf: *mut u8, cap: usize, n_read: *mut usize) -> Status {
     // A plugin that breaks the contract this plainly gets a failed read, not a crash (nor,
     // for a null buffer, a read of nothing it would take for the end of the input).
     if n_read.is_null() || (buf.is_null() && cap > 0) {
@@ -747,10 +793,11 @@ struct WriteCtx<'a> {
     breach: bool,
 }
 
-unsafe extern "C" fn host_write(ctx: *mut c_void, buf: *const u8, len: usize) -> Status {
-    if !lent(ctx) {
-        return Status::INTERNAL;
-    }
+unsafe extern "C" fn host_write(token: *mut c_void, buf: *const u8, len: usize) -> Status {
+    with_lent(token, CtxKind::Write, |ctx| write(ctx, buf, len)).unwrap_or(Status::INTERNAL)
+}
+
+fn write(ctx: usize, buf: *const u8, len: usize) -> Status {
     if buf.is_null() && len > 0 {
         // SAFETY: `ctx` is the `WriteCtx` lent for this call.
         unsafe { (*(ctx as *mut WriteCtx<'_>)).breach = true };
@@ -1395,10 +1442,11 @@ impl FormatHandle {
             log,
             release: None,
         };
+        let mut lent = LentContexts::default();
         let callbacks = HostCallbacks {
             struct_size: size_of::<HostCallbacks>() as u32,
             threads: 0,
-            ctx: &mut call as *mut CallCtx<'_> as *mut c_void,
+            ctx: lent.lend(&mut call as *mut CallCtx<'_>, CtxKind::Call),
             report_error: host_report_error,
             log: host_log,
             release_input: None,
@@ -1407,7 +1455,6 @@ impl FormatHandle {
             true => abi::option_phase::PARSE,
             false => abi::option_phase::EMIT,
         };
-        let lent = LentContexts::new(&[callbacks.ctx]);
         // SAFETY: the options and the callbacks live across the call; the trampoline catches
         // panics.
         let status = unsafe { check(opts.as_ptr(), opts.len(), phase, &callbacks) };
@@ -1449,8 +1496,9 @@ impl FormatHandle {
             error: None,
             breach: false,
         };
+        let mut lent = LentContexts::default();
         let stream = InputStream {
-            ctx: &mut read_ctx as *mut ReadCtx<'_> as *mut c_void,
+            ctx: lent.lend(&mut read_ctx as *mut ReadCtx<'_>, CtxKind::Read),
             read: host_read,
             whole: input.whole.map_or(StrRef::null(), |w| StrRef {
                 ptr: w.as_ptr(),
@@ -1467,7 +1515,7 @@ impl FormatHandle {
         let callbacks = HostCallbacks {
             struct_size: size_of::<HostCallbacks>() as u32,
             threads: input.threads.min(u32::MAX as usize) as u32,
-            ctx: &mut call as *mut CallCtx<'_> as *mut c_void,
+            ctx: lent.lend(&mut call as *mut CallCtx<'_>, CtxKind::Call),
             report_error: host_report_error,
             log: host_log,
             release_input: Some(host_release_input),
@@ -1476,7 +1524,6 @@ impl FormatHandle {
         // valid export (no columns, no release function) that is refused below, not garbage
         // whose "release" the host would call.
         let mut out = std::mem::MaybeUninit::<ProfileExport>::zeroed();
-        let lent = LentContexts::new(&[callbacks.ctx, stream.ctx]);
         // SAFETY: every pointer passed lives across the call; the plugin writes `out` only when
         // it returns OK.
         let status = unsafe {
@@ -1578,8 +1625,9 @@ impl FormatHandle {
             error: None,
             breach: false,
         };
+        let mut lent = LentContexts::default();
         let stream = OutputStream {
-            ctx: &mut write_ctx as *mut WriteCtx<'_> as *mut c_void,
+            ctx: lent.lend(&mut write_ctx as *mut WriteCtx<'_>, CtxKind::Write),
             write: host_write,
         };
         let mut call = CallCtx {
@@ -1590,12 +1638,11 @@ impl FormatHandle {
         let callbacks = HostCallbacks {
             struct_size: size_of::<HostCallbacks>() as u32,
             threads: threads.min(u32::MAX as usize) as u32,
-            ctx: &mut call as *mut CallCtx<'_> as *mut c_void,
+            ctx: lent.lend(&mut call as *mut CallCtx<'_>, CtxKind::Call),
             report_error: host_report_error,
             log: host_log,
             release_input: None,
         };
-        let lent = LentContexts::new(&[callbacks.ctx, stream.ctx]);
         // SAFETY: the view's columns (borrowed from `profile` and `storage`), the streams and
         // the callbacks all live across the call.
         let status = unsafe { emit(opts.as_ptr(), opts.len(), &view, &stream, &callbacks) };
@@ -1882,6 +1929,36 @@ mod tests {
             Status::INVALID_INPUT
         }
 
+        /// Calls the `read` that [`parse_keeping_callbacks`] kept, during a call of its own
+        /// (whose context may sit where the kept one's did), and reports what it got.
+        pub unsafe extern "C" fn parse_using_kept_callbacks(
+            _: *const OptionValue,
+            _: usize,
+            _: *const InputStream,
+            host: *const HostCallbacks,
+            _: *mut ProfileExport,
+        ) -> Status {
+            let kept = KEPT.lock().unwrap().take().unwrap();
+            let mut buf = [0u8; 4];
+            let mut n = 0usize;
+            // SAFETY: the kept function is the host's and its context stale (the breach under
+            // test); the host lends valid callbacks for this call; `buf` and `n` are writable.
+            unsafe {
+                let status = (kept.read)(kept.read_ctx as *mut c_void, buf.as_mut_ptr(), 4, &mut n);
+                let text = format!("kept read: {status:?} {n}");
+                let host = &*host;
+                (host.report_error)(
+                    host.ctx,
+                    Status::INVALID_INPUT,
+                    StrRef::new(&text),
+                    u64::MAX,
+                    u64::MAX,
+                    u64::MAX,
+                );
+            }
+            Status::INVALID_INPUT
+        }
+
         /// Reads its input through `read` (whatever `whole` holds) and reports how many bytes
         /// it got, with an empty message first when it got none.
         pub unsafe extern "C" fn parse_by_reading(
@@ -1967,7 +2044,7 @@ mod tests {
         }
     }
 
-    static BREAKERS: [FormatDesc11; 7] = [
+    static BREAKERS: [FormatDesc11; 8] = [
         contract_breakers::format(
             "no-profile",
             Some(contract_breakers::parse_without_profile),
@@ -2003,12 +2080,17 @@ mod tests {
             Some(contract_breakers::parse_keeping_callbacks),
             None,
         ),
+        contract_breakers::format(
+            "uses-kept-callbacks",
+            Some(contract_breakers::parse_using_kept_callbacks),
+            None,
+        ),
     ];
 
     static BREAKERS_DESCRIPTOR: Descriptor11 = Descriptor11 {
         header: header("breakers", 1, size_of::<Descriptor11>()),
-        formats: &BREAKERS as *const [FormatDesc11; 7] as *const FormatDesc11,
-        n_formats: 7,
+        formats: &BREAKERS as *const [FormatDesc11; 8] as *const FormatDesc11,
+        n_formats: 8,
     };
 
     extern "C" fn entry_breakers(_: *const HostInfo) -> *const PluginHeader {
@@ -2124,6 +2206,14 @@ mod tests {
             (kept.read)(kept.read_ctx as *mut c_void, buf.as_mut_ptr(), 4, &mut n)
         };
         assert_eq!((status, n), (Status::INTERNAL, 99));
+        // Nor during a later call, whose context may sit at the same address (it read that
+        // call's input when contexts were known by address).
+        assert_eq!(
+            parse("keeps-callbacks", &mut io::repeat(b'x')).status,
+            Status::INVALID_INPUT
+        );
+        let e = parse("uses-kept-callbacks", &mut io::repeat(b'y'));
+        assert_eq!(e.message, format!("kept read: {:?} 0", Status::INTERNAL));
         let p = profconv_ir::ProfileBuilder::new().finish();
         let e = format("past-write-error")
             .emit(&p.view(), &mut FullDisk, &[], &mut |_, _| {})
