@@ -1946,11 +1946,22 @@ mod tests {
             unsafe {
                 let status = (kept.read)(kept.read_ctx as *mut c_void, buf.as_mut_ptr(), 4, &mut n);
                 let text = format!("kept read: {status:?} {n}");
+                report(host, StrRef::new(&text))
+            }
+        }
+
+        /// Reports `message` as the call's error, with no position, and fails.
+        ///
+        /// # Safety
+        /// `host` is the callbacks lent for the ongoing call; `message` is readable.
+        unsafe fn report(host: *const HostCallbacks, message: StrRef) -> Status {
+            // SAFETY: the caller's contract.
+            unsafe {
                 let host = &*host;
                 (host.report_error)(
                     host.ctx,
                     Status::INVALID_INPUT,
-                    StrRef::new(&text),
+                    message,
                     u64::MAX,
                     u64::MAX,
                     u64::MAX,
@@ -1983,7 +1994,6 @@ mod tests {
                     }
                     total += n;
                 }
-                let host = &*host;
                 let text = format!("read {total} bytes");
                 let message = match total {
                     0 => StrRef {
@@ -1992,16 +2002,8 @@ mod tests {
                     },
                     _ => StrRef::new(&text),
                 };
-                (host.report_error)(
-                    host.ctx,
-                    Status::INVALID_INPUT,
-                    message,
-                    u64::MAX,
-                    u64::MAX,
-                    u64::MAX,
-                );
+                report(host, message)
             }
-            Status::INVALID_INPUT
         }
 
         /// Writes 64 KiB, ignores the failed write, returns OK.
