@@ -62,10 +62,10 @@ make_dir() {
     install -d -m 0755 "$1"
 }
 for d in "$prefix/bin" "$prefix/lib/profconv/plugins"; do make_dir "$d"; done
-# Discovery refuses plugins in a directory others may write to (without the sticky bit):
-# an existing one so would make the install load nothing.
+# Discovery refuses plugins in a directory others may write to (sticky or not; a link to it
+# is followed): an existing one so would make the install load nothing.
 plugin_dir="$prefix/lib/profconv/plugins"
-if [ -n "$(find "$plugin_dir" -maxdepth 0 -perm -0002 ! -perm -1000)" ]; then
+if [ -n "$(find -L "$plugin_dir" -maxdepth 0 -perm -0002)" ]; then
     echo "$plugin_dir is writable by all users: profconv would refuse the plugins there; \`chmod o-w\` it first" >&2
     exit 1
 fi

@@ -851,13 +851,12 @@ fn choose_emitter<'r>(
         .map(|n| n.to_string_lossy())
         .unwrap_or_default();
     let shown = io::shown(Path::new(name.as_ref()));
-    let mut by_name = registry.by_file_name(&name, FormatHandle::can_emit);
-    // `out.folded.gz`: the format of `out.folded`, written through gzip (see `gzip_by_name`).
-    let lower = name.to_ascii_lowercase();
-    if by_name.is_empty() && lower.ends_with(".gz") {
-        by_name = registry.by_file_name(&lower[..lower.len() - 3], FormatHandle::can_emit);
-    }
-    match by_name.as_slice() {
+    // `out.folded.gz`: the format of `out.folded`, written through gzip (see `gzip_by_name`;
+    // `by_file_name` matches an extension with one more `.gz`).
+    match registry
+        .by_file_name(&name, FormatHandle::can_emit)
+        .as_slice()
+    {
         [only] => Ok(*only),
         // `--to` cannot help: nothing can write.
         [] if !registry.formats.iter().any(FormatHandle::can_emit) => Err(Failure::Usage(
@@ -994,20 +993,20 @@ struct Output {
 }
 
 /// Whether the output `out_path` is written through gzip: its name ends in `.gz` and the
-/// emitter's own name for its files does not (`out.folded.gz`, `out.svg.gz`, `out.gz` with
-/// `--to`; not `profile.json.gz`, which the Firefox emitter compresses itself), as an input's
-/// `.gz` is decompressed. Never stdout: a pipe goes where its reader wants.
+/// emitter does not compress its files itself, as its own `.gz` extension says (`out.folded.gz`,
+/// `out.svg.gz`, `out.gz` with `--to`; never the Firefox emitter's `.json.gz`, whatever the
+/// name), as an input's `.gz` is decompressed. Never stdout: a pipe goes where its reader
+/// wants.
 fn gzip_by_name(emitter: &FormatHandle, out_path: &Path) -> bool {
     let name = out_path
         .file_name()
         .map(|n| n.to_string_lossy().to_ascii_lowercase())
         .unwrap_or_default();
-    out_path != Path::new("-")
-        && name.ends_with(".gz")
-        && !emitter.extensions.iter().any(|e| {
-            e.to_ascii_lowercase().ends_with("gz")
-                && name.ends_with(&format!(".{}", e.to_ascii_lowercase()))
-        })
+    let compresses_itself = emitter
+        .extensions
+        .iter()
+        .any(|e| e.to_ascii_lowercase().ends_with("gz"));
+    out_path != Path::new("-") && name.ends_with(".gz") && !compresses_itself
 }
 
 /// How messages name the output (`-` is stdout).

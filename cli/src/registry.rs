@@ -152,8 +152,9 @@ impl Registry {
             .ok_or_else(|| self.missing(id, "write", FormatHandle::can_emit))
     }
 
-    /// Formats whose declared extensions match `name`: the longest suffix wins; a declared
-    /// extension ending in `*` is a file-name prefix (`callgrind.out*`).
+    /// Formats whose declared extensions match `name`, or match it less one `.gz` (a `.gz`
+    /// file is its format compressed): the longest suffix wins; a declared extension ending in
+    /// `*` is a file-name prefix (`callgrind.out*`).
     pub fn by_file_name<'a>(
         &'a self,
         name: &str,
@@ -165,10 +166,16 @@ impl Registry {
         for f in self.formats.iter().filter(|f| pred(f)) {
             for ext in &f.extensions {
                 let ext = ext.to_ascii_lowercase();
+                // An extension and one more `.gz` (`x.speedscope.json.gz`) is a longer match
+                // than a shorter extension that ends in `.gz` (`json.gz`): a `.gz` file is read
+                // decompressed, and written through gzip.
                 let len = if let Some(prefix) = ext.strip_suffix('*') {
                     name.starts_with(prefix).then_some(prefix.len())
+                } else if name.ends_with(&format!(".{ext}")) {
+                    Some(ext.len())
                 } else {
-                    name.ends_with(&format!(".{ext}")).then_some(ext.len())
+                    name.ends_with(&format!(".{ext}.gz"))
+                        .then_some(ext.len() + 3)
                 };
                 if let Some(len) = len {
                     if len > best {
@@ -213,12 +220,7 @@ impl Registry {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let mut by_ext = self.by_file_name(&file_name, can);
-        let lower = file_name.to_ascii_lowercase();
-        if by_ext.is_empty() && lower.ends_with(".gz") {
-            by_ext = self.by_file_name(&lower[..lower.len() - 3], can);
-        }
-        (by_ext, file_name)
+        (self.by_file_name(&file_name, can), file_name)
     }
 
     fn detect_format(

@@ -108,6 +108,16 @@ fn gzip_output_by_name_is_compressed_once() {
             .success()
     );
     assert!(gunzip(&firefox).starts_with("{\"meta\""));
+    // Whatever the name, a format that compresses itself is not compressed again.
+    let any = d.path().join("prof.gz");
+    let out = run(&["convert", i, "--to", "firefox", "-o", any.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(gunzip(&any).starts_with("{\"meta\""));
+    // An extension and one more `.gz` is a longer match than `json.gz`: speedscope, gzipped.
+    let speedscope = d.path().join("p.speedscope.json.gz");
+    let out = run(&["convert", i, "-o", speedscope.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(gunzip(&speedscope).contains("speedscope.app/file-format-schema.json"));
 }
 
 #[test]
@@ -640,6 +650,35 @@ fn the_install_script_takes_relative_paths_from_the_caller_and_ignores_the_umask
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).is_empty(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("plugin folded "));
+    // A plugins directory others may write to, sticky or not, is refused (discovery would
+    // refuse every plugin in it); one reached through a link is judged by what it links to.
+    let install = |prefix: &str| {
+        Command::new("bash")
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../scripts/install.sh"
+            ))
+            .args([prefix, "--profile", &profile, "--no-build"])
+            .env("CARGO_TARGET_DIR", "tgt")
+            .current_dir(d.path())
+            .output()
+            .unwrap()
+    };
+    for (dir, mode) in [("sticky", 0o1777), ("open", 0o777)] {
+        let plugins = d.path().join(dir).join("lib/profconv/plugins");
+        std::fs::create_dir_all(&plugins).unwrap();
+        std::fs::set_permissions(&plugins, std::fs::Permissions::from_mode(mode)).unwrap();
+        let out = install(dir);
+        assert_eq!(out.status.code(), Some(1), "{dir}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains("writable by all users"), "{dir}");
+    }
+    let real = d.path().join("real-plugins");
+    std::fs::create_dir(&real).unwrap();
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(d.path().join("linked/lib/profconv")).unwrap();
+    std::os::unix::fs::symlink(&real, d.path().join("linked/lib/profconv/plugins")).unwrap();
+    let out = install("linked");
+    assert!(out.status.success(), "{}", text(&out.stderr));
     // An unknown option is refused, not taken as the prefix.
     let out = Command::new("bash")
         .arg(concat!(

@@ -427,6 +427,18 @@ fn timed<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T>
     rx.recv_timeout(CALL_TIMEOUT).ok()
 }
 
+/// The sniffer's score for the first 16 KiB of `bytes` (as detection gives it): `Err` with
+/// what went wrong when it panicked or gave no answer within [`CALL_TIMEOUT`].
+fn sniff_timed(f: &FormatHandle, bytes: &[u8]) -> Result<u32, String> {
+    let (f, head) = (f.clone(), bytes[..bytes.len().min(16 * 1024)].to_vec());
+    match timed(move || f.sniff(&head).map_err(|e| e.to_string())) {
+        Some(r) => r,
+        None => Err(format!(
+            "the sniffer gave no answer within {CALL_TIMEOUT:?} (hang?)"
+        )),
+    }
+}
+
 /// Parses `bytes` as `profconv` does (whole input in memory unless the format streams). A
 /// streaming format that takes a mapped file whole (`RELEASES_WHOLE_INPUT`) is parsed both ways
 /// and must give one tree, releasing offsets in order within the input.
@@ -595,16 +607,22 @@ fn check_sniff(
     let mut claimed = Vec::new();
     let mut max = (0, "");
     for s in foreign {
-        let score = match f.sniff(&s.bytes[..s.bytes.len().min(16 * 1024)]) {
+        let score = match sniff_timed(f, &s.bytes) {
             Ok(score) => score,
             Err(e) => {
                 claimed.push(format!("{}: {e}", s.name));
                 continue;
             }
         };
-        // A sample this format reads is not another format's to it (a second reader of
-        // `.cpuprofile` under an id of its own claims the built-in cpuprofile sample rightly).
-        if score >= SNIFF_CLAIM && !matches!(parse_timed(f, s), Some(Ok(_))) {
+        // A sample of a kind this format names as its own and reads is not another format's to
+        // it (a second reader of `.cpuprofile`, under an id of its own, claims the built-in
+        // cpuprofile sample rightly); a lenient reader of other files still may not claim them.
+        let named_own = f.extensions.iter().any(|e| {
+            s.name
+                .to_ascii_lowercase()
+                .ends_with(&format!(".{}", e.to_ascii_lowercase()))
+        });
+        if score >= SNIFF_CLAIM && !(named_own && matches!(parse_timed(f, s), Some(Ok(_)))) {
             claimed.push(format!(
                 "{} ({} sample) scores {score}",
                 s.name,
@@ -640,12 +658,10 @@ fn check_sniff(
     }
     let low: Vec<String> = mine
         .iter()
-        .filter_map(
-            |(s, _)| match f.sniff(&s.bytes[..s.bytes.len().min(16 * 1024)]) {
-                Ok(score) => (score < SNIFF_CLAIM).then(|| format!("{} scores {score}", s.name)),
-                Err(e) => Some(format!("{}: {e}", s.name)),
-            },
-        )
+        .filter_map(|(s, _)| match sniff_timed(f, &s.bytes) {
+            Ok(score) => (score < SNIFF_CLAIM).then(|| format!("{} scores {score}", s.name)),
+            Err(e) => Some(format!("{}: {e}", s.name)),
+        })
         .collect();
     if low.is_empty() {
         report.push(
@@ -881,8 +897,10 @@ fn check_bad_input(
     let mut bad = Vec::new();
     for (what, bytes) in &inputs {
         // Detection runs the sniffer on every input's head, short and broken ones too.
-        if f.sniffs() && f.sniff(&bytes[..bytes.len().min(16 * 1024)]).is_err() {
-            bad.push(format!("{what}: the sniffer panicked"));
+        if f.sniffs()
+            && let Err(e) = sniff_timed(f, bytes)
+        {
+            bad.push(format!("{what}: {e}"));
         }
         let (fh, b, w) = (f.clone(), bytes.clone(), what.clone());
         match timed(move || parse_now(&fh, &b, &w).map(|_| ())) {

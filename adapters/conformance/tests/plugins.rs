@@ -105,7 +105,7 @@ fn a_panicking_plugin_fails() {
     assert!(
         malformed
             .detail
-            .contains("(a folded file): the sniffer panicked"),
+            .contains("(a folded file): its content sniffer panicked"),
         "{report}"
     );
     assert_eq!(outcome(&report, "panicky: emit twice"), Outcome::Fail);

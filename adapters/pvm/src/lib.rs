@@ -141,14 +141,24 @@ pub fn parse_pvm(
             let mut want = 1 << 16;
             loop {
                 let (head, eof) = lines.peek(want)?;
-                let look = &head[..head.len().min(FIRST_LINE_LIMIT)];
+                // A comment line is looked through to its end however long, within the bound
+                // of any line (the reader's error then says the line is too long); another
+                // line is judged by its first MiB.
+                let comment =
+                    head.iter().find(|&&b| !matches!(b, b' ' | b'\t' | b'\r')) == Some(&b'#');
+                let limit = if comment {
+                    lines::MAX_LINE
+                } else {
+                    FIRST_LINE_LIMIT
+                };
+                let look = &head[..head.len().min(limit)];
                 let Some(nl) = memchr(b'\n', look) else {
-                    if !eof && want < FIRST_LINE_LIMIT && look.len() == head.len() {
-                        want *= 2;
+                    if !eof && want < limit && look.len() == head.len() {
+                        want = want.saturating_mul(2).min(limit);
                         continue;
                     }
                     // The last line, or one too long to look through: judged by its start.
-                    break starts_pvmtrace(look.trim_ascii_start());
+                    break !comment && starts_pvmtrace(look.trim_ascii_start());
                 };
                 let t = head[..nl].trim_ascii();
                 if t.is_empty() || t[0] == b'#' {
@@ -456,6 +466,17 @@ mod tests {
         );
         assert_eq!(tree(&text), "f self=10 total=10 calls=1\n");
         // Streamed (a pipe, a `.gz`), the same: it stopped looking after 1 MiB.
+        let streamed = parse_pvm(
+            &mut Input::from_reader(&mut text.as_bytes()),
+            &ParseOptions::default(),
+            &mut Context::silent(),
+        )
+        .unwrap();
+        assert_eq!(tree_of(&streamed), "f self=10 total=10 calls=1\n");
+        // One comment line longer than the first-line limit is skipped too, mapped or streamed
+        // (it was judged by its start, and the trace read as the debugger's output).
+        let text = format!("# {}\nPVMTRACE 1\nC 0 f\nE 10 f\n", "c".repeat(2 << 20));
+        assert_eq!(tree(&text), "f self=10 total=10 calls=1\n");
         let streamed = parse_pvm(
             &mut Input::from_reader(&mut text.as_bytes()),
             &ParseOptions::default(),
