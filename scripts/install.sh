@@ -29,6 +29,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 case "$profile" in release|debug) ;; *) usage "--profile is release or debug, not $profile" ;; esac
+# `--prefix=~/x`: the shell does not expand a `~` after `=`.
+case "$prefix" in '~'*) usage "PREFIX $prefix starts with ~, which the shell did not expand: write \$HOME" ;; esac
 prefix="${prefix:-$HOME/.local}"
 # A relative PREFIX or CARGO_TARGET_DIR is the caller's, not the checkout's (where the build
 # runs).

@@ -600,7 +600,15 @@ fn open_input<'r>(
         None => {
             let (parser, by_name) = registry
                 .detect_input(&input.head, &input.path, &mut |m| warn(quiet, m))
-                .map_err(|m| Failure::Usage(format!("{}: {m}", input.name)))?;
+                .map_err(|m| {
+                    let msg = format!("{}: {m}", input.name);
+                    // What the bytes are (compressed by another tool, UTF-16) is about the
+                    // input, as the readers say it with `--from` (exit 3); the rest is usage.
+                    match m.starts_with("the input is ") {
+                        true => Failure::Input(msg),
+                        false => Failure::Usage(msg),
+                    }
+                })?;
             input.detected_by_content = !by_name;
             parser
         }

@@ -295,7 +295,7 @@ impl Registry {
         if let Some((what, command)) = profconv_plugin::compression_of(head) {
             return Err(format!(
                 "the input is {what}, and profconv decompresses only gzip: decompress it first \
-                 (e.g. `{command} FILE | profconv convert - …`)"
+                 (`{command} FILE | profconv … -` reads it from a pipe)"
             ));
         }
         if let Some(e) = profconv_plugin::utf16_input_error(head, "text profiles") {

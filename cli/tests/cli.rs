@@ -679,6 +679,10 @@ fn the_install_script_takes_relative_paths_from_the_caller_and_ignores_the_umask
     std::os::unix::fs::symlink(&real, d.path().join("linked/lib/profconv/plugins")).unwrap();
     let out = install("linked");
     assert!(out.status.success(), "{}", text(&out.stderr));
+    // A `~` the shell did not expand (after `--prefix=`) is refused, not made a directory.
+    let out = install("--prefix=~/x");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(!d.path().join("~").exists());
     // An unknown option is refused, not taken as the prefix.
     let out = Command::new("bash")
         .arg(concat!(

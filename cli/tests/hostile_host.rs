@@ -1148,10 +1148,16 @@ fn inputs_compressed_by_other_tools_say_what_they_are() {
             &["--from", "folded", "-j2"],
             &["--from", "pvm"],
             &["--from", "callgrind"],
+            &["--from", "deep"],
         ] {
+            // Deep.data is no text: it says what compression it is, not UTF-16.
+            if from.contains(&"deep") && what.starts_with("UTF-16") {
+                continue;
+            }
             let out = profconv().args(["tree", p]).args(from).output().unwrap();
             let err = text(&out.stderr);
-            assert!(!out.status.success(), "{name} {from:?}");
+            // About the input, however it was found: exit 3.
+            assert_eq!(out.status.code(), Some(3), "{name} {from:?}: {err}");
             assert!(
                 err.contains(&format!("the input is {what}")) && err.lines().count() == 1,
                 "{name} {from:?}: {err}"

@@ -1061,6 +1061,7 @@ impl Reader<'_, '_> {
                     return Err(self.err(0, "`summary:`/`totals:` before the `events:` line"));
                 };
                 let mut given = Vec::new();
+                let mut out_of_range = false;
                 for (k, (at, tok)) in tokens(v).enumerate() {
                     if k >= cols.len() {
                         return Err(self.err(
@@ -1069,12 +1070,13 @@ impl Reader<'_, '_> {
                         ));
                     }
                     // A total out of range (negative, past 2^63) is not a cost line's: it
-                    // leaves no event out, and the line is not checked against.
+                    // leaves no event out, and the line is not checked against (the rest of it
+                    // is still read as a line of totals).
                     match cost_value(tok) {
                         Some(v) if (0..=i128::from(i64::MAX)).contains(&v) => {
                             given.push((cols[k], v as i64));
                         }
-                        Some(_) => return Ok(()),
+                        Some(_) => out_of_range = true,
                         None => {
                             return Err(self.err(
                                 col + at,
@@ -1082,6 +1084,9 @@ impl Reader<'_, '_> {
                             ));
                         }
                     }
+                }
+                if out_of_range {
+                    return Ok(());
                 }
                 let n = self.g.events.len();
                 let target = if key == b"summary" {
@@ -1505,6 +1510,11 @@ mod tests {
         let g = graph("events: A B\nsummary: 4 -1\nfn=f\n1 3 2\n").unwrap();
         assert_eq!(g.events.len(), 2);
         assert_eq!((g.self_total(), g.summary), (vec![3, 2], None));
+        // The rest of its line is still read as totals are.
+        for bad in ["summary: -1 abc", "summary: -1 2 3"] {
+            let e = graph(&format!("events: A B\n{bad}\nfn=f\n1 3 2\n")).unwrap_err();
+            assert_eq!(e.line, Some(2), "{bad}: {e:?}");
+        }
         // A sign alone is no number.
         let e = graph("events: A\nfn=f\n1 -\n").unwrap_err();
         assert!(e.message.contains("expected a cost"), "{e:?}");

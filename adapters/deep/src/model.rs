@@ -614,6 +614,17 @@ pub fn read_file(data: &[u8]) -> Result<DeepFile<'_>, PluginError> {
 }
 
 fn read_header(data: &[u8]) -> Result<Header<'_>, PluginError> {
+    // A Deep.data file compressed by another tool than gzip (which the host decompresses) is
+    // said to be one, not only "not a Mercury deep profiler data file".
+    if let Some((what, command)) = profconv_plugin::compression_of(data) {
+        return Err(invalid(
+            0,
+            format!(
+                "the input is {what}, and only gzip is decompressed: decompress it first \
+                 (`{command} FILE | profconv … -` reads it from a pipe)"
+            ),
+        ));
+    }
     let err = |e: nom::Err<DErr<'_>>| match Fail::from(e) {
         Fail::Syntax(e) => syntax_error(data, &e, None),
         Fail::Semantic(p) => p,

@@ -705,11 +705,6 @@ fn report_error(
             // SAFETY: the message is readable for the duration of this callback and copied
             // here.
             let message = unsafe { bounded_message(&message) };
-            // A null or empty message (`StrRef { null, 5 }` reads as empty) still says something.
-            let message = match message.trim().is_empty() {
-                true => "failed without a message".to_string(),
-                false => message,
-            };
             let opt = |v: u64| (v != u64::MAX).then_some(v);
             cx.first_error = Some(CallError {
                 status: code,
@@ -1374,6 +1369,16 @@ impl FormatHandle {
         self.caps & caps::SNIFF != 0
             && (self.desc.sniff_checked.is_some() || self.desc.sniff.is_some())
     }
+    /// The message of a call that failed with `status` and said nothing.
+    fn without_a_message(&self, doing: &str, status: Status) -> String {
+        format!(
+            "plugin '{}' {doing} '{}' failed ({}) without a message",
+            self.plugin.name,
+            self.id,
+            status.name()
+        )
+    }
+
     /// The capabilities declared without their function (`PARSE` with a null `parse`, ...):
     /// the host ignores such a bit; the conformance kit reports it.
     pub fn declared_without_function(&self) -> Vec<&'static str> {
@@ -1463,7 +1468,11 @@ impl FormatHandle {
             let mut e = call
                 .first_error
                 .take()
-                .unwrap_or_else(|| CallError::new(status, "failed without a message"));
+                .unwrap_or_else(|| CallError::new(status, ""));
+            // No message, or an empty one (`StrRef { null, 5 }` reads as empty): still says who.
+            if e.message.trim().is_empty() {
+                e.message = self.without_a_message("checking the options of", status);
+            }
             e.status = status;
             return Err(e);
         }
@@ -1547,7 +1556,11 @@ impl FormatHandle {
             let mut e = call
                 .first_error
                 .take()
-                .unwrap_or_else(|| CallError::new(status, "failed without a message"));
+                .unwrap_or_else(|| CallError::new(status, ""));
+            // No message, or an empty one (`StrRef { null, 5 }` reads as empty): still says who.
+            if e.message.trim().is_empty() {
+                e.message = self.without_a_message("reading", status);
+            }
             e.status = status;
             e.io = io_error;
             return Err(e);
@@ -1654,7 +1667,11 @@ impl FormatHandle {
             let mut e = call
                 .first_error
                 .take()
-                .unwrap_or_else(|| CallError::new(status, "failed without a message"));
+                .unwrap_or_else(|| CallError::new(status, ""));
+            // No message, or an empty one (`StrRef { null, 5 }` reads as empty): still says who.
+            if e.message.trim().is_empty() {
+                e.message = self.without_a_message("writing", status);
+            }
             e.status = status;
             e.io = write_ctx.error.take();
             return Err(e);
@@ -2184,7 +2201,10 @@ mod tests {
             .unwrap();
         assert_eq!(e.message, "read 18 bytes");
         let e = parse("by-reading", &mut io::empty());
-        assert_eq!(e.message, "failed without a message");
+        assert_eq!(
+            e.message,
+            "plugin 'breakers' reading 'by-reading' failed (INVALID_INPUT) without a message"
+        );
         // Callbacks kept past their call do nothing and fail: their contexts are gone (a kept
         // `log` crashed the host, a kept `report_error` wrote into a reused stack frame).
         let e = parse("keeps-callbacks", &mut io::repeat(b'x'));

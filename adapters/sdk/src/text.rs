@@ -58,7 +58,7 @@ pub fn not_text_error(head: &[u8], files: &str) -> Option<crate::PluginError> {
         return Some(
             crate::PluginError::invalid_input(format!(
                 "the input is {what}, and only gzip is decompressed ({files} are text): \
-                 decompress it first (e.g. `{command} FILE | profconv convert - …`)"
+                 decompress it first (`{command} FILE | profconv … -` reads it from a pipe)"
             ))
             .at_offset(0)
             .at_line(1, 1),
