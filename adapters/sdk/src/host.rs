@@ -1369,14 +1369,22 @@ impl FormatHandle {
         self.caps & caps::SNIFF != 0
             && (self.desc.sniff_checked.is_some() || self.desc.sniff.is_some())
     }
-    /// The message of a call that failed with `status` and said nothing.
-    fn without_a_message(&self, doing: &str, status: Status) -> String {
-        format!(
-            "plugin '{}' {doing} '{}' failed ({}) without a message",
-            self.plugin.name,
-            self.id,
-            status.name()
-        )
+
+    /// The error of a call that returned `status`: what the plugin reported, with that status;
+    /// one that reported nothing, or an empty message (`StrRef { null, 5 }` reads as empty),
+    /// still says who failed `doing` what.
+    fn failed(&self, reported: Option<CallError>, status: Status, doing: &str) -> CallError {
+        let mut e = reported.unwrap_or_else(|| CallError::new(status, ""));
+        if e.message.trim().is_empty() {
+            e.message = format!(
+                "plugin '{}' {doing} '{}' failed ({}) without a message",
+                self.plugin.name,
+                self.id,
+                status.name()
+            );
+        }
+        e.status = status;
+        e
     }
 
     /// The capabilities declared without their function (`PARSE` with a null `parse`, ...):
@@ -1465,16 +1473,7 @@ impl FormatHandle {
         let status = unsafe { check(opts.as_ptr(), opts.len(), phase, &callbacks) };
         drop(lent);
         if status != Status::OK {
-            let mut e = call
-                .first_error
-                .take()
-                .unwrap_or_else(|| CallError::new(status, ""));
-            // No message, or an empty one (`StrRef { null, 5 }` reads as empty): still says who.
-            if e.message.trim().is_empty() {
-                e.message = self.without_a_message("checking the options of", status);
-            }
-            e.status = status;
-            return Err(e);
+            return Err(self.failed(call.first_error.take(), status, "checking the options of"));
         }
         Ok(())
     }
@@ -1553,15 +1552,7 @@ impl FormatHandle {
             if let Some(e) = breach {
                 return Err(e);
             }
-            let mut e = call
-                .first_error
-                .take()
-                .unwrap_or_else(|| CallError::new(status, ""));
-            // No message, or an empty one (`StrRef { null, 5 }` reads as empty): still says who.
-            if e.message.trim().is_empty() {
-                e.message = self.without_a_message("reading", status);
-            }
-            e.status = status;
+            let mut e = self.failed(call.first_error.take(), status, "reading");
             e.io = io_error;
             return Err(e);
         }
@@ -1664,15 +1655,7 @@ impl FormatHandle {
             return Err(self.breach("wrote with a null buffer"));
         }
         if status != Status::OK {
-            let mut e = call
-                .first_error
-                .take()
-                .unwrap_or_else(|| CallError::new(status, ""));
-            // No message, or an empty one (`StrRef { null, 5 }` reads as empty): still says who.
-            if e.message.trim().is_empty() {
-                e.message = self.without_a_message("writing", status);
-            }
-            e.status = status;
+            let mut e = self.failed(call.first_error.take(), status, "writing");
             e.io = write_ctx.error.take();
             return Err(e);
         }
