@@ -1365,6 +1365,20 @@ mod tests {
         )
     }
 
+    /// The graph of `text` (which must read) and the messages of its reading, with the names
+    /// of the events read.
+    fn graph_with_messages(text: &str) -> (Graph, Vec<String>, Vec<String>) {
+        let mut messages = Vec::new();
+        let mut sink = |_: u32, m: &str| messages.push(m.to_string());
+        let g = parse_graph(
+            &mut Input::from_slice(text.as_bytes()),
+            &mut Context::with_sink(&mut sink),
+        )
+        .unwrap();
+        let names = g.events.iter().map(|e| e.name.clone()).collect();
+        (g, names, messages)
+    }
+
     fn graph_streaming(text: &str) -> Result<Graph, PluginError> {
         let mut r = text.as_bytes();
         parse_graph(&mut Input::from_reader(&mut r), &mut Context::silent())
@@ -1438,14 +1452,7 @@ mod tests {
     fn an_event_with_a_cost_past_2_63_is_left_out() {
         let text = "events: Ir sysCpuTime sysCount\nsummary: 30 18446744073618122990 2\n\
                     fn=main\n1 10 5 1\n2 20 18446744073618122990 1\n";
-        let mut messages = Vec::new();
-        let mut sink = |_: u32, m: &str| messages.push(m.to_string());
-        let g = parse_graph(
-            &mut Input::from_slice(text.as_bytes()),
-            &mut Context::with_sink(&mut sink),
-        )
-        .unwrap();
-        let names: Vec<&str> = g.events.iter().map(|e| e.name.as_str()).collect();
+        let (g, names, messages) = graph_with_messages(text);
         assert_eq!(names, ["Ir", "sysCount"]);
         assert_eq!(g.self_total(), [30, 2]);
         // The summary holds that cost too: it is not checked against (nor does it leave an
@@ -1481,14 +1488,7 @@ mod tests {
                     events: Time_(10ns) Memory_(bytes)\nfl=(1) php:internal\n\
                     fn=(1) php::microtime\n2 5 -112\nfl=(2) /var/www/index.php\nfn=(2) {main}\n\
                     0 100 512\ncfl=(1)\ncfn=(1)\ncalls=1 0\n2 5 -112\n";
-        let mut messages = Vec::new();
-        let mut sink = |_: u32, m: &str| messages.push(m.to_string());
-        let g = parse_graph(
-            &mut Input::from_slice(text.as_bytes()),
-            &mut Context::with_sink(&mut sink),
-        )
-        .unwrap();
-        let names: Vec<&str> = g.events.iter().map(|e| e.name.as_str()).collect();
+        let (g, names, messages) = graph_with_messages(text);
         assert_eq!(names, ["Time_(10ns)"]);
         assert_eq!(g.self_total(), [105]);
         assert_eq!(
