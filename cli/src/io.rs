@@ -30,8 +30,8 @@ pub struct OpenInput {
     pub size_hint: Option<u64>,
     /// The file, when it is not compressed (it may then be mapped instead of read).
     file: Option<File>,
-    /// A gzip-compressed regular file (not stdin): its stream can be read on to its end to
-    /// check it ([`check_gzip_rest`]).
+    /// A gzip-compressed input (a file or stdin): its stream can be read on to check it
+    /// ([`check_gzip_rest`]), as the parallel reader reads ahead on stdin too.
     pub gzip_file: bool,
     /// The format was chosen by the input's content alone, not by `--from` nor by its name: a
     /// parse error then says so (a folded file whose first lines look like a debugger trace).
@@ -69,7 +69,7 @@ impl OpenInput {
         let mut magic = Vec::with_capacity(2);
         (&mut raw).take(2).read_to_end(&mut magic)?;
         let chained = Cursor::new(magic.clone()).chain(raw);
-        let gzip_file = magic == [0x1f, 0x8b] && path != Path::new("-");
+        let gzip_file = magic == [0x1f, 0x8b];
         let (mut reader, size_hint): (Box<dyn Read>, _) = if magic == [0x1f, 0x8b] {
             file = None;
             (
@@ -101,6 +101,16 @@ impl OpenInput {
         match &self.file {
             Some(f) if !shows_progress(self.size_hint) => MappedFile::new(f),
             _ => None,
+        }
+    }
+
+    /// Reads on through a gzip input's stream, bounded as [`check_gzip_rest`] is, and returns
+    /// its corruption if it has one: what a failure on the garbage it decompressed into
+    /// (detection that knew no format) is to report instead.
+    pub fn gzip_corruption(&mut self) -> Option<io::Error> {
+        match self.gzip_file {
+            true => check_gzip_rest(&mut self.rest),
+            false => None,
         }
     }
 

@@ -598,17 +598,24 @@ fn open_input<'r>(
     let parser = match &args.from {
         Some(id) => registry.parser(id).map_err(Failure::Usage)?,
         None => {
-            let (parser, by_name) = registry
-                .detect_input(&input.head, &input.path, &mut |m| warn(quiet, m))
-                .map_err(|m| {
+            let detected = registry.detect_input(&input.head, &input.path, &mut |m| warn(quiet, m));
+            let (parser, by_name) = match detected {
+                Ok(found) => found,
+                // A corrupt gzip stream decompresses into garbage no format knows: the
+                // corruption is the error.
+                Err(_) if let Some(e) = input.gzip_corruption() => {
+                    return Err(Failure::reading(&input.name, &e));
+                }
+                Err(m) => {
                     let msg = format!("{}: {m}", input.name);
                     // What the bytes are (compressed by another tool, UTF-16) is about the
                     // input, as the readers say it with `--from` (exit 3); the rest is usage.
-                    match m.starts_with("the input is ") {
+                    return Err(match m.starts_with("the input is ") {
                         true => Failure::Input(msg),
                         false => Failure::Usage(msg),
-                    }
-                })?;
+                    });
+                }
+            };
             input.detected_by_content = !by_name;
             parser
         }
@@ -716,14 +723,17 @@ fn parse(
     let profile = match parsed {
         Ok(profile) => profile,
         Err(e) => {
-            // A parser that read garbage from a corrupt gzip file (and failed on it before the
-            // stream's checksum) reports the corruption, as reading ahead on threads does.
+            // A parser that read garbage from a corrupt gzip stream (and failed on it before
+            // the stream's checksum) reports the corruption, as reading ahead on threads does.
             if gzip_file
                 && e.io.is_none()
                 && let Some(corrupt) = io::check_gzip_rest(&mut reader)
             {
                 return Err(Failure::reading(&name, &corrupt));
             }
+            // An error of the input's reading (a corrupt gzip stream, a failing device) is no
+            // sign of a wrong format: no hint to choose another.
+            let detected_by_content = detected_by_content && e.io.is_none();
             let failure = Failure::from_call(
                 e,
                 &name,

@@ -175,6 +175,45 @@ fn a_corrupt_gzip_file_is_reported_as_such_whatever_the_thread_count() {
             err.contains("corrupt or truncated gzip data") && !err.contains("expected a count"),
             "-j {threads}: {err}"
         );
+        // The same bytes on stdin: the same error (stdin was not read on, on one thread).
+        let mut child = spawn_piped(&[
+            "-j", threads, "convert", "-", "--from", "folded", "--to", "folded",
+        ]);
+        let mut stdin = child.stdin.take().unwrap();
+        let bytes = gz.clone();
+        let feed = std::thread::spawn(move || {
+            let _ = stdin.write_all(&bytes);
+        });
+        let out = child.wait_with_output().unwrap();
+        feed.join().unwrap();
+        assert_eq!(out.status.code(), Some(3), "stdin -j {threads}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("<stdin>: byte ") && err.contains("corrupt or truncated gzip data"),
+            "stdin -j {threads}: {err}"
+        );
+    }
+    // Corrupt within the head detection reads: the corruption, not "cannot tell the format";
+    // a stream cut short is no sign of a wrong format (no hint to choose another).
+    let mut head_corrupt = gz.clone();
+    let at = head_corrupt
+        .windows(6)
+        .position(|w| w == b"a;b 1\n")
+        .unwrap();
+    head_corrupt[at + 4] = b'x';
+    for (what, bytes) in [
+        ("corrupt head", head_corrupt),
+        ("cut", gz[..50_000].to_vec()),
+    ] {
+        let path = d.path().join("x.gz");
+        std::fs::write(&path, &bytes).unwrap();
+        let out = run(&["tree", path.to_str().unwrap()]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{what}: {err}");
+        assert!(
+            err.contains("corrupt or truncated gzip data") && !err.contains("--from"),
+            "{what}: {err}"
+        );
     }
 }
 
