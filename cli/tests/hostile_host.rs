@@ -8,7 +8,8 @@ mod run;
 mod support;
 
 use run::{
-    many_stacks, profconv, run, spawn_piped, temp_files, text, tmp, with_profconv_env, write,
+    many_stacks, profconv, run, spawn_piped, temp_files, text, tmp, wait_within, with_profconv_env,
+    write,
 };
 use std::io::Write;
 use std::path::Path;
@@ -274,7 +275,7 @@ fn control_characters_in_names_are_escaped_in_messages() {
 #[cfg(unix)]
 #[test]
 fn a_plugin_path_that_is_a_fifo_is_refused_not_waited_on() {
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     let d = tmp();
     let fifo = d.path().join("libprofconv_plugin_fifo.so");
     let made = std::process::Command::new("mkfifo")
@@ -295,15 +296,11 @@ fn a_plugin_path_that_is_a_fifo_is_refused_not_waited_on() {
     ];
     for args in runs {
         let mut child = spawn_piped(&args);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while child.try_wait().unwrap().is_none() {
-            if Instant::now() > deadline {
-                child.kill().unwrap();
-                child.wait().unwrap();
-                panic!("{args:?}: still waiting on the FIFO after 20 s");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_within(
+            &mut child,
+            Duration::from_secs(20),
+            &format!("{args:?}: still waiting on the FIFO"),
+        );
         let out = child.wait_with_output().unwrap();
         let msg = text(&out.stderr) + &text(&out.stdout);
         assert!(!out.status.success(), "{args:?}: {msg}");
@@ -920,7 +917,7 @@ fn stdout_redirected_to_the_input_is_refused() {
 #[cfg(unix)]
 #[test]
 fn a_huge_file_without_newlines_is_refused_without_reading_it_all() {
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     let d = tmp();
     let path = d.path().join("zeros.folded");
     let file = std::fs::File::create(&path).unwrap();
@@ -945,14 +942,11 @@ fn a_huge_file_without_newlines_is_refused_without_reading_it_all() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let start = Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            if start.elapsed() > Duration::from_secs(90) {
-                let _ = child.kill();
-                panic!("{args:?}: still reading after 90 s");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_within(
+            &mut child,
+            Duration::from_secs(90),
+            &format!("{args:?}: still reading"),
+        );
         let out = child.wait_with_output().unwrap();
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(3), "{args:?}: {err}");
@@ -969,7 +963,7 @@ fn a_huge_file_without_newlines_is_refused_without_reading_it_all() {
 #[cfg(unix)]
 #[test]
 fn an_output_name_ending_in_a_slash_is_refused_before_the_input_is_read() {
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     let d = tmp();
     write(d.path(), "x.svg", b"not a directory\n");
     for name in ["nodir/", "x.svg/", "nodir/.", "x.svg/.."] {
@@ -983,14 +977,11 @@ fn an_output_name_ending_in_a_slash_is_refused_before_the_input_is_read() {
             .spawn()
             .unwrap();
         let stdin = child.stdin.take();
-        let start = Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            if start.elapsed() > Duration::from_secs(30) {
-                let _ = child.kill();
-                panic!("{name}: waited for the input before refusing the output");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_within(
+            &mut child,
+            Duration::from_secs(30),
+            &format!("{name}: waited for the input before refusing the output"),
+        );
         drop(stdin);
         let out = child.wait_with_output().unwrap();
         let err = text(&out.stderr);

@@ -70,6 +70,20 @@ pub fn many_stacks(n: usize) -> Vec<u8> {
     big
 }
 
+/// Waits for `child` to end, at most `limit`: past it the child is killed and the test fails
+/// with `why` (a run that should end at once, not wait for its input or read it all).
+pub fn wait_within(child: &mut Child, limit: std::time::Duration, why: &str) {
+    let deadline = std::time::Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{why} (still running after {limit:?})");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// The `.profconv-*.tmp` files in `dir` (the temp files of outputs not yet renamed).
 pub fn temp_files(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
