@@ -300,8 +300,13 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     if !matches!(cli.command, Command::Formats) {
         check_plugin_failures(&registry, cli.quiet)?;
     }
+    let max_whole_stream = match cli.command {
+        Command::Formats => MAX_WHOLE_STREAM,
+        _ => max_whole_stream()?,
+    };
     let run = Run {
         quiet: cli.quiet,
+        max_whole_stream,
         threads: cli.threads.map_or_else(
             || std::thread::available_parallelism().map_or(1, |n| n.get()),
             |n| n as usize,
@@ -353,6 +358,29 @@ struct Run {
     quiet: bool,
     /// Worker threads plugins may use (`--threads`).
     threads: usize,
+    /// The most bytes a stream read whole may have (`PROFCONV_MAX_WHOLE_STREAM`).
+    max_whole_stream: u64,
+}
+
+/// `PROFCONV_MAX_WHOLE_STREAM`, checked before anything is read, whether or not this run reads
+/// a stream whole: a bad value is refused on every run alike, not only on the inputs it bounds.
+fn max_whole_stream() -> Result<u64, Failure> {
+    let Some(v) = std::env::var_os("PROFCONV_MAX_WHOLE_STREAM") else {
+        return Ok(MAX_WHOLE_STREAM);
+    };
+    let t = v.to_str().map(str::trim).unwrap_or_default();
+    match t.parse::<u64>() {
+        Ok(n) => Ok(n),
+        Err(_) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => {
+            Err(Failure::Usage(format!(
+                "PROFCONV_MAX_WHOLE_STREAM={v:?}: too large, at most {} bytes",
+                u64::MAX
+            )))
+        }
+        Err(_) => Err(Failure::Usage(format!(
+            "PROFCONV_MAX_WHOLE_STREAM={v:?}: expected a number of bytes (digits only)"
+        ))),
+    }
 }
 
 fn warn(quiet: bool, msg: &str) {
@@ -491,6 +519,17 @@ fn split_options(
             .collect();
         let raw_key = key;
         let key = profconv_plugin::quote_input(key.as_bytes(), 40);
+        // Formats not used here that declare the key (`-O normalize`, the flame graph's, with
+        // `--to folded`): say whose it is.
+        let owners: Vec<String> = registry
+            .formats
+            .iter()
+            .filter(|f| !ids.contains(&f.id.as_str()))
+            .filter(|f| f.options.iter().any(|o| o.key == raw_key))
+            .map(|f| format!("'{}'", f.id))
+            .collect();
+        let plural = if owners.len() > 1 { "s" } else { "" };
+        let known = known.join("; ");
         // The known options too: `-O max-size` (the folded writer's) given when folded is read
         // and a flame graph written is about the output, which has no such option.
         return Err(Failure::Usage(match elsewhere {
@@ -499,37 +538,32 @@ fn split_options(
                     true => ("writes", "reads"),
                     false => ("reads", "writes"),
                 };
+                let also = match owners.is_empty() {
+                    true => String::new(),
+                    false => format!(
+                        "; format{plural} {} also {}, not used by this command",
+                        owners.join(", "),
+                        if owners.len() > 1 {
+                            "have it"
+                        } else {
+                            "has it"
+                        }
+                    ),
+                };
                 format!(
                     "option '{key}' applies when format '{}' {applies} a profile; here it {here} \
-                     one (options here: {})",
+                     one{also} (options here: {known})",
                     f.id,
-                    known.join("; ")
                 )
             }
-            None => {
-                // An option of a format not used here (`-O normalize`, the flame graph's, with
-                // `--to folded`): say whose it is.
-                let owners: Vec<&str> = registry
-                    .formats
-                    .iter()
-                    .filter(|f| f.options.iter().any(|o| o.key == raw_key))
-                    .map(|f| f.id.as_str())
-                    .collect();
-                let known = known.join("; ");
-                match owners.as_slice() {
-                    [] => format!("unknown option '{key}' (known options: {known})"),
-                    _ => format!(
-                        "option '{key}' belongs to format{} {}, which this command does not use \
-                         (options here: {known})",
-                        if owners.len() > 1 { "s" } else { "" },
-                        owners
-                            .iter()
-                            .map(|id| format!("'{id}'"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                }
-            }
+            None => match owners.as_slice() {
+                [] => format!("unknown option '{key}' (known options: {known})"),
+                _ => format!(
+                    "option '{key}' belongs to format{plural} {}, which this command does not \
+                     use (options here: {known})",
+                    owners.join(", ")
+                ),
+            },
         }));
     }
     Ok(per_format)
@@ -673,17 +707,7 @@ fn parse(
         }
         // A stream (stdin, gzip) has no size to trust: a gzip bomb or an endless pipe stops at
         // a bound instead of filling memory. A regular file may be as large as it is.
-        let bound = match std::env::var_os("PROFCONV_MAX_WHOLE_STREAM") {
-            None => MAX_WHOLE_STREAM,
-            Some(v) => v
-                .to_str()
-                .and_then(|t| t.trim().parse::<u64>().ok())
-                .ok_or_else(|| {
-                    Failure::Usage(format!(
-                        "PROFCONV_MAX_WHOLE_STREAM={v:?}: expected a number of bytes (digits only)"
-                    ))
-                })?,
-        };
+        let bound = run.max_whole_stream;
         let limit = size_hint.unwrap_or(0).max(bound);
         let cap = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX);
         io::read_bounded(&mut reader, cap, &mut read).map_err(|e| Failure::reading(&name, &e))?;
@@ -856,7 +880,19 @@ fn choose_emitter<'r>(
     out_path: &Path,
 ) -> Result<&'r FormatHandle, Failure> {
     if let Some(id) = to {
-        return registry.emitter(id).map_err(Failure::Usage);
+        let emitter = registry.emitter(id).map_err(Failure::Usage)?;
+        // As gzip does: compressed bytes on a terminal are unreadable, and may hold escape
+        // sequences that drive it.
+        if out_path == Path::new("-")
+            && compresses_itself(emitter)
+            && std::io::IsTerminal::is_terminal(&std::io::stdout())
+        {
+            return Err(Failure::Usage(format!(
+                "format '{id}' writes compressed bytes, which are not written to a terminal; \
+                 give -o FILE or redirect stdout"
+            )));
+        }
+        return Ok(emitter);
     }
     if out_path == Path::new("-") {
         return Err(Failure::Usage(
@@ -1020,11 +1056,15 @@ fn gzip_by_name(emitter: &FormatHandle, out_path: &Path) -> bool {
         .file_name()
         .map(|n| n.to_string_lossy().to_ascii_lowercase())
         .unwrap_or_default();
-    let compresses_itself = emitter
+    out_path != Path::new("-") && name.ends_with(".gz") && !compresses_itself(emitter)
+}
+
+/// Whether a format writes compressed bytes itself (Firefox's `.json.gz`): its extensions say so.
+fn compresses_itself(emitter: &FormatHandle) -> bool {
+    emitter
         .extensions
         .iter()
-        .any(|e| e.to_ascii_lowercase().ends_with("gz"));
-    out_path != Path::new("-") && name.ends_with(".gz") && !compresses_itself
+        .any(|e| e.to_ascii_lowercase().ends_with("gz"))
 }
 
 /// How messages name the output (`-` is stdout).
@@ -1215,7 +1255,7 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
     let to = args
         .to
         .as_deref()
-        .or(args.output.is_none().then_some("flamegraph"));
+        .or((out_path == Path::new("-")).then_some("flamegraph"));
     if args.before == Path::new("-") && args.after == Path::new("-") {
         return Err(Failure::Usage(
             "diff: `-` (stdin) can be only one of the two inputs: the first would read all of \
@@ -1293,6 +1333,26 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
 fn tree(registry: &Registry, args: &TreeArgs, run: Run) -> Result<(), Failure> {
     // The tree goes to stdout, which must not be the input (`1<>in.folded`).
     check_not_an_input(Path::new("-"), &[&args.input.input])?;
+    // `-O value=…` is the emitters' choice of column; the tree's is `--value` (unless a reader
+    // takes a `value` option of its own).
+    let read_value = |f: &FormatHandle| {
+        f.can_parse()
+            && f.options
+                .iter()
+                .any(|o| o.key == "value" && o.applies(true))
+    };
+    if args
+        .input
+        .options
+        .iter()
+        .any(|o| option_item(o).0 == "value")
+        && !registry.formats.iter().any(read_value)
+    {
+        return Err(Failure::Usage(
+            "`profconv tree` chooses the value column it shows with --value NAME, not -O value"
+                .into(),
+        ));
+    }
     let checked = check_input_options_early(
         registry,
         args.input.from.as_deref(),

@@ -154,14 +154,16 @@ impl Registry {
 
     /// Formats whose declared extensions match `name`, or match it less one `.gz` (a `.gz`
     /// file is its format compressed): the longest suffix wins; a declared extension ending in
-    /// `*` is a file-name prefix (`callgrind.out*`).
+    /// `*` is a file-name prefix (`callgrind.out*`), which only a name without a matching
+    /// suffix takes (`callgrind.out.4711.svg` is a picture of that profile, not the profile).
     pub fn by_file_name<'a>(
         &'a self,
         name: &str,
         pred: impl Fn(&FormatHandle) -> bool,
     ) -> Vec<&'a FormatHandle> {
         let name = name.to_ascii_lowercase();
-        let mut best = 0usize;
+        // (a suffix matched, its length): any suffix outranks any prefix.
+        let mut best = (false, 0usize);
         let mut out: Vec<&FormatHandle> = Vec::new();
         for f in self.formats.iter().filter(|f| pred(f)) {
             for ext in &f.extensions {
@@ -170,12 +172,12 @@ impl Registry {
                 // than a shorter extension that ends in `.gz` (`json.gz`): a `.gz` file is read
                 // decompressed, and written through gzip.
                 let len = if let Some(prefix) = ext.strip_suffix('*') {
-                    name.starts_with(prefix).then_some(prefix.len())
+                    name.starts_with(prefix).then_some((false, prefix.len()))
                 } else if name.ends_with(&format!(".{ext}")) {
-                    Some(ext.len())
+                    Some((true, ext.len()))
                 } else {
                     name.ends_with(&format!(".{ext}.gz"))
-                        .then_some(ext.len() + 3)
+                        .then_some((true, ext.len() + 3))
                 };
                 if let Some(len) = len {
                     if len > best {

@@ -5,7 +5,9 @@
 mod run;
 mod support;
 
-use run::{many_stacks, profconv, run, spawn_piped, temp_files, text, tmp, write};
+use run::{
+    many_stacks, profconv, run, spawn_piped, temp_files, text, tmp, with_profconv_env, write,
+};
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -964,4 +966,122 @@ fn an_input_named_as_a_written_format_is_named_as_such() {
             "{err}"
         );
     }
+}
+
+/// valgrind names its profiles `callgrind.out.PID`, and a picture of one is naturally
+/// `callgrind.out.PID.svg`: a name's own extension outranks the `callgrind.out*` prefix. Before,
+/// the prefix (13 characters) was the longest match: `-o callgrind.out.7.svg` wrote callgrind
+/// text into the `.svg` file with exit 0, and `callgrind.out.7.folded` was read as callgrind.
+#[test]
+fn a_name_after_a_callgrind_out_prefix_keeps_its_own_extension() {
+    let d = tmp();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let i = input.to_str().unwrap();
+    let written = |name: &str| {
+        let path = d.path().join(name);
+        let out = run(&["convert", i, "-o", path.to_str().unwrap()]);
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        std::fs::read(&path).unwrap()
+    };
+    assert!(written("callgrind.out.7.svg").starts_with(b"<?xml"));
+    assert_eq!(written("callgrind.out.7.folded"), SEED_001.as_bytes());
+    // With no extension of its own, the prefix still names the format.
+    assert!(written("callgrind.out.7").starts_with(b"# callgrind format"));
+    assert!(written("callgrind.out.7.2").starts_with(b"# callgrind format"));
+    // Read: a folded file named after the profile it came from.
+    let one_line = write(d.path(), "callgrind.out.7.folded.in", b"main 5\n");
+    let named = d.path().join("callgrind.out.8.folded");
+    std::fs::rename(&one_line, &named).unwrap();
+    let out = run(&["tree", named.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "main self=5 total=5\n");
+}
+
+/// `diff A B -o -` writes the flame graph to stdout, as `diff A B` does: `-` is stdout, and the
+/// flame graph is diff's format there. It was "writing to stdout needs --to FMT".
+#[test]
+fn diff_to_a_dash_writes_the_flame_graph_to_stdout() {
+    let d = tmp();
+    let a = write(d.path(), "a.folded", b"x;y 2\nx 1\n");
+    let b = write(d.path(), "b.folded", b"x;y 3\nx 1\n");
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let dash = run(&["diff", a, b, "-o", "-"]);
+    assert!(dash.status.success(), "{}", text(&dash.stderr));
+    let none = run(&["diff", a, b]);
+    assert!(none.status.success());
+    assert!(dash.stdout.starts_with(b"<?xml"));
+    assert_eq!(dash.stdout, none.stdout);
+}
+
+/// A format that writes compressed bytes (Firefox's `.json.gz`) is not written to a terminal,
+/// as gzip refuses: the bytes are unreadable there and may hold escape sequences. Redirected,
+/// it is written as before.
+#[cfg(target_os = "linux")]
+#[test]
+fn compressed_output_is_not_written_to_a_terminal() {
+    let d = tmp();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let exe = env!("CARGO_BIN_EXE_profconv");
+    let on_terminal = format!("'{exe}' convert seed.folded --to firefox; echo \"exit=$?\"");
+    let out = match with_profconv_env("script")
+        .args(["-qec", &on_terminal, "/dev/null"])
+        .current_dir(d.path())
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("skipped: no `script` to give profconv a terminal ({e})");
+            return;
+        }
+    };
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        screen.contains("writes compressed bytes, which are not written to a terminal")
+            && screen.contains("exit=2"),
+        "{screen:?}"
+    );
+    assert!(
+        !screen.contains('\u{fffd}'),
+        "gzip bytes reached the terminal: {screen:?}"
+    );
+    let piped = run(&["convert", input.to_str().unwrap(), "--to", "firefox"]);
+    assert!(piped.status.success(), "{}", text(&piped.stderr));
+    assert!(piped.stdout.starts_with(&[0x1f, 0x8b]));
+}
+
+/// `PROFCONV_MAX_WHOLE_STREAM` is checked on every run that reads, not only when a stream is
+/// read whole: a bad value was refused for a small Deep.data file and ignored for a large one
+/// or a folded file. A number too large says so (it said "digits only").
+#[test]
+fn a_bad_max_whole_stream_is_refused_on_every_run() {
+    let d = tmp();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let with = |value: &str| {
+        profconv()
+            .args(["tree", input.to_str().unwrap()])
+            .env("PROFCONV_MAX_WHOLE_STREAM", value)
+            .output()
+            .unwrap()
+    };
+    for (value, want) in [
+        (
+            "abc",
+            "PROFCONV_MAX_WHOLE_STREAM=\"abc\": expected a number of bytes (digits only)",
+        ),
+        (
+            "99999999999999999999999",
+            "PROFCONV_MAX_WHOLE_STREAM=\"99999999999999999999999\": too large, at most 18446744073709551615 bytes",
+        ),
+    ] {
+        let out = with(value);
+        assert_eq!(out.status.code(), Some(2), "{value}");
+        assert!(
+            text(&out.stderr).contains(want),
+            "{value}: {}",
+            text(&out.stderr)
+        );
+    }
+    let out = with(" 4096 ");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), support::SEED_001_TREE);
 }

@@ -193,6 +193,33 @@ fn a_corrupt_gzip_file_is_reported_as_such_whatever_the_thread_count() {
             "stdin -j {threads}: {err}"
         );
     }
+    // A stream cut short after a line that warns: the warning, then the error, on any number
+    // of threads (the parallel reader dropped the lines it had read before the error).
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(b"a\xff 1\n").unwrap();
+    enc.write_all("b 1\n".repeat(10_000).as_bytes()).unwrap();
+    let cut = enc.finish().unwrap();
+    let cut_path = d.path().join("cut.gz");
+    std::fs::write(&cut_path, &cut[..cut.len() - 4]).unwrap();
+    let stderr_with = |threads: &str| {
+        let out = run(&[
+            "-j",
+            threads,
+            "tree",
+            "-f",
+            "folded",
+            cut_path.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(3), "-j {threads}");
+        text(&out.stderr)
+    };
+    let one = stderr_with("1");
+    assert!(
+        one.contains("line 1: frame names that are not UTF-8")
+            && one.contains("corrupt or truncated gzip data"),
+        "{one}"
+    );
+    assert_eq!(stderr_with("2"), one);
     // Corrupt within the head detection reads: the corruption, not "cannot tell the format";
     // a stream cut short is no sign of a wrong format (no hint to choose another).
     let mut head_corrupt = gz.clone();
@@ -352,10 +379,20 @@ fn an_option_for_the_other_phase_of_a_format_is_a_usage_error() {
         &[input, "-o", svg, "-O", "per-thread"],
         "option 'per-thread' applies when format 'folded' writes a profile; here it reads one",
     );
-    // The output's options are listed too: the user meant the flame graph's, which has none.
+    // The output's options are listed too: the user meant the flame graph's, which has none;
+    // and the format not used here that has one (speedscope) is named.
     refused(
         &[input, "-o", svg, "-O", "max-size=5"],
-        "here it reads one (options here: folded: skip-bad-lines, piece-size; flamegraph: title",
+        "here it reads one; format 'speedscope' also has it, not used by this command \
+         (options here: folded: skip-bad-lines, piece-size; flamegraph: title",
+    );
+    // The tree's column is `--value`; `-O value` is the emitters'.
+    let out = run(&["tree", input, "-O", "value=samples"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("chooses the value column it shows with --value NAME"),
+        "{}",
+        text(&out.stderr)
     );
     // A key or value of any length is quoted in 40 bytes.
     let long = "k".repeat(100_000);

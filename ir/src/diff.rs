@@ -41,9 +41,9 @@ pub fn combine(
     b.rescale(0, decimals)?;
     b.rescale(1, decimals)?;
     b.add_meta("diff", DIFF_COLUMNS);
-    for (side, p, col, d) in [
-        (0usize, before, before_col, vb.decimals),
-        (1, after, after_col, va.decimals),
+    for (side, p, col, d, other) in [
+        (0usize, before, before_col, vb.decimals, "after"),
+        (1, after, after_col, va.decimals, "before"),
     ] {
         let opt = |s: u32| (s != NONE).then(|| p.strings.get(s));
         let funcs: Vec<u32> = (0..p.n_funcs())
@@ -81,9 +81,14 @@ pub fn combine(
         let mut row = [0i64; 2];
         for (i, &s) in p.sample_stack.iter().enumerate() {
             let v = p.sample_values[col][i];
-            row[side] = v
-                .checked_mul(scale)
-                .ok_or_else(|| IrError::Overflow(format!("{v} × {scale}")))?;
+            row[side] = v.checked_mul(scale).ok_or_else(|| {
+                // Both columns are kept at the larger number of decimals.
+                IrError::Overflow(format!(
+                    "a value of the {} profile does not fit in 64 bits at the {other} profile's \
+                     {decimals} decimals (both sides are compared at one scale)",
+                    ["before", "after"][side],
+                ))
+            })?;
             row[1 - side] = 0;
             b.add_to_stack(stacks[s as usize], &row)?;
         }
@@ -111,6 +116,24 @@ mod tests {
         assert_eq!(
             render_tree(&d.view(), &t, &opts).unwrap(),
             "main self=0 total=4 self_after=0 total_after=7\n  a self=3 total=3 self_after=0 total_after=0\n  b self=1 total=1 self_after=5 total_after=5\n  c self=0 total=0 self_after=2 total_after=2\n"
+        );
+    }
+
+    /// A side whose values do not fit at the other side's decimals names itself and the scale
+    /// (it said "value overflow: 100000000000000000 × 1000").
+    #[test]
+    fn a_side_too_large_at_the_others_scale_says_so() {
+        let big = crate::testing::stacks(&[(&["a"], 100_000_000_000_000_000)]);
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.rescale(0, 3).unwrap();
+        b.add_stack(&["a"], &[1]).unwrap();
+        let fine = b.finish();
+        let e = combine(&big.view(), 0, &fine.view(), 0).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "value overflow: a value of the before profile does not fit in 64 bits at the after \
+             profile's 3 decimals (both sides are compared at one scale)"
         );
     }
 

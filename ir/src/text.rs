@@ -147,7 +147,14 @@ pub fn write_tree<E: From<IrError>>(
             line.push_str("] ");
         }
         push_name(&mut line, p.func_name_str(tree.func[i]));
-        if let Some(c) = main {
+        if let Some(c) = main.filter(|&c| p.value_types[c].kind == ValueKind::Count) {
+            // A count (`--value calls`) is the node's own, never summed into its callers: it
+            // has no total to show, and `total=` equal to self read as one.
+            line.push(' ');
+            line.push_str(p.value_type_name(c));
+            line.push('=');
+            write_fixed(&mut line, tree.self_values[c][i], p.value_types[c].decimals);
+        } else if let Some(c) = main {
             let d = p.value_types[c].decimals;
             line.push_str(" self=");
             write_fixed(&mut line, tree.self_values[c][i], d);
@@ -216,6 +223,32 @@ mod tests {
         assert_eq!(
             text,
             "a\\nb self=0 total=1\n  \\u{1b}[2Jc\td self=1 total=1\n"
+        );
+    }
+
+    /// A count chosen as the value (`tree --value calls`) is shown as the node's own count, not
+    /// as `self=`/`total=` with a total equal to self (the emitters sum a count up the tree;
+    /// the tree never does, and its `total=` read as if it had).
+    #[test]
+    fn a_count_chosen_as_the_value_has_no_total() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("ticks", "ticks", ValueKind::Weight);
+        let calls = b.add_value_type("calls", "count", ValueKind::Count);
+        b.add_stack(&["main"], &[2, 1]).unwrap();
+        b.add_stack(&["main", "f"], &[5, 3]).unwrap();
+        let p = b.finish();
+        let t = CallTree::build(&p.view()).unwrap();
+        let shown = |value| {
+            let opts = TreeTextOptions {
+                value,
+                ..TreeTextOptions::default()
+            };
+            render_tree(&p.view(), &t, &opts).unwrap()
+        };
+        assert_eq!(shown(Some(calls)), "main calls=1\n  f calls=3\n");
+        assert_eq!(
+            shown(None),
+            "main self=2 total=7 calls=1\n  f self=5 total=5 calls=3\n"
         );
     }
 

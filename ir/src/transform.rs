@@ -524,8 +524,10 @@ fn collapse_recursion(
         }
     }
     let n_keys = keys.by_name.len();
+    // The outermost stack of each function on the current path (an input stack).
     let mut outer = vec![NONE; n_keys];
-    r.new_stack = vec![NONE; n];
+    // The input stack each merged stack becomes (an ancestor: a lower id), or NONE.
+    let mut merged_into = vec![NONE; n];
     r.merged_leaf = vec![false; n];
     let mut matched = 0;
     // (stack, entering?) events; on exit, restore what entering set.
@@ -540,34 +542,39 @@ fn collapse_recursion(
             }
             continue;
         }
-        let prefix = p.stack_prefix[si];
-        let parent = if prefix == NONE {
-            NONE
-        } else {
-            r.new_stack[prefix as usize]
-        };
         let tracked = only.is_none_or(|o| o == key);
         if tracked && outer[key as usize] != NONE {
             matched += live[si] as usize;
-            r.new_stack[si] = outer[key as usize];
+            merged_into[si] = outer[key as usize];
             r.merged_leaf[si] = true;
-        } else {
-            let ns = r.b.stack(parent, p.stack_frame[si]);
-            r.new_stack[si] = ns;
-            if tracked {
-                outer[key as usize] = ns;
-                set_here[si] = true;
-            }
+        } else if tracked {
+            outer[key as usize] = s;
+            set_here[si] = true;
         }
         todo.push((s, false));
-        // Children in ascending order, so new stacks keep the input's first-seen order.
-        let mark = todo.len();
         let mut c = first_child[si];
         while c != NONE {
             todo.push((c, true));
             c = next_sibling[c as usize];
         }
-        todo[mark..].reverse();
+    }
+    // The new stacks are made in the input's stack order, not the walk's: a stack moved up to
+    // an outer call (`a;b;a;d` → `a;d`) then comes after the siblings the input reached first
+    // (`a;c`), and `--order first-seen` keeps the input's order. A stack's prefix and the
+    // stack it merges into both come before it.
+    r.new_stack = Vec::with_capacity(n);
+    for (si, &into) in merged_into.iter().enumerate() {
+        let ns = match into {
+            NONE => {
+                let parent = match p.stack_prefix[si] {
+                    NONE => NONE,
+                    prefix => r.new_stack[prefix as usize],
+                };
+                r.b.stack(parent, p.stack_frame[si])
+            }
+            into => r.new_stack[into as usize],
+        };
+        r.new_stack.push(ns);
     }
     matched
 }
@@ -972,6 +979,23 @@ mod tests {
         assert_eq!(
             figure(&run(&p, &["invert", "focus-func:F"])),
             "F:2,0\n  C:1,0\n    B:1,0\n      A:1,1\n  H:1,0\n    B:1,0\n      A:1,1\n"
+        );
+    }
+
+    /// A stack moved up to an outer call comes after the siblings the input reached first:
+    /// `a;b;a;d` becomes `a;d`, after `a;c` (line 2). The walk made it while inside `b`, so
+    /// `--order first-seen` listed `d` before `c`.
+    #[test]
+    fn collapsed_recursion_keeps_the_first_seen_order() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&["a", "b", "x"], &[1]).unwrap();
+        b.add_stack(&["a", "c"], &[1]).unwrap();
+        b.add_stack(&["a", "b", "a", "d"], &[1]).unwrap();
+        let p = b.finish();
+        assert_eq!(
+            figure(&run(&p, &["collapse-rec"])),
+            "a:3,0\n  b:1,0\n    x:1,1\n  c:1,1\n  d:1,1\n"
         );
     }
 

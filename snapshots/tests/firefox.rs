@@ -606,14 +606,15 @@ impl ProfilerCli {
     ///
     /// The CLI gives its daemon 500 ms to start (Node.js reading a 1.2 MB script), which a
     /// loaded machine can take longer than: then it says so and leaves the daemon starting. Such
-    /// a daemon is killed and the load tried again under another id, up to four times; and loads
-    /// go one at a time in this process, so that the tests running at the same time do not make
-    /// it likelier.
+    /// a daemon is killed and the load tried again under another id, after a pause that grows
+    /// (a burst of load on a 2-core machine outlasted four quick attempts), up to twelve times;
+    /// and loads go one at a time in this process, so that the tests running at the same time do
+    /// not make it likelier.
     fn load<'c>(&'c self, file: &Path, id: &str) -> Result<Session<'c>, String> {
         static LOADS: std::sync::Mutex<()> = std::sync::Mutex::new(());
         let _one = LOADS.lock().unwrap_or_else(|e| e.into_inner());
         let mut said = String::new();
-        for attempt in 1..=4 {
+        for attempt in 1..=12 {
             let session = Session {
                 cli: self,
                 id: match attempt {
@@ -640,6 +641,7 @@ impl ProfilerCli {
                 let _ = Command::new("kill").arg(pid).status();
             }
             eprintln!("{path}: the profiler's daemon was slow to start (attempt {attempt}); again");
+            std::thread::sleep(std::time::Duration::from_millis(250 * attempt));
         }
         Err(said)
     }

@@ -668,6 +668,62 @@ fn zoom_beyond_2_pow_53_keeps_every_child() {
     );
 }
 
+/// Far past 2^53 (a total of 9·10^15), frames one unit wide are placed from their exact
+/// offset to the zoomed frame: the script took the difference of two doubles, so zooming into
+/// `k` drew its four children at 10, 600, 1190 and 1190 px, and "Matched" summed doubles and
+/// said 0.00 % for two of the four. A long title keeps clear of the buttons on its line.
+#[test]
+fn exact_places_far_past_2_pow_53_and_a_title_clear_of_the_buttons() {
+    let Some(browser) =
+        browser_or_skip("SKIPPED flamegraph browser test (exact places): no chromium found")
+    else {
+        return;
+    };
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("flamegraph-browser-places");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let folded = b"a_big 9007199254740993\ny;filler 9990000000000\ny;m;filler 9990000000\n\
+y;m;m;filler 9990000\ny;m;m;m;filler 9990\ny;m;m;m;m;filler 6\ny;m;m;m;m;k;c1 1\n\
+y;m;m;m;m;k;c2 1\ny;m;m;m;m;k;c3 1\ny;m;m;m;m;k;c4 1\n";
+    let title = "T".repeat(100) + &"W".repeat(200);
+    let svg = draw(folded, &[("minwidth", "0"), ("title", &title)]);
+    let script = [
+        DRIVER_BY_NAME,
+        r#"
+  function box(id) { return document.getElementById(id).getBBox(); }
+  function apart(a, b) { return a.x + a.width <= b.x || b.x + b.width <= a.x; }
+  function run() {
+    try {
+      mouse(node("k"), "click");
+      ["c1", "c2", "c3", "c4"].forEach(function (n) {
+        put(n, node(n).rect.getAttribute("x") + " " + node(n).rect.getAttribute("width"));
+      });
+      fg_do_search("^c[13]$");
+      put("matched", document.getElementById("matched").textContent);
+      var t = box("title");
+      put("title_clear", t.width > 0 && apart(t, box("unzoom")) && apart(t, box("search"))
+        && apart(t, box("ignorecase")));
+"#,
+        DRIVER_END,
+    ]
+    .concat();
+    let body = drive(&browser, &out_dir, "places", &svg, &script);
+    let results: Vec<(&str, &str)> = body.lines().filter_map(|l| l.split_once('=')).collect();
+    let want = [
+        ("c1", "10 295"),
+        ("c2", "305 295"),
+        ("c3", "600 295"),
+        ("c4", "895 295"),
+        ("matched", "Matched: 50.00%"),
+        ("title_clear", "true"),
+    ];
+    for (k, v) in want {
+        assert!(
+            results.contains(&(k, v)),
+            "{k}: want {v:?}; the page says {results:?}"
+        );
+    }
+}
+
 /// The SVG of a folded profile drawn with `opts` through the plugin entry.
 fn draw(folded: &[u8], opts: &[(&str, &str)]) -> String {
     let profile = parse_folded(
@@ -757,6 +813,10 @@ fn labels_details_and_buttons_fit_in_chromium() {
       put("details_ends", d.substring(d.length - 30));
       var db = document.getElementById("details").getBBox(), mb = document.getElementById("matched").getBBox();
       put("details_room", db.width > 0 && mb.width > 0 && db.x + db.width < mb.x);
+      // The longest text the right end shows (it overlapped the details line's numbers).
+      fg_do_search("(");
+      db = document.getElementById("details").getBBox(); mb = document.getElementById("matched").getBBox();
+      put("details_room_bad", mb.width > 0 && db.x + db.width < mb.x);
       mouse(node(LONG_X), "mouseout");
       fg_reset_search();
       mouse(node("foo"), "mouseover");
@@ -812,6 +872,7 @@ fn labels_details_and_buttons_fit_in_chromium() {
                 "(50 samples, 50.00%; 50.00% of the zoomed frame)",
             ),
             ("details_room", "true"),
+            ("details_room_bad", "true"),
             (
                 "details_after_zoom",
                 "Function: \u{2068}foo\u{2069} (20 samples, 20.00%; 100.00% of the zoomed frame)",

@@ -508,7 +508,7 @@ fn malformed_inputs_name_the_line() {
             "tick_backwards_strict",
             b"PVMTRACE 1\nC 10 f\nC 5 g\nE 20\nE 30\n",
             strict(),
-            "line 3, column 1: tick 5 goes backwards",
+            "line 3, column 3: tick 5 goes backwards",
         ),
         (
             "end_wrong_function",

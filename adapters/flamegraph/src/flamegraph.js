@@ -154,13 +154,14 @@ function fg_describe(n) {
 }
 
 // The details line: the hovered frame's description, its name cut to leave room for the
-// numbers and for "Matched: 100.00%" on the right; a no-break space keeps the text node.
+// numbers and for what the right end shows ("Matched: 100.00%", "Bad regular expression");
+// a no-break space keeps the text node.
 function fg_show_details() {
   var n = fg_hovered;
   if (!n || n.g.classList.contains("hide")) { fg_set_text(fg_details, "\u00a0"); return; }
   var t = fg_describe(n), rest = t.substring(n.name.length), head = fg_nametype + " ";
-  // The line's room: the plot less Matched's (18 cells).
-  var line = Math.floor(fg_plotw / fg_charw) - 18;
+  // The line's room: the plot less the right end's (22 cells and a gap).
+  var line = Math.floor(fg_plotw / fg_charw) - 24;
   var name = fg_cut(n.name, Math.max(line - fg_width(head) - fg_width(rest), 3));
   // Numbers too long for the line even with the name cut short (a differential graph's of
   // large values) are cut at the end: the line never runs into Matched or off the image.
@@ -219,7 +220,7 @@ function fg_place(n, x, w) {
 
 function fg_zoom(z) {
   fg_zoomed = z;
-  var zx = z.x, zw = z.w, zl = z.level;
+  var zw = z.w, zl = z.level;
   for (var i = 0; i < fg_nodes.length; i++) {
     var n = fg_nodes[i], cl = n.g.classList;
     if (n.level < zl) {
@@ -234,7 +235,10 @@ function fg_zoom(z) {
     } else if (n.lo >= z.lo && n.hi <= z.hi) {
       cl.remove("hide");
       cl.remove("parent");
-      fg_place(n, fg_xpad + (n.x - zx) / zw * fg_plotw, n.w / zw * fg_plotw);
+      // The offset from the zoomed frame's edge is taken exactly, then made a double: past
+      // 2^53 the difference of two doubles is rounded, and children a few units apart drew
+      // on top of each other.
+      fg_place(n, fg_xpad + Number(n.lo - z.lo) / zw * fg_plotw, n.w / zw * fg_plotw);
     } else {
       cl.add("hide");
     }
@@ -323,11 +327,16 @@ function fg_update_matched() {
     var n = fg_nodes[i];
     if (n.match && n.level >= zl && (!z || (n.lo >= z.lo && n.hi <= z.hi))) hits.push(n);
   }
-  hits.sort(function (a, b) { return a.x - b.x || b.w - a.w; });
-  var covered = 0, end = -Infinity;
+  // On the exact edges (BigInts where the positions pass 2^53): only differences of nearby
+  // edges become doubles, so one-unit matches far from 0 still count.
+  hits.sort(function (a, b) {
+    return a.lo < b.lo ? -1 : a.lo > b.lo ? 1 : a.hi > b.hi ? -1 : a.hi < b.hi ? 1 : 0;
+  });
+  var covered = 0, end = null;
   for (var j = 0; j < hits.length; j++) {
-    var s = hits[j].x, e = hits[j].x + hits[j].w;
-    if (s >= end) { covered += e - s; end = e; } else if (e > end) { covered += e - end; end = e; }
+    var s = hits[j].lo, e = hits[j].hi;
+    if (end === null || s >= end) { covered += Number(e - s); end = e; }
+    else if (e > end) { covered += Number(e - end); end = e; }
   }
   fg_set_text(fg_matched, "Matched: " + fg_percent(covered, z ? z.w : fg_total));
 }

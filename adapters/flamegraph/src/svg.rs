@@ -361,12 +361,21 @@ fn write_head<W: Write>(
     // subtitle (a differential graph's is 120 characters) ran off both sides of a narrow image.
     let span = right - left;
     let char_w = o.font_size * o.font_width.max(crate::attrs::DEFAULT_FONT_WIDTH);
-    let fitted = |text: &str, char_w: f64| {
+    let fitted = |text: &str, span: f64, char_w: f64| {
         let mut out = String::new();
         fit_label(&xml_safe(text), span, char_w, &mut out);
         out
     };
     let title_char_w = char_w / o.font_size * (o.font_size + TITLE_EXTRA);
+    // The title shares its line with "Reset Zoom" on the left and "Reset Search" and "ic" on
+    // the right (17 characters with the gaps): centred, it keeps clear of the wider side, unless
+    // the image is too narrow to leave it a word (then it takes the line, as before).
+    let between = span - 2.0 * 17.0 * char_w;
+    let title_span = if between >= 8.0 * title_char_w {
+        between
+    } else {
+        span
+    };
     ui_text(
         w,
         num,
@@ -374,7 +383,7 @@ fn write_head<W: Write>(
         None,
         centre,
         geo.title_y,
-        &fitted(pic.title, title_char_w),
+        &fitted(pic.title, title_span, title_char_w),
     )?;
     if let Some(sub) = &o.subtitle {
         ui_text(
@@ -384,7 +393,7 @@ fn write_head<W: Write>(
             None,
             centre,
             geo.subtitle_y,
-            &fitted(sub, char_w),
+            &fitted(sub, span, char_w),
         )?;
     }
     // The details line shows the hovered frame; a no-break space keeps its text node.

@@ -1077,11 +1077,16 @@ struct Pieces<'r, 'w> {
     offset: u64,
     max_line: usize,
     eof: bool,
+    /// A read error met after some whole lines: reported once they are parsed.
+    failed: Option<PluginError>,
 }
 
 impl<'w> Pieces<'_, 'w> {
     /// The next piece, in `buf` (a recycled buffer), or `None` at the end of the input.
     fn next(&mut self, mut buf: Vec<u8>) -> Result<Option<Piece<'w>>, PluginError> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
         if self.eof && self.carry.is_empty() {
             return Ok(None);
         }
@@ -1129,7 +1134,23 @@ impl<'w> Pieces<'_, 'w> {
         self.carry.clear();
         loop {
             while !self.eof && len < buf.len() {
-                let n = read_some(self.input, &mut buf[len..])?;
+                let n = match read_some(self.input, &mut buf[len..]) {
+                    Ok(n) => n,
+                    Err(e) => match memchr::memrchr(b'\n', &buf[..len]) {
+                        // The whole lines read before the error (a corrupt gzip stream) are
+                        // parsed first, with their warnings, as one thread parses them.
+                        Some(i) => {
+                            self.failed = Some(e.into());
+                            self.offset += i as u64 + 1;
+                            return Ok(Some(Piece {
+                                buf,
+                                len: i + 1,
+                                mapped: None,
+                            }));
+                        }
+                        None => return Err(e.into()),
+                    },
+                };
                 self.eof = n == 0;
                 len += n;
             }
@@ -1189,6 +1210,7 @@ fn parse_parallel(
         offset: 0,
         max_line: opts.max_line,
         eof: false,
+        failed: None,
     };
     let mut reporter = Reporter::default();
     // A line too long to read is an error on its line: the first, or the one after the lines

@@ -60,7 +60,9 @@ impl ParseOptions {
             "folded" => Some(InputVariant::Debugger(DebuggerVariant::Folded)),
             other => {
                 return Err(PluginError::bad_option(format!(
-                    "variant={other}: expected auto, pvmtrace, flamechart, collapsed or folded"
+                    "option variant={}: expected `auto`, `pvmtrace`, `flamechart`, `collapsed` or \
+                     `folded`",
+                    profconv_plugin::quote_input(other.as_bytes(), 40)
                 )));
             }
         };
@@ -813,7 +815,18 @@ mod tests {
         assert_eq!(e.status, profconv_plugin::Status::BAD_OPTIONS);
         assert_eq!(
             e.message,
-            "variant=svg: expected auto, pvmtrace, flamechart, collapsed or folded"
+            "option variant=svg: expected `auto`, `pvmtrace`, `flamechart`, `collapsed` or `folded`"
+        );
+        // A value of any length, with a line break, is quoted in 40 bytes on one line.
+        let long = Options::new(vec![(
+            "variant".into(),
+            Some(format!("x\ny{}", "y".repeat(300))),
+        )]);
+        let e = ParseOptions::from_options(&long).unwrap_err();
+        assert!(
+            !e.message.contains('\n') && e.message.len() < 150,
+            "{}",
+            e.message
         );
         // A flame chart read as collapsed: calls unknown, same ticks.
         let chart = "k 1\nk;f 2\nk 3\n";

@@ -228,6 +228,16 @@ impl Loc {
         }
     }
 
+    /// The place of `at`, a suffix of the trimmed line, for warnings about one field.
+    fn at_field(&self, at: &[u8]) -> At {
+        let idx = self.len - at.len().min(self.len);
+        At {
+            line: self.no,
+            offset: self.offset + idx as u64,
+            col: (self.lead + idx) as u64 + 1,
+        }
+    }
+
     /// An error about the whole record (at its first column).
     fn record_err(&self, msg: impl Into<String>) -> PluginError {
         PluginError::invalid_input(msg)
@@ -243,6 +253,10 @@ impl Loc {
             .at_line(self.no, (self.lead + idx) as u64 + 1)
     }
 }
+
+/// An event's tick, its timestamp with the field it was read from (for messages), and the
+/// rest of the line.
+type Stamp<'t> = (u64, Option<(u64, &'t [u8])>, &'t [u8]);
 
 /// A parsed identifier (spec B.4).
 enum Id<'t> {
@@ -655,7 +669,7 @@ impl Reader {
         &self,
         rest: &'t [u8],
         loc: Loc,
-    ) -> Result<(u64, Option<u64>, &'t [u8]), PluginError> {
+    ) -> Result<Stamp<'t>, PluginError> {
         let Ok((r, (plus, v))) = clock(rest) else {
             return Err(loc.err(
                 rest,
@@ -697,7 +711,7 @@ impl Reader {
             v
         };
         let (after, _) = blanks(after).unwrap_or((after, &[]));
-        Ok((tick, Some(time), after))
+        Ok((tick, Some((time, r)), after))
     }
 
     /// The clocks at an event: clamps what goes backwards, counts unattributed ticks, and
@@ -705,23 +719,29 @@ impl Reader {
     #[inline]
     fn advance(
         &mut self,
-        tick: u64,
-        time: Option<u64>,
+        (tick, tick_field): (u64, &[u8]),
+        time: Option<(u64, &[u8])>,
         loc: Loc,
         cx: &mut Context<'_>,
     ) -> Result<(), PluginError> {
+        // Warnings and errors about a clock name its field (`C 5 f`: column 3).
+        let (time, time_field) = match time {
+            Some((t, field)) => (Some(t), field),
+            None => (None, tick_field),
+        };
         if !self.seen_event {
             self.seen_event = true;
             self.start(tick, time);
         }
         let prev = self.prev_tick.unwrap_or(tick);
         let tick = if tick < prev {
-            self.diag.warn(cx, Warn::TickBackwards, loc.at(), || {
-                (
-                    format!("tick {tick} goes backwards (previous event at tick {prev})"),
-                    format!("clamped to {prev}"),
-                )
-            })?;
+            self.diag
+                .warn(cx, Warn::TickBackwards, loc.at_field(tick_field), || {
+                    (
+                        format!("tick {tick} goes backwards (previous event at tick {prev})"),
+                        format!("clamped to {prev}"),
+                    )
+                })?;
             prev
         } else {
             tick
@@ -740,12 +760,13 @@ impl Reader {
         }
         let time = match (time, self.prev_time) {
             (Some(t), Some(p)) if t < p => {
-                self.diag.warn(cx, Warn::TimeBackwards, loc.at(), || {
-                    (
-                        format!("timestamp {t} goes backwards (previous {p})"),
-                        format!("clamped to {p}"),
-                    )
-                })?;
+                self.diag
+                    .warn(cx, Warn::TimeBackwards, loc.at_field(time_field), || {
+                        (
+                            format!("timestamp {t} goes backwards (previous {p})"),
+                            format!("clamped to {p}"),
+                        )
+                    })?;
                 Some(p)
             }
             (t, _) => t,
@@ -753,9 +774,12 @@ impl Reader {
         self.prev_tick = Some(tick);
         self.prev_time = time;
         self.now[0] = i64::try_from(tick - self.tick_base).map_err(|_| {
-            loc.record_err(format!(
-                "tick {tick} is out of range: more than 2^63-1 ticks after the first event"
-            ))
+            loc.err(
+                tick_field,
+                format!(
+                    "tick {tick} is out of range: more than 2^63-1 ticks after the first event"
+                ),
+            )
         })?;
         if has_time_col {
             if let Some(t) = time {
@@ -767,9 +791,12 @@ impl Reader {
                     Some(_) => {}
                     None if self.time_missing => {}
                     None => {
-                        return Err(loc.record_err(format!(
-                            "timestamp {t} is out of range: more than 2^63-1 ns after the first one"
-                        )));
+                        return Err(loc.err(
+                            time_field,
+                            format!(
+                                "timestamp {t} is out of range: more than 2^63-1 ns after the first one"
+                            ),
+                        ));
                     }
                 }
             }
@@ -823,8 +850,9 @@ impl Reader {
         loc: Loc,
         cx: &mut Context<'_>,
     ) -> Result<(), PluginError> {
-        let (tick, time, rest) = self.stamp(rest, loc)?;
-        self.advance(tick, time, loc, cx)?;
+        let (tick, time, after) = self.stamp(rest, loc)?;
+        self.advance((tick, rest), time, loc, cx)?;
+        let rest = after;
         let tick = self.prev_tick.unwrap_or(tick);
         let ir = |e: profconv_plugin::ir::IrError| loc.record_err(e.to_string());
         match op {
