@@ -94,12 +94,18 @@ impl OpenInput {
     }
 
     /// The whole file mapped into memory, when it is an uncompressed regular file large enough
-    /// to gain by it and no progress bar is to be drawn (the bar counts the bytes read, and a
-    /// parser reading a mapped file reads none). `None` when mapping fails too: the file is
-    /// then read.
-    pub fn mapped(&self) -> Option<MappedFile> {
+    /// to gain by it, with the progress bar to draw, if any. A parser that tells how far it has
+    /// read (`tracked`: it releases the input behind it) moves the bar; for any other the bar
+    /// counts the bytes read, and a parser reading a mapped file reads none, so then the file
+    /// is read, not mapped. `None` when mapping fails too: the file is then read.
+    pub fn mapped(&self, tracked: bool) -> Option<(MappedFile, Option<indicatif::ProgressBar>)> {
+        let shows = shows_progress(self.size_hint);
         match &self.file {
-            Some(f) if !shows_progress(self.size_hint) => MappedFile::new(f),
+            Some(f) if tracked || !shows => {
+                let mapped = MappedFile::new(f)?;
+                let bar = progress_bar(&self.name, self.size_hint);
+                Some((mapped, bar))
+            }
             _ => None,
         }
     }
@@ -116,11 +122,13 @@ impl OpenInput {
 
     /// A reader over the whole content (head included), with a progress bar on stderr when
     /// stderr is a terminal and the input is large (or of unknown size, like a pipe).
-    pub fn into_reader(self) -> Box<dyn Read> {
+    /// The input as a reader, its head first; with a progress bar counting the bytes read
+    /// when `progress` (and the input is large and stderr a terminal).
+    pub fn into_reader(self, progress: bool) -> Box<dyn Read> {
         let name = self.name.clone();
         let size = self.size_hint;
         let reader = Cursor::new(self.head).chain(self.rest);
-        match progress_bar(&name, size) {
+        match progress.then(|| progress_bar(&name, size)).flatten() {
             Some(bar) => Box::new(bar.wrap_read(reader)),
             None => Box::new(reader),
         }

@@ -681,10 +681,13 @@ fn parse(
     // A large regular file is mapped and given whole (no copy, no buffer) to a parser that
     // reads its input whole, or that releases a whole input behind it; otherwise a streaming
     // parser reads the stream, and the others get it read into memory.
-    let mapped = parser
-        .takes_mapped_input()
-        .then(|| input.mapped())
-        .flatten();
+    // A progress bar, if one is drawn, follows the parser's releases through a mapped file.
+    let (mapped, mapped_bar) = match parser.takes_mapped_input() {
+        true => input
+            .mapped(parser.releases_whole_input())
+            .map_or((None, None), |(m, bar)| (Some(m), bar)),
+        false => (None, None),
+    };
     if let Some(m) = &mapped {
         // Truncated under the parser, the mapping faults (SIGBUS): end with an error instead.
         // The output's temp file, made before the parse, is removed too: nothing is left.
@@ -699,7 +702,7 @@ fn parse(
     }
     let (head_is_all, head) = (input.head.len() < io::HEAD, input.head.clone());
     let (gzip_file, detected_by_content) = (input.gzip_file, input.detected_by_content);
-    let mut reader = input.into_reader();
+    let mut reader = input.into_reader(mapped.is_none());
     let mut read = Vec::new();
     if !streams && mapped.is_none() {
         if !head_is_all && parser.sniff(&head) == Ok(0) && parser.sniffs() {
@@ -729,6 +732,9 @@ fn parse(
     let release = |upto: u64| {
         if let Some(m) = &mapped {
             m.release(upto);
+        }
+        if let Some(bar) = &mapped_bar {
+            bar.set_position(upto);
         }
     };
     let req = ParseInput {

@@ -819,6 +819,75 @@ fn warnings_are_printed_above_the_progress_bar() {
     );
 }
 
+/// A large file read by a parser that tells how far it has read (folded, PVM) is mapped on a
+/// terminal too, and the progress bar follows the parser (it was read through the bar instead,
+/// a copy more: 5 % more CPU on a 1 GB file); the output is the one written without a bar.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_mapped_file_still_gets_a_progress_bar() {
+    let d = tmp();
+    // 67.6 MB, past the 64 MiB from which a file gets a bar, in long lines (few of them: the
+    // tests' profconv is a debug build).
+    let line = format!("a;{} 1\n", "b".repeat(1020));
+    write(d.path(), "big.folded", line.repeat(66_000).as_bytes());
+    let exe = env!("CARGO_BIN_EXE_profconv");
+    let on_terminal =
+        format!("'{exe}' convert -j1 big.folded --to folded -o bar.folded; echo \"exit=$?\"");
+    let out = match with_profconv_env("script")
+        .args(["-qec", &on_terminal, "/dev/null"])
+        .current_dir(d.path())
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("skipped: no `script` to give profconv a terminal ({e})");
+            return;
+        }
+    };
+    let screen = text(&out.stdout);
+    assert!(screen.contains("exit=0"), "{screen:?}");
+    assert!(
+        screen.contains("big.folded [") && screen.contains("MiB/"),
+        "no bar was drawn: {screen:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("bar.folded")).unwrap(),
+        line.replace(" 1\n", " 66000\n")
+    );
+    // The parser reads no byte through the host: with strace, no read of the file's size.
+    let traced = with_profconv_env("strace")
+        .args([
+            "-f",
+            "-e",
+            "trace=read",
+            "-o",
+            "reads.txt",
+            "script",
+            "-qec",
+        ])
+        .arg(format!(
+            "'{exe}' convert -j1 big.folded --to folded -o bar2.folded"
+        ))
+        .arg("/dev/null")
+        .current_dir(d.path())
+        .output();
+    if let Ok(traced) = traced
+        && traced.status.success()
+    {
+        let reads = std::fs::read_to_string(d.path().join("reads.txt")).unwrap_or_default();
+        let big_reads = reads
+            .lines()
+            .filter(|l| l.contains("read("))
+            .filter_map(|l| l.rsplit("= ").next()?.trim().parse::<u64>().ok())
+            .filter(|&n| n >= 65_536)
+            .count();
+        assert!(
+            big_reads < 16,
+            "the file was read, not mapped: {big_reads} large reads"
+        );
+    }
+}
+
 /// A signal that arrives once the output is in place changes nothing: the run ends as it would
 /// have, exit 0. It used to exit 130 ("interrupted") with the new output already renamed over
 /// the old. `strace` holds the rename's return for 1.5 s, so the signal lands there.

@@ -665,11 +665,7 @@ impl Reader {
 
     /// `<tick> [@<time>]` and what follows.
     #[inline]
-    fn stamp<'t>(
-        &self,
-        rest: &'t [u8],
-        loc: Loc,
-    ) -> Result<Stamp<'t>, PluginError> {
+    fn stamp<'t>(&self, rest: &'t [u8], loc: Loc) -> Result<Stamp<'t>, PluginError> {
         let Ok((r, (plus, v))) = clock(rest) else {
             return Err(loc.err(
                 rest,

@@ -1410,7 +1410,12 @@ impl FormatHandle {
     /// or it streams and releases a whole input behind it (ABI 1.3,
     /// [`caps::RELEASES_WHOLE_INPUT`]).
     pub fn takes_mapped_input(&self) -> bool {
-        !self.streams_input() || self.caps & caps::RELEASES_WHOLE_INPUT != 0
+        !self.streams_input() || self.releases_whole_input()
+    }
+    /// True if the parser streams a whole input and tells the host how far it has read
+    /// ([`caps::RELEASES_WHOLE_INPUT`]): its progress through a mapped file is known.
+    pub fn releases_whole_input(&self) -> bool {
+        self.streams_input() && self.caps & caps::RELEASES_WHOLE_INPUT != 0
     }
 
     /// Confidence 0..=100 that `head` is this format; 0 when the format has no sniffer. `Err`
