@@ -20,8 +20,8 @@
 //! `deep__truncated` (errors of files cut short).
 
 use profconv_deep::{
-    Deep, DeepFile, NameStyle, PdTree, build_tree, m, proc_name, read_file, render_pd_tree,
-    tree_totals,
+    Deep, DeepFile, NameStyle, PdTree, ProcNames, build_tree, m, proc_name, read_file,
+    render_pd_tree, tree_totals,
 };
 use profconv_ir::{CallTree, Profile, TreeOrder, TreeTextOptions, render_tree};
 use profconv_plugin::{Context, Format, Input, Options, PluginError};
@@ -105,12 +105,10 @@ fn assert_pd_tree(rel: &str, f: &DeepFile<'_>, t: &PdTree, expected: &[Node]) {
     let depth = depths(t);
     assert_eq!(t.len(), expected.len(), "{rel}: number of nodes");
     let mut name = String::new();
+    let names = ProcNames::new(f, NameStyle::Short).unwrap();
     for (n, e) in expected.iter().enumerate() {
-        proc_name(
-            &f.proc_head(f.pd[t.pd[n] as usize].ps).unwrap().label,
-            NameStyle::Short,
-            &mut name,
-        );
+        let ps = f.pd[t.pd[n] as usize].ps;
+        names.write(ps, &f.proc_head(ps).unwrap().label, &mut name);
         let got = (
             depth[n],
             name.as_str(),
@@ -197,13 +195,11 @@ fn pd_nodes(f: &DeepFile<'_>, t: &PdTree) -> Vec<(u32, String, i64, i64, i64, i6
     let totals = tree_totals(f, &costs, t).expect("totals");
     let depth = depths(t);
     let mut name = String::new();
+    let names = ProcNames::new(f, NameStyle::Short).unwrap();
     (0..t.len())
         .map(|n| {
-            proc_name(
-                &f.proc_head(f.pd[t.pd[n] as usize].ps).unwrap().label,
-                NameStyle::Short,
-                &mut name,
-            );
+            let ps = f.pd[t.pd[n] as usize].ps;
+            names.write(ps, &f.proc_head(ps).unwrap().label, &mut name);
             (
                 depth[n] as u32,
                 name.clone(),
@@ -537,6 +533,30 @@ fn late_link() {
         (4, "late.y/1", 1, 1, 8, 8, 0, 0),
     ];
     check_fixture("late_link", "deep/late_link.data", Some(&expected), false);
+}
+
+/// A function and the predicate it calls, of one short name (`map.lookup/3`): the function is
+/// named `+1`, or the two read as one function calling itself (direct recursion to
+/// `collapse-direct-rec`, one callgrind function with a self-call).
+#[test]
+fn a_function_and_its_predicate_of_one_name_stay_two() {
+    let expected = tree![
+        (0, ROOT, 0, 0, 0, 9, 0, 0),
+        (1, "m.main/2", 1, 0, 1, 9, 0, 0),
+        (2, "map.lookup/3+1", 4, 0, 2, 8, 0, 0),
+        (3, "map.lookup/3", 4, 0, 6, 6, 0, 0),
+    ];
+    check_fixture(
+        "pred_and_func",
+        "deep/pred_and_func.data",
+        Some(&expected),
+        false,
+    );
+    let bytes = read_fixture("deep/pred_and_func.data");
+    let (p, _) = parse(&bytes, &[("names", Some("mdprof"))]);
+    let names: Vec<String> = ir_nodes(&p.unwrap()).into_iter().map(|n| n.1).collect();
+    assert!(names.contains(&"map.lookup/3+1-0".to_string()), "{names:?}");
+    assert!(names.contains(&"map.lookup/3-0".to_string()), "{names:?}");
 }
 
 /// The real profile: every fact of `fixtures/deep/real/README.md`.

@@ -76,6 +76,13 @@ fn lossy(s: &[u8]) -> std::borrow::Cow<'_, str> {
 
 /// Writes the name of a procedure into `out` (cleared first).
 pub fn proc_name(label: &Label<'_>, style: NameStyle, out: &mut String) {
+    proc_name_marked(label, style, false, out);
+}
+
+/// [`proc_name`], with a function's `+1` in the short style too when `mark_function` (a
+/// predicate of the file has the same short name: `map.lookup/3` and the function
+/// `map.lookup/3+1`, which the standard library pairs by the hundred).
+fn proc_name_marked(label: &Label<'_>, style: NameStyle, mark_function: bool, out: &mut String) {
     out.clear();
     match *label {
         Label::Absent => out.push_str("<unknown procedure>"),
@@ -94,6 +101,9 @@ pub fn proc_name(label: &Label<'_>, style: NameStyle, out: &mut String) {
             push_u32(out, arity);
             match style {
                 NameStyle::Short => {
+                    if is_func && mark_function {
+                        out.push_str("+1");
+                    }
                     if mode != 0 {
                         out.push('-');
                         push_u32(out, mode);
@@ -162,6 +172,80 @@ pub fn proc_module<'a>(label: &Label<'a>) -> &'a [u8] {
     }
 }
 
+/// A user procedure's short name, as parts: declaring module, name, arity, mode.
+fn short_key<'a>(label: &Label<'a>) -> Option<(&'a [u8], &'a [u8], u32, u32)> {
+    match *label {
+        Label::User {
+            decl_module,
+            name,
+            arity,
+            mode,
+            ..
+        } => Some((decl_module, name, arity, mode)),
+        _ => None,
+    }
+}
+
+/// How the procedures of one file are named: [`proc_name`] in the chosen style, and in the
+/// short style a called function whose short name a called predicate has is marked `+1`, so
+/// that the two stay two functions (in folded stacks, callgrind, and the transforms that match
+/// names, a function calling its predicate read as recursion).
+pub struct ProcNames {
+    style: NameStyle,
+    /// The proc-statics of the functions to mark, ascending.
+    marked: Vec<u32>,
+}
+
+impl ProcNames {
+    /// The names of `f`'s procedures in `style`.
+    ///
+    /// Candidates are found by the short names' hashes the loader kept; only they are decoded
+    /// again and compared (decoding every called predicate cost 10 % of reading a file of
+    /// mostly proc-statics).
+    pub fn new(f: &DeepFile<'_>, style: NameStyle) -> Result<Self, PluginError> {
+        let mut marked = Vec::new();
+        if style != NameStyle::Short || !f.ps.iter().any(|p| p.called && p.is_func) {
+            return Ok(ProcNames { style, marked });
+        }
+        let mut predicates: Vec<(u32, u32)> = (0..f.ps.len() as u32)
+            .filter(|&ps| {
+                let p = &f.ps[ps as usize];
+                p.called && !p.is_func && p.short_hash != 0
+            })
+            .map(|ps| (f.ps[ps as usize].short_hash, ps))
+            .collect();
+        predicates.sort_unstable();
+        for ps in 0..f.ps.len() as u32 {
+            let p = &f.ps[ps as usize];
+            if !(p.called && p.is_func) {
+                continue;
+            }
+            let from = predicates.partition_point(|&(h, _)| h < p.short_hash);
+            let mut candidates = predicates[from..]
+                .iter()
+                .take_while(|&&(h, _)| h == p.short_hash)
+                .peekable();
+            if candidates.peek().is_none() {
+                continue;
+            }
+            let key = short_key(&f.proc_head(ps)?.label);
+            for &(_, pred) in candidates {
+                if short_key(&f.proc_head(pred)?.label) == key {
+                    marked.push(ps);
+                    break;
+                }
+            }
+        }
+        Ok(ProcNames { style, marked })
+    }
+
+    /// Writes the name of the procedure `ps`, of label `label`, into `out` (cleared first).
+    pub fn write(&self, ps: u32, label: &Label<'_>, out: &mut String) {
+        let marked = self.marked.binary_search(&ps).is_ok();
+        proc_name_marked(label, self.style, marked, out);
+    }
+}
+
 /// Builds the IR profile of a read file and its tree.
 ///
 /// Strings, funcs and frames are interned by [`ProfileBuilder`] (each name once); stacks and
@@ -189,6 +273,7 @@ pub fn to_profile(
     let is_renamed = |k: usize| renamed.get(k).copied().unwrap_or(false);
     // Funcs and frames: per node its own (line-less) frame, and the frame of its parent at the
     // call site that reaches it.
+    let names = ProcNames::new(f, opts.names)?;
     let mut func_of_ps = vec![NONE; f.ps.len()];
     let mut frame_of_css = vec![NONE; f.css.len()];
     let mut node_func = vec![NONE; n];
@@ -204,9 +289,9 @@ pub fn to_profile(
         }
         let ps = f.pd[t.pd[k] as usize].ps;
         let func = if is_renamed(k) {
-            call_site_func(&mut b, f, t, k, opts.names, &mut name)?
+            call_site_func(&mut b, f, t, k, &names, &mut name)?
         } else {
-            func_for(&mut b, f, &mut func_of_ps, ps, opts.names, &mut name)?
+            func_for(&mut b, f, &mut func_of_ps, ps, &names, &mut name)?
         };
         node_func[k] = func;
         own_frame[k] = b.frame(func);
@@ -371,11 +456,12 @@ fn call_site_func(
     f: &DeepFile<'_>,
     t: &PdTree,
     n: usize,
-    style: NameStyle,
+    names: &ProcNames,
     name: &mut String,
 ) -> Result<u32, PluginError> {
-    let p = f.proc_head(f.pd[t.pd[n] as usize].ps)?;
-    proc_name(&p.label, style, name);
+    let ps = f.pd[t.pd[n] as usize].ps;
+    let p = f.proc_head(ps)?;
+    names.write(ps, &p.label, name);
     let site = f.call_site_text(t.css[n])?;
     let css = &f.css[t.css[n] as usize];
     let site_file = if site.file.is_empty() {
@@ -411,7 +497,7 @@ fn func_for(
     f: &DeepFile<'_>,
     func_of_ps: &mut [u32],
     ps: u32,
-    style: NameStyle,
+    names: &ProcNames,
     name: &mut String,
 ) -> Result<u32, PluginError> {
     let cached = func_of_ps[ps as usize];
@@ -419,7 +505,7 @@ fn func_for(
         return Ok(cached);
     }
     let p = f.proc_head(ps)?;
-    proc_name(&p.label, style, name);
+    names.write(ps, &p.label, name);
     let file = lossy(p.file);
     let module = lossy(proc_module(&p.label));
     let line = (p.line != 0).then_some(p.line);

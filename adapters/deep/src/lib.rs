@@ -16,7 +16,7 @@ mod model;
 mod read;
 mod tree;
 
-pub use convert::{COLUMNS, DeepOptions, NameStyle, proc_module, proc_name, to_profile};
+pub use convert::{COLUMNS, DeepOptions, NameStyle, ProcNames, proc_module, proc_name, to_profile};
 pub use model::{
     CallSiteDynamic, CallSiteStatic, CallSiteText, Coverage, DeepFile, Header, ID_PREFIX, Label,
     Measures, ProcDynamic, ProcHead, ProcStatic, kind, m, read_file,
@@ -173,6 +173,7 @@ pub fn render_pd_tree(
     let mut depth = vec![0usize; t.len()];
     let mut out = String::new();
     let mut name = String::new();
+    let names = ProcNames::new(f, style)?;
     for n in 0..t.len() {
         if t.parent[n] != NONE {
             depth[n] = depth[t.parent[n] as usize] + 1;
@@ -182,11 +183,8 @@ pub fn render_pd_tree(
         for _ in 0..depth[n] {
             out.push_str("  ");
         }
-        proc_name(
-            &f.proc_head(f.pd[t.pd[n] as usize].ps)?.label,
-            style,
-            &mut name,
-        );
+        let ps = f.pd[t.pd[n] as usize].ps;
+        names.write(ps, &f.proc_head(ps)?.label, &mut name);
         let _ = write!(
             out,
             "{name} calls={} rec={} q={}/{} call_seqs={}/{} allocs={}/{} words={}/{}",
