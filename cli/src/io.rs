@@ -640,6 +640,16 @@ impl Sink {
         Ok(Sink::File { tmp, target })
     }
 
+    /// Whether the output goes to a terminal (`-`, `/dev/stdout` or `/dev/tty` there).
+    pub fn is_terminal(&self) -> bool {
+        use std::io::IsTerminal;
+        match self {
+            Sink::Stdout(_) => io::stdout().is_terminal(),
+            Sink::Direct(w) => w.get_ref().0.is_terminal(),
+            Sink::File { .. } => false,
+        }
+    }
+
     /// The writer.
     pub fn writer(&mut self) -> &mut dyn Write {
         match self {

@@ -144,7 +144,8 @@ enum OrderArg {
 struct TreeArgs {
     #[command(flatten)]
     input: InputArgs,
-    /// Value type shown as self/total (default: the first weight, e.g. samples or ticks).
+    /// Value type shown as self/total (default: the first weight, e.g. samples or ticks); a
+    /// count (`calls`) is shown as NAME=N, the node's own.
     #[arg(long, value_name = "NAME")]
     value: Option<String>,
     /// Also print every other value type.
@@ -886,19 +887,7 @@ fn choose_emitter<'r>(
     out_path: &Path,
 ) -> Result<&'r FormatHandle, Failure> {
     if let Some(id) = to {
-        let emitter = registry.emitter(id).map_err(Failure::Usage)?;
-        // As gzip does: compressed bytes on a terminal are unreadable, and may hold escape
-        // sequences that drive it.
-        if out_path == Path::new("-")
-            && compresses_itself(emitter)
-            && std::io::IsTerminal::is_terminal(&std::io::stdout())
-        {
-            return Err(Failure::Usage(format!(
-                "format '{id}' writes compressed bytes, which are not written to a terminal; \
-                 give -o FILE or redirect stdout"
-            )));
-        }
-        return Ok(emitter);
+        return registry.emitter(id).map_err(Failure::Usage);
     }
     if out_path == Path::new("-") {
         return Err(Failure::Usage(
@@ -1084,11 +1073,17 @@ fn output_name(out_path: &Path) -> String {
 fn open_output(out_path: &Path, emitter: &FormatHandle) -> Result<Output, Failure> {
     let name = output_name(out_path);
     let sink = Sink::create(out_path).map_err(|e| Failure::Io(format!("{name}: {e}")))?;
-    Ok(Output {
-        sink,
-        name,
-        gzip: gzip_by_name(emitter, out_path),
-    })
+    let gzip = gzip_by_name(emitter, out_path);
+    // As gzip does: compressed bytes on a terminal (`-`, `/dev/stdout`, `/dev/tty`) are
+    // unreadable, and may hold escape sequences that drive it. Nothing was written yet.
+    if (gzip || compresses_itself(emitter)) && sink.is_terminal() {
+        return Err(Failure::Usage(format!(
+            "{name}: format '{}' writes compressed bytes, which are not written to a terminal; \
+             give -o FILE or redirect stdout",
+            emitter.id
+        )));
+    }
+    Ok(Output { sink, name, gzip })
 }
 
 /// The format's own check of its option values (ABI 1.5), before the input is read: `-O

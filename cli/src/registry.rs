@@ -162,10 +162,12 @@ impl Registry {
         pred: impl Fn(&FormatHandle) -> bool,
     ) -> Vec<&'a FormatHandle> {
         let name = name.to_ascii_lowercase();
-        // (a suffix matched, its length): any suffix outranks any prefix.
+        // (a suffix matched, its length): any suffix outranks any prefix. Ranked over every
+        // format, then kept by `pred`: `callgrind.out.5.svg` is a flame graph, which no reader
+        // takes, not a callgrind profile to read.
         let mut best = (false, 0usize);
         let mut out: Vec<&FormatHandle> = Vec::new();
-        for f in self.formats.iter().filter(|f| pred(f)) {
+        for f in &self.formats {
             for ext in &f.extensions {
                 let ext = ext.to_ascii_lowercase();
                 // An extension and one more `.gz` (`x.speedscope.json.gz`) is a longer match
@@ -190,6 +192,7 @@ impl Registry {
                 }
             }
         }
+        out.retain(|f| pred(f));
         out
     }
 

@@ -995,6 +995,15 @@ fn a_name_after_a_callgrind_out_prefix_keeps_its_own_extension() {
     let out = run(&["tree", named.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "main self=5 total=5\n");
+    // Read back, the picture is named as the flame graph it is (a callgrind parse error before).
+    let svg = d.path().join("callgrind.out.7.svg");
+    let out = run(&["tree", svg.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("is named as a flamegraph file"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// `diff A B -o -` writes the flame graph to stdout, as `diff A B` does: `-` is stdout, and the
@@ -1022,7 +1031,11 @@ fn compressed_output_is_not_written_to_a_terminal() {
     let d = tmp();
     let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
     let exe = env!("CARGO_BIN_EXE_profconv");
-    let on_terminal = format!("'{exe}' convert seed.folded --to firefox; echo \"exit=$?\"");
+    // Stdout, and stdout or the terminal named as a file.
+    let on_terminal = format!(
+        "for o in - /dev/stdout /dev/tty; do '{exe}' convert seed.folded --to firefox -o $o; \
+         echo \"exit=$?\"; done"
+    );
     let out = match with_profconv_env("script")
         .args(["-qec", &on_terminal, "/dev/null"])
         .current_dir(d.path())
@@ -1035,11 +1048,14 @@ fn compressed_output_is_not_written_to_a_terminal() {
         }
     };
     let screen = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        screen.contains("writes compressed bytes, which are not written to a terminal")
-            && screen.contains("exit=2"),
+    assert_eq!(
+        screen
+            .matches("writes compressed bytes, which are not written to a terminal")
+            .count(),
+        3,
         "{screen:?}"
     );
+    assert_eq!(screen.matches("exit=2").count(), 3, "{screen:?}");
     assert!(
         !screen.contains('\u{fffd}'),
         "gzip bytes reached the terminal: {screen:?}"

@@ -181,7 +181,11 @@ struct Reader<'c, 'x> {
     cx: &'c mut Context<'x>,
     names: HashMap<String, u32>,
     compressed: [HashMap<u64, u32>; 3],
-    func_index: HashMap<(u32, u32, u32), u32>,
+    /// Functions by object, file, name, and for a piece of inlined code the function it is
+    /// inlined into (else NONE).
+    func_index: HashMap<(u32, u32, u32, u32), u32>,
+    /// A name that is not UTF-8 was warned about.
+    lossy_noted: bool,
     self_index: HashMap<(u32, u64, u32), u32>,
     edge_index: HashMap<(u32, u64, u32, u32), u32>,
     /// Long names from `event:` lines (the last one of a name wins).
@@ -347,6 +351,15 @@ impl Reader<'_, '_> {
 
     fn intern(&mut self, raw: &[u8]) -> u32 {
         let s = String::from_utf8_lossy(raw);
+        if matches!(s, std::borrow::Cow::Owned(_)) && !self.lossy_noted {
+            // Said once, as the folded reader says it: two names that differ only in such
+            // bytes become one.
+            self.lossy_noted = true;
+            self.cx.warn(&format!(
+                "line {}: names that are not UTF-8; invalid bytes are replaced with U+FFFD (names that differ only there are read as one)",
+                self.line_no
+            ));
+        }
         if let Some(&id) = self.names.get(s.as_ref()) {
             return id;
         }
@@ -357,15 +370,25 @@ impl Reader<'_, '_> {
     }
 
     fn func_of(&mut self, object: u32, file: u32, name: u32) -> u32 {
+        self.func_in(object, file, name, NONE)
+    }
+
+    /// The function `(object, file, name)`, or with `host` the piece of it inlined into `host`:
+    /// each host has its own, so a header's code inlined into two functions of one name (two
+    /// static `work` in two files) goes under each, with each one's costs.
+    fn func_in(&mut self, object: u32, file: u32, name: u32, host: u32) -> u32 {
         let next = self.g.funcs.len() as u32;
-        let id = *self.func_index.entry((object, file, name)).or_insert(next);
+        let id = *self
+            .func_index
+            .entry((object, file, name, host))
+            .or_insert(next);
         if id == next {
             self.g.funcs.push(Func {
                 object,
                 file,
                 name,
                 has_block: false,
-                inlined_into: NONE,
+                inlined_into: host,
                 line: 0,
             });
         }
@@ -456,9 +479,7 @@ impl Reader<'_, '_> {
         let Some(close) = v.iter().position(|&c| c == b')') else {
             return Err(self.err(
                 col,
-                format!(
-                    "expected `({key}ID)` or `(ID) name` after `{key}=`: the `(` is not closed"
-                ),
+                format!("expected `(ID)` or `(ID) name` after `{key}=`: the `(` is not closed"),
             ));
         };
         let id = std::str::from_utf8(&v[1..close])
@@ -536,12 +557,7 @@ impl Reader<'_, '_> {
                 self.func = if file == primary_file {
                     self.primary
                 } else {
-                    let f = self.func_of(self.fn_ob, file, self.fn_name);
-                    let func = &mut self.g.funcs[f as usize];
-                    if !func.has_block && func.inlined_into == NONE {
-                        func.inlined_into = self.primary;
-                    }
-                    f
+                    self.func_in(self.fn_ob, file, self.fn_name, self.primary)
                 };
             }
             b"fn" => {
@@ -1129,6 +1145,7 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
         names: HashMap::new(),
         compressed: [HashMap::new(), HashMap::new(), HashMap::new()],
         func_index: HashMap::new(),
+        lossy_noted: false,
         self_index: HashMap::new(),
         edge_index: HashMap::new(),
         long_names: HashMap::new(),
@@ -1382,6 +1399,27 @@ mod tests {
     fn graph_streaming(text: &str) -> Result<Graph, PluginError> {
         let mut r = text.as_bytes();
         parse_graph(&mut Input::from_reader(&mut r), &mut Context::silent())
+    }
+
+    /// Names that are not UTF-8 are read lossily, as the folded reader reads them, and said
+    /// once: two names that differ only in such bytes (`caf\xe9`, `caf\xe8`) became one
+    /// function without a word.
+    #[test]
+    fn names_that_are_not_utf8_are_said_once() {
+        let bytes = b"events: A\nfl=a.c\nfn=caf\xe9\n1 1\nfn=caf\xe8\n1 2\n";
+        let mut messages = Vec::new();
+        let mut sink = |_: u32, m: &str| messages.push(m.to_string());
+        parse_graph(
+            &mut Input::from_slice(bytes),
+            &mut Context::with_sink(&mut sink),
+        )
+        .unwrap();
+        assert_eq!(
+            messages,
+            [
+                "line 3: names that are not UTF-8; invalid bytes are replaced with U+FFFD (names that differ only there are read as one)"
+            ]
+        );
     }
 
     /// Names are read as callgrind_annotate and KCachegrind read them: a name written without

@@ -1355,6 +1355,22 @@ mod tests {
         );
     }
 
+    /// A header's code inlined into two functions of one name in two files (two static `work`,
+    /// as `gcc -O2` writes for glibc's fortify headers): each host gets its own piece, with its
+    /// own costs. The piece was one function under the first host only: there `work` (a.c)
+    /// totalled 110, and `work` (b.c) 1 and a spurious root of 100. callgrind_annotate: main
+    /// 112 inclusive, a.c:work 11, b.c:work 101.
+    #[test]
+    fn code_inlined_into_two_hosts_goes_under_each() {
+        let text = "events: Ir\nfl=main.c\nfn=main\ncfi=a.c\ncfn=work\ncalls=1 1\n1 11\n\
+                    cfi=b.c\ncfn=work\ncalls=1 1\n2 101\nfl=a.c\nfn=work\n1 1\nfi=util.h\n5 10\n\
+                    fl=b.c\nfn=work\n1 1\nfi=util.h\n5 100\n";
+        assert_eq!(
+            tree(text, BuildOptions::default()),
+            "main self=0 total=112 calls=0\n  work self=1 total=11 calls=1\n    work self=10 total=10 calls=0\n  work self=1 total=101 calls=1\n    work self=100 total=100 calls=0\n"
+        );
+    }
+
     #[test]
     fn parts_with_other_events_are_matched_by_name() {
         let text = "events: A\nfn=f\n1 1\nevents: B A\nfn=f\n1 2 3\n+1 4\n";

@@ -1237,6 +1237,12 @@ fn parse_parallel(
                     &mut main,
                 )
             }
+            // The read failed after the first piece's whole lines: they are parsed, then the
+            // error is the run's (the reader need not fail again, nor keep what it cut).
+            None if pieces.failed.is_some() => {
+                let failed = pieces.failed.take().map_or(Ok(()), Err);
+                parse_serial(&mut Input::from_slice(first.bytes()), &mut main).and(failed)
+            }
             None => {
                 let mut rest = first
                     .bytes()
@@ -2150,6 +2156,59 @@ mod tests {
                     "{threads} threads, streaming {streaming}: {err}"
                 );
             }
+        }
+    }
+
+    /// A read that fails after some whole lines (a corrupt gzip stream) is the run's error on
+    /// any number of threads, after those lines' warnings, even from a reader that reports the
+    /// end of its input afterwards instead of failing again: the lines read before the error
+    /// were dropped on several threads, and a differential file then went on to read nothing
+    /// more and end without an error.
+    #[test]
+    fn a_read_error_after_whole_lines_is_the_error_on_any_thread_count() {
+        /// `text`, then one failure, then the end of the input.
+        struct FailsOnce<'t>(&'t [u8], bool);
+        impl std::io::Read for FailsOnce<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                if !self.0.is_empty() {
+                    let n = buf.len().min(self.0.len());
+                    buf[..n].copy_from_slice(&self.0[..n]);
+                    self.0 = &self.0[n..];
+                    return Ok(n);
+                }
+                if !self.1 {
+                    self.1 = true;
+                    return Err(std::io::Error::other("the stream is corrupt"));
+                }
+                Ok(0)
+            }
+        }
+        let texts: [&[u8]; 2] = [
+            b"caf\xe9 1\nb 1\nb 1\nb 1\nb 1\nc;d",
+            b"caf\xe9 1 2\nb 1 2\nb 1 2\nb 1 2\nc;d",
+        ];
+        for text in texts {
+            let mut seen = Vec::new();
+            for threads in [1, 2] {
+                let mut warnings = Vec::new();
+                let mut sink = |_: u32, m: &str| warnings.push(m.to_string());
+                let mut cx = Context::with_sink(&mut sink).with_threads(threads);
+                let mut r = FailsOnce(text, false);
+                let opts = ParseOptions {
+                    threads,
+                    piece_size: 1 << 20,
+                    ..ParseOptions::default()
+                };
+                let e = parse_folded_with(&mut Input::from_reader(&mut r), opts, &mut cx)
+                    .expect_err("the read error");
+                assert!(e.message.contains("the stream is corrupt"), "{}", e.message);
+                seen.push((warnings, e.message));
+            }
+            assert_eq!(seen[0], seen[1], "{:?}", String::from_utf8_lossy(text));
+            assert!(
+                seen[0].0.iter().any(|w| w.contains("not UTF-8")),
+                "{seen:?}"
+            );
         }
     }
 
