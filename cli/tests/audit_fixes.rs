@@ -5,9 +5,7 @@
 mod run;
 mod support;
 
-use run::{
-    many_stacks, profconv, run, spawn_piped, temp_files, text, tmp, with_profconv_env, write,
-};
+use run::{many_stacks, on_terminal, profconv, run, spawn_piped, temp_files, text, tmp, write};
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -1032,20 +1030,12 @@ fn compressed_output_is_not_written_to_a_terminal() {
     let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
     let exe = env!("CARGO_BIN_EXE_profconv");
     // Stdout, and stdout or the terminal named as a file.
-    let on_terminal = format!(
+    let command = format!(
         "for o in - /dev/stdout /dev/tty; do '{exe}' convert seed.folded --to firefox -o $o; \
          echo \"exit=$?\"; done"
     );
-    let out = match with_profconv_env("script")
-        .args(["-qec", &on_terminal, "/dev/null"])
-        .current_dir(d.path())
-        .output()
-    {
-        Ok(out) => out,
-        Err(e) => {
-            eprintln!("skipped: no `script` to give profconv a terminal ({e})");
-            return;
-        }
+    let Some(out) = on_terminal(d.path(), &command) else {
+        return;
     };
     let screen = String::from_utf8_lossy(&out.stdout);
     assert_eq!(

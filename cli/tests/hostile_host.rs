@@ -8,8 +8,8 @@ mod run;
 mod support;
 
 use run::{
-    many_stacks, profconv, run, spawn_piped, temp_files, text, tmp, wait_within, with_profconv_env,
-    write,
+    many_stacks, on_terminal, profconv, run, spawn_piped, temp_files, text, tmp, wait_within,
+    with_profconv_env, write,
 };
 use std::io::Write;
 use std::path::Path;
@@ -794,16 +794,8 @@ fn warnings_are_printed_above_the_progress_bar() {
         "(cat part.folded; sleep 0.5; cat bad.folded; sleep 0.5; cat part.folded) | '{exe}' \
          convert - --from folded --to folded -o /dev/null"
     );
-    let out = match with_profconv_env("script")
-        .args(["-qec", &pipeline, "/dev/null"])
-        .current_dir(d.path())
-        .output()
-    {
-        Ok(out) => out,
-        Err(e) => {
-            eprintln!("skipped: no `script` to give profconv a terminal ({e})");
-            return;
-        }
+    let Some(out) = on_terminal(d.path(), &pipeline) else {
+        return;
     };
     let screen = text(&out.stdout);
     assert!(out.status.success(), "{:?}: {screen}", out.status);
@@ -831,18 +823,10 @@ fn a_mapped_file_still_gets_a_progress_bar() {
     let line = format!("a;{} 1\n", "b".repeat(1020));
     write(d.path(), "big.folded", line.repeat(66_000).as_bytes());
     let exe = env!("CARGO_BIN_EXE_profconv");
-    let on_terminal =
+    let command =
         format!("'{exe}' convert -j1 big.folded --to folded -o bar.folded; echo \"exit=$?\"");
-    let out = match with_profconv_env("script")
-        .args(["-qec", &on_terminal, "/dev/null"])
-        .current_dir(d.path())
-        .output()
-    {
-        Ok(out) => out,
-        Err(e) => {
-            eprintln!("skipped: no `script` to give profconv a terminal ({e})");
-            return;
-        }
+    let Some(out) = on_terminal(d.path(), &command) else {
+        return;
     };
     let screen = text(&out.stdout);
     assert!(screen.contains("exit=0"), "{screen:?}");

@@ -639,23 +639,20 @@ fn zoom_beyond_2_pow_53_keeps_every_child() {
     ]
     .concat();
     let body = drive(&browser, &out_dir, "exact", &svg, &script);
+    assert_results(
+        &body,
+        &[
+            ("A", "hidden"),
+            ("B", "shown"),
+            ("C1", "shown"),
+            ("C2", "shown"),
+            ("root", "parent"),
+            // After C1, from 10 px: 1180 × 3859155.010614073 / 5060211.151057429 px = 899.92 px.
+            ("c2_rect", "909.92 280.08"),
+            ("matched", "Matched: 100.00%"),
+        ],
+    );
     let results: Vec<(&str, &str)> = body.lines().filter_map(|l| l.split_once('=')).collect();
-    let want = [
-        ("A", "hidden"),
-        ("B", "shown"),
-        ("C1", "shown"),
-        ("C2", "shown"),
-        ("root", "parent"),
-        // After C1, from 10 px: 1180 × 3859155.010614073 / 5060211.151057429 px = 899.92 px.
-        ("c2_rect", "909.92 280.08"),
-        ("matched", "Matched: 100.00%"),
-    ];
-    for (k, v) in want {
-        assert!(
-            results.contains(&(k, v)),
-            "{k}: want {v:?}; the page says {results:?}"
-        );
-    }
     let location = results
         .iter()
         .find(|(k, _)| *k == "location")
@@ -707,16 +704,23 @@ y;m;m;m;m;k;c2 1\ny;m;m;m;m;k;c3 1\ny;m;m;m;m;k;c4 1\n";
     ]
     .concat();
     let body = drive(&browser, &out_dir, "places", &svg, &script);
+    assert_results(
+        &body,
+        &[
+            ("c1", "10 295"),
+            ("c2", "305 295"),
+            ("c3", "600 295"),
+            ("c4", "895 295"),
+            ("matched", "Matched: 50.00%"),
+            ("title_clear", "true"),
+        ],
+    );
+}
+
+/// Each `key=value` of `want` is among the lines the driver put in `body`.
+fn assert_results(body: &str, want: &[(&str, &str)]) {
     let results: Vec<(&str, &str)> = body.lines().filter_map(|l| l.split_once('=')).collect();
-    let want = [
-        ("c1", "10 295"),
-        ("c2", "305 295"),
-        ("c3", "600 295"),
-        ("c4", "895 295"),
-        ("matched", "Matched: 50.00%"),
-        ("title_clear", "true"),
-    ];
-    for (k, v) in want {
+    for &(k, v) in want {
         assert!(
             results.contains(&(k, v)),
             "{k}: want {v:?}; the page says {results:?}"

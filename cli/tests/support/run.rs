@@ -30,6 +30,22 @@ pub fn with_profconv_env(program: &str) -> Command {
         })
 }
 
+/// What the shell command `command` (run in `dir`) puts on a terminal that `script` gives it
+/// for stdin, stdout and stderr, or `None` (the test is skipped, and says so) without `script`.
+pub fn on_terminal(dir: &Path, command: &str) -> Option<Output> {
+    match with_profconv_env("script")
+        .args(["-qec", command, "/dev/null"])
+        .current_dir(dir)
+        .output()
+    {
+        Ok(out) => Some(out),
+        Err(e) => {
+            eprintln!("skipped: no `script` to give profconv a terminal ({e})");
+            None
+        }
+    }
+}
+
 /// `profconv ARGS` started with stdin, stdout and stderr all pipes.
 pub fn spawn_piped(args: &[&str]) -> Child {
     profconv()
