@@ -79,9 +79,9 @@ pub fn proc_name(label: &Label<'_>, style: NameStyle, out: &mut String) {
     proc_name_marked(label, style, false, out);
 }
 
-/// [`proc_name`], with a function's `+1` in the short style too when `mark_function` (a
-/// predicate of the file has the same short name: `map.lookup/3` and the function
-/// `map.lookup/3+1`, which the standard library pairs by the hundred).
+/// [`proc_name`], with a function's `+1` in the short style too when `mark_function` (a called
+/// predicate has the same short name: `map.lookup/3` and the function `map.lookup/3+1`, which
+/// the standard library pairs by the hundred; see [`ProcNames`]).
 fn proc_name_marked(label: &Label<'_>, style: NameStyle, mark_function: bool, out: &mut String) {
     out.clear();
     match *label {
