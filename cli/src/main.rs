@@ -692,10 +692,17 @@ fn parse(
     if let Some(m) = &mapped {
         // Truncated under the parser, the mapping faults (SIGBUS): end with an error instead.
         // The output's temp file, made before the parse, is removed too: nothing is left.
+        // The handler only writes bytes: a progress bar's line is cleared by them first.
+        let clear_bar = if mapped_bar.is_some() {
+            "\r\x1b[2K"
+        } else {
+            ""
+        };
         m.on_truncation(
             &format!(
-                "profconv: error: {}: the file shrank while it was being read (another program \
-                 truncated or rewrote it), or its device failed to read it; nothing was written\n",
+                "{clear_bar}profconv: error: {}: the file shrank while it was being read (another \
+                 program truncated or rewrote it), or its device failed to read it; nothing was \
+                 written\n",
                 printable(&name)
             ),
             4,
@@ -1079,7 +1086,7 @@ fn open_output(out_path: &Path, emitter: &FormatHandle) -> Result<Output, Failur
     if (gzip || compresses_itself(emitter)) && sink.is_terminal() {
         return Err(Failure::Usage(format!(
             "{name}: format '{}' writes compressed bytes, which are not written to a terminal; \
-             give -o FILE or redirect stdout",
+             write them to a file (-o FILE) or a pipe",
             emitter.id
         )));
     }

@@ -161,35 +161,12 @@ impl Registry {
         name: &str,
         pred: impl Fn(&FormatHandle) -> bool,
     ) -> Vec<&'a FormatHandle> {
-        let name = name.to_ascii_lowercase();
-        // (a suffix matched, its length): any suffix outranks any prefix. Ranked over every
-        // format, then kept by `pred`: `callgrind.out.5.svg` is a flame graph, which no reader
-        // takes, not a callgrind profile to read.
-        let mut best = (false, 0usize);
+        let declared: Vec<&[String]> = self.formats.iter().map(|f| &f.extensions[..]).collect();
         let mut out: Vec<&FormatHandle> = Vec::new();
-        for f in &self.formats {
-            for ext in &f.extensions {
-                let ext = ext.to_ascii_lowercase();
-                // An extension and one more `.gz` (`x.speedscope.json.gz`) is a longer match
-                // than a shorter extension that ends in `.gz` (`json.gz`): a `.gz` file is read
-                // decompressed, and written through gzip.
-                let len = if let Some(prefix) = ext.strip_suffix('*') {
-                    name.starts_with(prefix).then_some((false, prefix.len()))
-                } else if name.ends_with(&format!(".{ext}")) {
-                    Some((true, ext.len()))
-                } else {
-                    name.ends_with(&format!(".{ext}.gz"))
-                        .then_some((true, ext.len() + 3))
-                };
-                if let Some(len) = len {
-                    if len > best {
-                        best = len;
-                        out.clear();
-                    }
-                    if len == best && !out.iter().any(|o| o.id == f.id) {
-                        out.push(f);
-                    }
-                }
+        for i in best_by_name(name, &declared) {
+            let f = &self.formats[i];
+            if !out.iter().any(|o| o.id == f.id) {
+                out.push(f);
             }
         }
         out.retain(|f| pred(f));
@@ -310,5 +287,83 @@ impl Registry {
             "cannot tell the input's format from its content or name; choose one with --from (readable formats: {})",
             self.ids(FormatHandle::can_parse)
         )))
+    }
+}
+
+/// The indexes of the extension lists in `declared` that match `name` best (see
+/// [`Registry::by_file_name`]), in order.
+fn best_by_name(name: &str, declared: &[&[String]]) -> Vec<usize> {
+    let name = name.to_ascii_lowercase();
+    // The longest declared prefix the name starts with: a suffix inside it (a plugin's `out` in
+    // `callgrind.out`) is part of the prefix, not after it.
+    let prefix_len = declared
+        .iter()
+        .flat_map(|exts| exts.iter())
+        .filter_map(|e| e.strip_suffix('*'))
+        .map(str::to_ascii_lowercase)
+        .filter(|p| name.starts_with(p.as_str()))
+        .map(|p| p.len())
+        .max()
+        .unwrap_or(0);
+    let after_prefix = |len: usize| name.len() - len > prefix_len;
+    // (a suffix matched after any prefix, its length): such a suffix outranks any prefix.
+    let mut best = (false, 0usize);
+    let mut out = Vec::new();
+    for (i, exts) in declared.iter().enumerate() {
+        for ext in exts.iter() {
+            let ext = ext.to_ascii_lowercase();
+            // An extension and one more `.gz` (`x.speedscope.json.gz`) is a longer match than a
+            // shorter extension that ends in `.gz` (`json.gz`): a `.gz` file is read
+            // decompressed, and written through gzip.
+            let len = if let Some(prefix) = ext.strip_suffix('*') {
+                name.starts_with(prefix).then_some((false, prefix.len()))
+            } else if name.ends_with(&format!(".{ext}")) {
+                Some((after_prefix(ext.len()), ext.len()))
+            } else {
+                name.ends_with(&format!(".{ext}.gz"))
+                    .then(|| (after_prefix(ext.len() + 3), ext.len() + 3))
+            };
+            if let Some(len) = len {
+                if len > best {
+                    best = len;
+                    out.clear();
+                }
+                if len == best && out.last() != Some(&i) {
+                    out.push(i);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::best_by_name;
+
+    /// A name's own extension outranks a declared prefix (`callgrind.out.4711.svg` is a
+    /// flame graph), but a suffix inside the prefix does not (a plugin's `out` in
+    /// `callgrind.out`: the prefix was lost to it, and `-o callgrind.out` had no format).
+    #[test]
+    fn suffixes_after_a_prefix_outrank_it_and_those_inside_do_not() {
+        let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (grind, plug, svg, ff, ss) = (
+            owned(&["callgrind", "callgrind.out*"]),
+            owned(&["out"]),
+            owned(&["svg"]),
+            owned(&["json.gz"]),
+            owned(&["speedscope.json"]),
+        );
+        let declared: Vec<&[String]> = vec![&grind, &plug, &svg, &ff, &ss];
+        let best = |name| best_by_name(name, &declared);
+        assert_eq!(best("callgrind.out"), [0]);
+        assert_eq!(best("callgrind.out.4711"), [0]);
+        assert_eq!(best("Callgrind.Out.4711.gz"), [0]);
+        assert_eq!(best("callgrind.out.4711.svg"), [2]);
+        assert_eq!(best("callgrind.out.4711.out"), [1]);
+        assert_eq!(best("x.out"), [1]);
+        assert_eq!(best("p.json.gz"), [3]);
+        assert_eq!(best("p.speedscope.json.gz"), [4]);
+        assert_eq!(best("p.txt"), Vec::<usize>::new());
     }
 }

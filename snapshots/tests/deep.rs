@@ -557,6 +557,13 @@ fn a_function_and_its_predicate_of_one_name_stay_two() {
     let names: Vec<String> = ir_nodes(&p.unwrap()).into_iter().map(|n| n.1).collect();
     assert!(names.contains(&"map.lookup/3+1-0".to_string()), "{names:?}");
     assert!(names.contains(&"map.lookup/3-0".to_string()), "{names:?}");
+    // The mark does not depend on what the run called: the same program, whose run did not
+    // call the predicate, names the function alike (a diff of the two matched it to the
+    // predicate).
+    let bytes = read_fixture("deep/func_called_alone.data");
+    let (p, _) = parse(&bytes, &[]);
+    let names: Vec<String> = ir_nodes(&p.unwrap()).into_iter().map(|n| n.1).collect();
+    assert_eq!(names, [ROOT, "m.main/2", "map.lookup/3+1"]);
 }
 
 /// The real profile: every fact of `fixtures/deep/real/README.md`.

@@ -79,7 +79,7 @@ pub fn proc_name(label: &Label<'_>, style: NameStyle, out: &mut String) {
     proc_name_marked(label, style, false, out);
 }
 
-/// [`proc_name`], with a function's `+1` in the short style too when `mark_function` (a called
+/// [`proc_name`], with a function's `+1` in the short style too when `mark_function` (a
 /// predicate has the same short name: `map.lookup/3` and the function `map.lookup/3+1`, which
 /// the standard library pairs by the hundred; see [`ProcNames`]).
 fn proc_name_marked(label: &Label<'_>, style: NameStyle, mark_function: bool, out: &mut String) {
@@ -187,9 +187,10 @@ fn short_key<'a>(label: &Label<'a>) -> Option<(&'a [u8], &'a [u8], u32, u32)> {
 }
 
 /// How the procedures of one file are named: [`proc_name`] in the chosen style, and in the
-/// short style a called function whose short name a called predicate has is marked `+1`, so
-/// that the two stay two functions (in folded stacks, callgrind, and the transforms that match
-/// names, a function calling its predicate read as recursion).
+/// short style a called function whose short name a predicate of the file has (called or not,
+/// so that two profiles of one program name it alike) is marked `+1`, so that the two stay two
+/// functions (in folded stacks, callgrind, and the transforms that match names, a function
+/// calling its predicate read as recursion).
 pub struct ProcNames {
     style: NameStyle,
     /// The proc-statics of the functions to mark, ascending.
@@ -199,41 +200,43 @@ pub struct ProcNames {
 impl ProcNames {
     /// The names of `f`'s procedures in `style`.
     ///
-    /// Candidates are found by the short names' hashes the loader kept; only they are decoded
-    /// again and compared (decoding every called predicate cost 10 % of reading a file of
-    /// mostly proc-statics).
+    /// Candidates are found by the short names' fingerprints the loader kept; only they are
+    /// decoded again, each once (decoding every predicate cost 50 % of reading a file of mostly
+    /// proc-statics; comparing each function with each candidate, quadratic time).
     pub fn new(f: &DeepFile<'_>, style: NameStyle) -> Result<Self, PluginError> {
+        use std::collections::HashSet;
+        type Fast = foldhash::fast::FixedState;
         let mut marked = Vec::new();
-        if style != NameStyle::Short || !f.ps.iter().any(|p| p.called && p.is_func) {
+        if style != NameStyle::Short {
             return Ok(ProcNames { style, marked });
         }
-        let mut predicates: Vec<(u32, u32)> = (0..f.ps.len() as u32)
-            .filter(|&ps| {
-                let p = &f.ps[ps as usize];
-                p.called && !p.is_func && p.short_hash != 0
-            })
-            .map(|ps| (f.ps[ps as usize].short_hash, ps))
-            .collect();
-        predicates.sort_unstable();
-        for ps in 0..f.ps.len() as u32 {
-            let p = &f.ps[ps as usize];
-            if !(p.called && p.is_func) {
-                continue;
+        let functions: HashSet<u32, Fast> =
+            f.ps.iter()
+                .filter(|p| p.called && p.is_func)
+                .map(|p| p.short_hash)
+                .collect();
+        if functions.is_empty() {
+            return Ok(ProcNames { style, marked });
+        }
+        // The predicates that may share a function's short name: their fingerprints, and their
+        // names decoded once.
+        let (mut hashes, mut predicates) = (
+            HashSet::with_hasher(Fast::default()),
+            HashSet::with_hasher(Fast::default()),
+        );
+        for (ps, p) in f.ps.iter().enumerate() {
+            if !p.is_func && p.short_hash != 0 && functions.contains(&p.short_hash) {
+                hashes.insert(p.short_hash);
+                predicates.insert(short_key(&f.proc_head(ps as u32)?.label));
             }
-            let from = predicates.partition_point(|&(h, _)| h < p.short_hash);
-            let mut candidates = predicates[from..]
-                .iter()
-                .take_while(|&&(h, _)| h == p.short_hash)
-                .peekable();
-            if candidates.peek().is_none() {
-                continue;
-            }
-            let key = short_key(&f.proc_head(ps)?.label);
-            for &(_, pred) in candidates {
-                if short_key(&f.proc_head(pred)?.label) == key {
-                    marked.push(ps);
-                    break;
-                }
+        }
+        for (ps, p) in f.ps.iter().enumerate() {
+            if p.called
+                && p.is_func
+                && hashes.contains(&p.short_hash)
+                && predicates.contains(&short_key(&f.proc_head(ps as u32)?.label))
+            {
+                marked.push(ps as u32);
             }
         }
         Ok(ProcNames { style, marked })
