@@ -511,6 +511,22 @@ fn malformed_inputs_name_the_line() {
             "line 3, column 3: tick 5 goes backwards",
         ),
         (
+            // Named where the section left open began (it named the input's last line).
+            "section_left_open_strict",
+            b"PVMTRACE 1\nC 1 f\nSB 2 00\nSB 3 01\nSE 4 01\nE 5\nC 6 g\nE 7\n",
+            strict(),
+            "line 3, column 1: 1 section(s) begun (SB) and never ended (SE), the outermost here",
+        ),
+        (
+            // A header typo is a bad header (spec B.8.1: the first meaningful line starts with
+            // `PVMTRACE`), not a line of the debugger's output without a tick count.
+            "header_typo",
+            b"PVMTRACE1\nC 0 f\nE 1\n",
+            ordered(),
+            "line 1, column 1: expected the `PVMTRACE 1` header as the first line that is not \
+             blank or a comment, found `PVMTRACE1`",
+        ),
+        (
             "end_wrong_function",
             b"PVMTRACE 1\nC 0 f\n  C 10 g\n  E 20 h\nE 30 f\n",
             ordered(),

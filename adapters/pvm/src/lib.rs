@@ -113,8 +113,10 @@ fn first_meaningful(head: &[u8], eof: bool) -> Result<Option<&[u8]>, ()> {
     }
 }
 
+/// A first meaningful line that starts with `PVMTRACE` (spec B.8.1), whatever follows: a
+/// header typo (`PVMTRACE1`) is then a bad header, not a line of the debugger's output.
 fn starts_pvmtrace(line: &[u8]) -> bool {
-    line.starts_with(b"PVMTRACE") && line.get(8).is_none_or(|c| c.is_ascii_whitespace())
+    line.starts_with(b"PVMTRACE")
 }
 
 /// Reads a PVM trace or a debugger output file (detected unless `opts.variant` says).
@@ -1169,7 +1171,9 @@ mod tests {
     fn sniff_scores() {
         assert_eq!(sniff(b"PVMTRACE 1\n"), 95);
         assert_eq!(sniff(b"  # c\n\nPVMTRACE 1 source=x\n"), 95);
-        assert_eq!(sniff(b"PVMTRACEX\n"), 0);
+        // Spec B.8.1: a first meaningful line that starts with `PVMTRACE` is a trace; a typo in
+        // the rest of the header is the header's error (it read as the debugger's output).
+        assert_eq!(sniff(b"PVMTRACEX\n"), 95);
         assert_eq!(
             sniff(b"%interpreter(decode) 1\n%interpreter(init) 2\nkernel_run;a 3\n"),
             85

@@ -300,6 +300,8 @@ struct Reader {
     seen_event: bool,
     seen_end: bool,
     sections: u64,
+    /// Where the outermost section still open began (meaningful while `sections > 0`).
+    section_begun: At,
     unattributed: u64,
     ignored_ends: u64,
     /// The last record's place (for what is found at the end of the input).
@@ -334,6 +336,7 @@ impl Reader {
             seen_event: false,
             seen_end: false,
             sections: 0,
+            section_begun: At::line(0, 0),
             unattributed: 0,
             ignored_ends: 0,
             last: At::default(),
@@ -1019,6 +1022,9 @@ impl Reader {
             ));
         }
         if op == b"SB" {
+            if self.sections == 0 {
+                self.section_begun = loc.at();
+            }
             self.sections += 1;
         } else if self.sections == 0 {
             self.diag.warn(cx, Warn::Section, loc.at(), || {
@@ -1124,10 +1130,12 @@ impl Reader {
             self.close_all(Mark::Unfinished, loc)?;
         }
         if self.sections > 0 {
+            // Named where the outermost one left open began (the input's last line said
+            // nothing about it).
             let n = self.sections;
-            self.diag.warn(cx, Warn::Section, last, || {
+            self.diag.warn(cx, Warn::Section, self.section_begun, || {
                 (
-                    format!("{n} section(s) begun (SB) and never ended (SE)"),
+                    format!("{n} section(s) begun (SB) and never ended (SE), the outermost here"),
                     String::new(),
                 )
             })?;
