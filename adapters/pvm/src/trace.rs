@@ -247,10 +247,10 @@ impl Loc {
 
     /// An error at `at`, a suffix of the trimmed line.
     fn err(&self, at: &[u8], msg: impl Into<String>) -> PluginError {
-        let idx = self.len - at.len().min(self.len);
+        let place = self.at_field(at);
         PluginError::invalid_input(msg)
-            .at_offset(self.offset + idx as u64)
-            .at_line(self.no, (self.lead + idx) as u64 + 1)
+            .at_offset(place.offset)
+            .at_line(place.line, place.col)
     }
 }
 
