@@ -97,13 +97,20 @@ impl OpenInput {
     /// to gain by it, with the progress bar to draw, if any. A parser that tells how far it has
     /// read (`tracked`: it releases the input behind it) moves the bar; for any other the bar
     /// counts the bytes read, and a parser reading a mapped file reads none, so then the file
-    /// is read, not mapped. `None` when mapping fails too: the file is then read.
-    pub fn mapped(&self, tracked: bool) -> Option<(MappedFile, Option<indicatif::ProgressBar>)> {
-        let shows = shows_progress(self.size_hint);
+    /// is read, not mapped. No bar without `bar` (`--quiet`). `None` when mapping fails too:
+    /// the file is then read.
+    pub fn mapped(
+        &self,
+        tracked: bool,
+        bar: bool,
+    ) -> Option<(MappedFile, Option<indicatif::ProgressBar>)> {
+        let shows = bar && shows_progress(self.size_hint);
         match &self.file {
             Some(f) if tracked || !shows => {
                 let mapped = MappedFile::new(f)?;
-                let bar = progress_bar(&self.name, self.size_hint);
+                let bar = shows
+                    .then(|| progress_bar(&self.name, self.size_hint))
+                    .flatten();
                 Some((mapped, bar))
             }
             _ => None,

@@ -33,7 +33,7 @@ struct Cli {
     /// Only load plugins from --plugin and PROFCONV_PLUGIN_PATH (pins discovery).
     #[arg(long, global = true)]
     no_default_plugins: bool,
-    /// Do not print warnings.
+    /// Do not print warnings, nor the progress bar.
     #[arg(short, long, global = true)]
     quiet: bool,
     /// Worker threads for parsers and emitters that split their work (folded stacks are parsed
@@ -685,7 +685,7 @@ fn parse(
     // A progress bar, if one is drawn, follows the parser's releases through a mapped file.
     let (mapped, mapped_bar) = match parser.takes_mapped_input() {
         true => input
-            .mapped(parser.releases_whole_input())
+            .mapped(parser.releases_whole_input(), !run.quiet)
             .map_or((None, None), |(m, bar)| (Some(m), bar)),
         false => (None, None),
     };
@@ -710,7 +710,7 @@ fn parse(
     }
     let (head_is_all, head) = (input.head.len() < io::HEAD, input.head.clone());
     let (gzip_file, detected_by_content) = (input.gzip_file, input.detected_by_content);
-    let mut reader = input.into_reader(mapped.is_none());
+    let mut reader = input.into_reader(mapped.is_none() && !run.quiet);
     let mut read = Vec::new();
     if !streams && mapped.is_none() {
         if !head_is_all && parser.sniff(&head) == Ok(0) && parser.sniffs() {

@@ -838,6 +838,17 @@ fn a_mapped_file_still_gets_a_progress_bar() {
         std::fs::read_to_string(d.path().join("bar.folded")).unwrap(),
         line.replace(" 1\n", " 66000\n")
     );
+    // `--quiet` draws no bar (it drew one: the option hid warnings only).
+    let quiet =
+        format!("'{exe}' -q convert -j1 big.folded --to folded -o q.folded; echo \"exit=$?\"");
+    let Some(out) = on_terminal(d.path(), &quiet) else {
+        return;
+    };
+    let screen = text(&out.stdout);
+    assert!(
+        screen.contains("exit=0") && !screen.contains("MiB/"),
+        "{screen:?}"
+    );
     // The parser reads no byte through the host: with strace, no read of the file's size.
     let traced = with_profconv_env("strace")
         .args([
