@@ -2,14 +2,17 @@
 //!
 //! `profconv diff` builds this and hands it to an emitter like any profile: the flamegraph
 //! emitter draws a differential graph when metadata `diff` is [`DIFF_COLUMNS`]; other emitters
-//! show two value types (callgrind writes two events). Functions match by name, file, line and
-//! resource; frames by address and line.
+//! show two value types (callgrind writes two events). Functions match by name, file and
+//! resource (by name alone when a side has neither, as folded stacks), not by line; frames by
+//! function: code moves between the two builds a diff compares.
 
 use crate::builder::ProfileBuilder;
 use crate::profile::{IrError, NONE, Profile, ProfileRef, ValueKind};
 
 /// The `diff` metadata value naming the two columns, in order.
 pub const DIFF_COLUMNS: &str = "before,after";
+/// The metadata key naming what both columns count, when the two sides name it alike.
+pub const DIFF_VALUE: &str = "diff_value";
 
 /// Combines value column `before_col` of `before` and `after_col` of `after`, two costs
 /// ([`ValueKind::Weight`]; a count is an error). Each column keeps its own unit (`profconv
@@ -41,31 +44,48 @@ pub fn combine(
     b.rescale(0, decimals)?;
     b.rescale(1, decimals)?;
     b.add_meta("diff", DIFF_COLUMNS);
+    // What the columns count, when both sides count one thing (`Ir`): the emitters' name for
+    // it (the columns themselves are `before` and `after`).
+    let value_name = before.value_type_name(before_col);
+    if value_name == after.value_type_name(after_col) {
+        b.add_meta(DIFF_VALUE, value_name);
+    }
+    // Functions match by name, file and resource: not by line, since the code of two builds
+    // moves (a function one line further down was "new", and everything under it). A side
+    // without any file or resource (folded stacks) matches the other by name alone. Frames
+    // match by function: the line or address of a call moves too, and a diff compares
+    // functions, as inferno's and flamegraph.pl's do.
+    let opt = |p: &ProfileRef<'_>, s: u32| (s != NONE).then(|| p.strings.get(s).to_string());
+    let located = |p: &ProfileRef<'_>| {
+        (0..p.n_funcs()).any(|f| p.func_file[f] != NONE || p.func_resource[f] != NONE)
+    };
+    let by_name_only = !located(before) || !located(after);
+    let mut by_key: std::collections::HashMap<(String, Option<String>, Option<String>), u32> =
+        std::collections::HashMap::new();
     for (side, p, col, d, other) in [
         (0usize, before, before_col, vb.decimals, "after"),
         (1, after, after_col, va.decimals, "before"),
     ] {
-        let opt = |s: u32| (s != NONE).then(|| p.strings.get(s));
         let funcs: Vec<u32> = (0..p.n_funcs())
             .map(|f| {
-                b.func_with(
-                    p.strings.get(p.func_name[f]),
-                    opt(p.func_file[f]),
-                    (p.func_line[f] != NONE).then_some(p.func_line[f]),
-                    opt(p.func_resource[f]),
-                )
+                let name = p.strings.get(p.func_name[f]).to_string();
+                let key = match by_name_only {
+                    true => (name, None, None),
+                    false => (name, opt(p, p.func_file[f]), opt(p, p.func_resource[f])),
+                };
+                *by_key.entry(key).or_insert_with_key(|(name, _, _)| {
+                    // The first side's file, line and resource stay with the function.
+                    b.func_with(
+                        name,
+                        opt(p, p.func_file[f]).as_deref(),
+                        (p.func_line[f] != NONE).then_some(p.func_line[f]),
+                        opt(p, p.func_resource[f]).as_deref(),
+                    )
+                })
             })
             .collect();
         let frames: Vec<u32> = (0..p.n_frames())
-            .map(|fr| {
-                let addr = p.frame_address[fr];
-                let line = p.frame_line[fr];
-                b.frame_at(
-                    funcs[p.frame_func[fr] as usize],
-                    (addr != crate::NO_ADDRESS).then_some(addr),
-                    (line != NONE).then_some(line),
-                )
-            })
+            .map(|fr| b.frame(funcs[p.frame_func[fr] as usize]))
             .collect();
         let mut stacks = Vec::with_capacity(p.n_stacks());
         for s in 0..p.n_stacks() {
@@ -116,6 +136,51 @@ mod tests {
         assert_eq!(
             render_tree(&d.view(), &t, &opts).unwrap(),
             "main self=0 total=4 self_after=0 total_after=7\n  a self=3 total=3 self_after=0 total_after=0\n  b self=1 total=1 self_after=5 total_after=5\n  c self=0 total=0 self_after=2 total_after=2\n"
+        );
+    }
+
+    /// Code moves between the two builds a diff compares: a function one line further down,
+    /// called from one line further down, is the same function on the same path (it was two,
+    /// one gone and one new, everything under it unmatched). Two functions of one name in two
+    /// files stay two; a side without files (folded stacks) matches by name.
+    #[test]
+    fn functions_match_whatever_their_lines() {
+        let side = |line: u32| {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("Ir", "count", ValueKind::Weight);
+            let main = b.func_with("main", Some("x.c"), Some(1), None);
+            let f = b.func_with("f", Some("x.c"), Some(line), None);
+            let g = b.func_with("f", Some("y.c"), Some(3), None);
+            let caller = b.frame_at(main, None, Some(line - 4));
+            let root = b.stack(NONE, caller);
+            let (f_frame, g_frame) = (b.frame_at(f, None, Some(line)), b.frame(g));
+            let leaf = b.stack(root, f_frame);
+            b.add_to_stack(leaf, &[100]).unwrap();
+            let other = b.stack(root, g_frame);
+            b.add_to_stack(other, &[line as i64]).unwrap();
+            b.finish()
+        };
+        let opts = crate::TreeTextOptions {
+            all_values: true,
+            order: crate::TreeOrder::FirstSeen,
+            ..Default::default()
+        };
+        let shown = |d: &Profile| {
+            let t = CallTree::build(&d.view()).unwrap();
+            render_tree(&d.view(), &t, &opts).unwrap()
+        };
+        let (a, b) = (side(10), side(11));
+        let d = combine(&a.view(), 0, &b.view(), 0).unwrap();
+        assert_eq!(
+            shown(&d),
+            "main self=0 total=110 self_after=0 total_after=111\n  f self=100 total=100 self_after=100 total_after=100\n  f self=10 total=10 self_after=11 total_after=11\n"
+        );
+        // By name against folded stacks: the two `f` are then one, as folded stacks know it.
+        let folded = crate::testing::stacks(&[(&["main", "f"], 7)]);
+        let d = combine(&a.view(), 0, &folded.view(), 0).unwrap();
+        assert_eq!(
+            shown(&d),
+            "main self=0 total=110 self_after=0 total_after=7\n  f self=110 total=110 self_after=7 total_after=7\n"
         );
     }
 

@@ -182,8 +182,10 @@ fn count_name(p: &ProfileRef<'_>, col: Option<usize>, o: &FlameOptions) -> Strin
             if !unit.is_empty() && unit != "count" {
                 unit
             } else if p.meta("diff") == Some(profconv_plugin::ir::diff::DIFF_COLUMNS) {
-                // The columns of a differential profile are named `before` and `after`.
-                "samples"
+                // The columns of a differential profile are named `before` and `after`: what
+                // both count (`Ir`), when the sides name it alike.
+                p.meta(profconv_plugin::ir::diff::DIFF_VALUE)
+                    .unwrap_or("samples")
             } else {
                 p.value_type_name(c)
             }

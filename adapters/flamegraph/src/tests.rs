@@ -696,6 +696,38 @@ fn differential_graph_has_the_after_shape_and_self_change_colours() {
     assert!(s.frames.iter().all(|f| f.fill == "rgb(250,250,250)"));
 }
 
+/// A diff of two profiles that count one thing (`Ir`, callgrind's) says so: its tooltips said
+/// "samples" (the columns are `before` and `after`); two that count different things still do.
+#[test]
+fn a_combined_profile_names_what_both_sides_count() {
+    let side = |name: &str| {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type(name, "count", ValueKind::Weight);
+        b.add_stack(&["main", "f"], &[3]).unwrap();
+        b.finish()
+    };
+    let titles = |before: &Profile, after: &Profile| {
+        let combined =
+            profconv_plugin::ir::diff::combine(&before.view(), 0, &after.view(), 0).unwrap();
+        let mut buf = Vec::new();
+        {
+            let mut out = Output::from_writer(&mut buf);
+            let mut cx = Context::silent();
+            Flamegraph::emit(&combined.view(), &mut out, &Options::default(), &mut cx).unwrap();
+            out.flush().unwrap();
+        }
+        parse_svg(&buf)
+            .frames
+            .into_iter()
+            .map(|f| f.title)
+            .collect::<Vec<_>>()
+    };
+    let same = titles(&side("Ir"), &side("Ir"));
+    assert!(same.iter().all(|t| t.contains(" Ir, ")), "{same:?}");
+    let apart = titles(&side("Ir"), &side("samples"));
+    assert!(apart.iter().all(|t| t.contains(" samples, ")), "{apart:?}");
+}
+
 /// `profconv diff` hands the emitter one profile holding both sides' paths: a path only before
 /// has it with an after value of 0, is not drawn, and is reported as in `emit_diff`.
 #[test]
