@@ -158,10 +158,6 @@ struct Scale {
 }
 
 impl Scale {
-    fn f64(self, v: i128) -> f64 {
-        v as f64 * self.num as f64 / self.den as f64
-    }
-
     /// `v` in after's units × `unit`, rounded half away from zero. Every factor is below
     /// 2^63 and `num × unit` is kept below 9.2e18 by the caller, so the product fits in i128.
     fn times(self, v: i128, unit: i128) -> i128 {
@@ -322,8 +318,11 @@ impl DiffDescribe<'_, '_> {
             return 0.0;
         }
         let n = node as usize;
-        self_value(self.tree, self.col, n).max(0) as f64
-            - self.scale.f64(self.matched.self_before(n))
+        // Subtracted exactly, then made a double: past 2^53 the two doubles are rounded, and
+        // a change of 1 was drawn white (and its percentage had no sign).
+        let after = i128::from(self_value(self.tree, self.col, n).max(0));
+        let (num, den) = (self.scale.num, self.scale.den);
+        (after * den - self.matched.self_before(n) * num) as f64 / den as f64
     }
 
     /// The change, exactly, × 10^`extra_decimals`.

@@ -605,6 +605,22 @@ fn emit_diff_svg(before: &Profile, after: &Profile, o: &FlameOptions) -> (Parsed
     (parse_svg(&out), warnings)
 }
 
+/// Past 2^53 a change of 1 is the largest change drawn, so full blue, with its sign: it was
+/// white, from the difference of two rounded doubles, and "0.00%" one way, "+0.00%" the other.
+#[test]
+fn a_change_of_one_past_2_pow_53_is_drawn() {
+    let before = folded(&[("a;b", 9_007_199_254_740_993)]);
+    let after = folded(&[("a;b", 9_007_199_254_740_992)]);
+    let (s, _) = emit_diff_svg(&before, &after, &FlameOptions::default());
+    let b = s
+        .frames
+        .iter()
+        .find(|f| title_name(&f.title) == "b")
+        .unwrap();
+    assert_eq!(b.fill, "rgb(0,0,255)", "{}", b.title);
+    assert!(b.title.contains("self -1 samples, -0.00%"), "{}", b.title);
+}
+
 #[test]
 fn differential_graph_has_the_after_shape_and_self_change_colours() {
     let before = folded(&[
