@@ -67,6 +67,17 @@ fn browser_or_skip(skipped: &str) -> Option<PathBuf> {
     browser
 }
 
+/// The browser and a fresh output directory `dir` under the tests' temporary directory, or
+/// `None` when there is no browser (see [`browser_or_skip`]; `what` names the test).
+fn browser_and_dir(what: &str, dir: &str) -> Option<(PathBuf, PathBuf)> {
+    let browser = browser_or_skip(&format!(
+        "SKIPPED flamegraph browser test ({what}): no chromium found"
+    ))?;
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(dir);
+    std::fs::create_dir_all(&out_dir).unwrap();
+    Some((browser, out_dir))
+}
+
 /// A frame of the SVG.
 /// The details line for `frame` hovered: its name isolated, then `rest` (its numbers).
 fn details(frame: &Frame, rest: &str) -> String {
@@ -594,13 +605,9 @@ fn search_and_zoom_in_chromium() {
 /// the exact position of the zoomed frame.
 #[test]
 fn zoom_beyond_2_pow_53_keeps_every_child() {
-    let Some(browser) =
-        browser_or_skip("SKIPPED flamegraph browser test (2^53): no chromium found")
-    else {
+    let Some((browser, out_dir)) = browser_and_dir("2^53", "flamegraph-browser-2p53") else {
         return;
     };
-    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("flamegraph-browser-2p53");
-    std::fs::create_dir_all(&out_dir).unwrap();
     let folded =
         b"root;A 24732489.209496226\nroot;B;C1 3859155.010614073\nroot;B;C2 1201056.140443356\n";
     let svg = draw(folded, &[]);
@@ -671,13 +678,10 @@ fn zoom_beyond_2_pow_53_keeps_every_child() {
 /// said 0.00 % for two of the four. A long title keeps clear of the buttons on its line.
 #[test]
 fn exact_places_far_past_2_pow_53_and_a_title_clear_of_the_buttons() {
-    let Some(browser) =
-        browser_or_skip("SKIPPED flamegraph browser test (exact places): no chromium found")
+    let Some((browser, out_dir)) = browser_and_dir("exact places", "flamegraph-browser-places")
     else {
         return;
     };
-    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("flamegraph-browser-places");
-    std::fs::create_dir_all(&out_dir).unwrap();
     let folded = b"a_big 9007199254740993\ny;filler 9990000000000\ny;m;filler 9990000000\n\
 y;m;m;filler 9990000\ny;m;m;m;filler 9990\ny;m;m;m;m;filler 6\ny;m;m;m;m;k;c1 1\n\
 y;m;m;m;m;k;c2 1\ny;m;m;m;m;k;c3 1\ny;m;m;m;m;k;c4 1\n";
@@ -773,13 +777,9 @@ fn drive(browser: &Path, out_dir: &Path, name: &str, svg: &str, script: &str) ->
 /// expression ending the previous search, and a root as wide as `all` zooming in.
 #[test]
 fn labels_details_and_buttons_fit_in_chromium() {
-    let Some(browser) =
-        browser_or_skip("SKIPPED flamegraph browser test (fitting): no chromium found")
-    else {
+    let Some((browser, out_dir)) = browser_and_dir("fitting", "flamegraph-browser-fit") else {
         return;
     };
-    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("flamegraph-browser-fit");
-    std::fs::create_dir_all(&out_dir).unwrap();
     let long_x = "x".repeat(300);
     let long_y = "y".repeat(300);
     let folded = format!("main;{long_x} 50\nmain;{long_y} 30\nmain;foo;bar 20\n");
@@ -922,13 +922,9 @@ fn labels_details_and_buttons_fit_in_chromium() {
 ///   image: title and subtitle are cut to the image.
 #[test]
 fn details_and_subtitles_stay_readable_in_chromium() {
-    let Some(browser) =
-        browser_or_skip("SKIPPED flamegraph browser test (details): no chromium found")
-    else {
+    let Some((browser, out_dir)) = browser_and_dir("details", "flamegraph-browser-details") else {
         return;
     };
-    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("flamegraph-browser-details");
-    std::fs::create_dir_all(&out_dir).unwrap();
     let script = [
         DRIVER_BY_NAME,
         r#"
