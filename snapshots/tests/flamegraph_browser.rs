@@ -941,12 +941,23 @@ fn details_and_subtitles_stay_readable_in_chromium() {
       var db = d.getBBox(), mb = m.getBBox();
       put("details_clear", db.width > 0 && mb.width > 0 && db.x + db.width < mb.x);
       put("details_inside", db.x + db.width <= width);
-      put("details_isolated", d.textContent.indexOf("\u2068" + fg_hovered.name + "\u2069") > 0);
+      // The name between the isolate's ends, with no control of its own that could end it or
+      // outlive it; the numbers after it drawn left to right.
+      var tc = d.textContent, open = tc.indexOf("\u2068"), close = tc.lastIndexOf("\u2069");
+      put("details_isolated", open > 0 && close > open &&
+        !/[\u202a-\u202e\u2066-\u2069]/.test(tc.substring(open + 1, close)));
+      var ltr = close > 0 && tc.length > close + 6;
+      for (var i = close + 2; i < Math.min(tc.length, close + 14); i++)
+        if (d.getStartPositionOfChar(i).x <= d.getStartPositionOfChar(i - 1).x) ltr = false;
+      put("details_left_to_right", ltr);
 "#,
         DRIVER_END,
     ]
     .concat();
     let rlo = "evil\u{202e}abc_reversed";
+    // A name that closes the isolate itself, then overrides; one that opens an isolate of its own.
+    let pdi_rlo = "evil\u{2069}\u{202e}abc";
+    let rli = "\u{5d0}\u{5d1}\u{2067}";
     let cases = [
         (
             "diff-large",
@@ -964,6 +975,18 @@ fn details_and_subtitles_stay_readable_in_chromium() {
             format!("main;a;x 1 1\nmain;{rlo} 23 23\nmain;other 77 70\n"),
             vec![],
             rlo,
+        ),
+        (
+            "closes-the-isolate",
+            format!("main;{pdi_rlo} 123 123\nmain;plain 100 100\n"),
+            vec![],
+            pdi_rlo,
+        ),
+        (
+            "opens-an-isolate",
+            format!("main;{rli} 456 456\nmain;plain 100 100\n"),
+            vec![],
+            rli,
         ),
     ];
     for (name, folded, opts, hover) in cases {
@@ -988,6 +1011,7 @@ fn details_and_subtitles_stay_readable_in_chromium() {
             "details_clear",
             "details_inside",
             "details_isolated",
+            "details_left_to_right",
         ] {
             assert_eq!(get(k), "true", "{name}: {k}: {results:?}");
         }

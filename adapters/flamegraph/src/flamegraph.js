@@ -168,7 +168,9 @@ function fg_show_details() {
   var room = line - fg_width(head) - fg_width(name);
   if (fg_width(rest) > room) rest = fg_cut(rest, Math.max(room, 1));
   // The name isolated (U+2068 … U+2069): right-to-left characters in it, an override, must not
-  // reorder the numbers after it.
+  // reorder the numbers after it. Its own embedding and isolate controls are shown as U+FFFD:
+  // one of them could close the isolate early or leave one open past it.
+  name = name.replace(/[\u202a-\u202e\u2066-\u2069]/g, "\ufffd");
   fg_set_text(fg_details, head + "\u2068" + name + "\u2069" + rest);
 }
 

@@ -29,7 +29,9 @@ use crate::color::{Rgb, Theme};
 use crate::merge::{Frame, Layout};
 use profconv_plugin::ir::NONE;
 use quick_xml::Writer;
+use quick_xml::events::attributes::Attribute;
 use quick_xml::events::{BytesCData, BytesDecl, BytesEnd, BytesStart, BytesText, Event};
+use quick_xml::name::QName;
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -239,7 +241,7 @@ pub fn write_message_svg<W: Write>(out: W, pic: &Picture<'_>, message: &str) -> 
     t.push_attribute(("y", num.as_str()));
     t.push_attribute(("text-anchor", "middle"));
     w.write_event(Event::Start(t))?;
-    w.write_event(Event::Text(BytesText::new(&xml_safe(message))))?;
+    w.write_event(Event::Text(escaped_text(&xml_safe(message))))?;
     w.write_event(Event::End(BytesEnd::new("text")))?;
     w.get_mut().write_all(b"\n")?;
     let mut g = BytesStart::new("g");
@@ -297,7 +299,12 @@ fn write_head<W: Write>(
     root.push_attribute(("fg:fontwidth", &num[r_fw.0..r_fw.1]));
     root.push_attribute(("fg:xpad", &num[r_pad.0..r_pad.1]));
     root.push_attribute(("fg:inverted", if o.inverted { "1" } else { "0" }));
-    root.push_attribute(("fg:nametype", &*xml_safe(&o.nametype)));
+    let mut nametype = String::new();
+    push_escaped_attribute(&mut nametype, &xml_safe(&o.nametype));
+    root.push_attribute(Attribute {
+        key: QName(b"fg:nametype"),
+        value: nametype.into_bytes().into(),
+    });
     root.push_attribute(("fg:searchcolor", t.search));
     w.write_event(Event::Start(root))?;
     w.get_mut().write_all(b"\n")?;
@@ -446,7 +453,7 @@ fn ui_text<W: Write>(
     t.push_attribute(("x", &num[rx.0..rx.1]));
     t.push_attribute(("y", &num[ry.0..ry.1]));
     w.write_event(Event::Start(t))?;
-    w.write_event(Event::Text(BytesText::new(content)))?;
+    w.write_event(Event::Text(escaped_text(content)))?;
     w.write_event(Event::End(BytesEnd::new("text")))?;
     w.get_mut().write_all(b"\n")
 }
@@ -507,21 +514,42 @@ fn css_font_family(font: &str, out: &mut String) {
 }
 
 /// Appends `s` escaped for XML text, as quick-xml's `escape` does (`&`, `<`, `>`, `'`, `"`),
-/// into a reused buffer instead of a new string.
+/// into a reused buffer instead of a new string; and a carriage return as `&#13;`, which a
+/// parser would read as a line feed (XML's end-of-line handling).
 pub fn push_escaped(out: &mut String, s: &str) {
+    push_escaped_keeping(out, s, &['&', '<', '>', '\'', '"', '\r']);
+}
+
+/// Appends `s` escaped for an attribute's value: also its tabs and line feeds, which a parser
+/// would read as spaces (attribute-value normalisation).
+fn push_escaped_attribute(out: &mut String, s: &str) {
+    push_escaped_keeping(out, s, &['&', '<', '>', '\'', '"', '\r', '\n', '\t']);
+}
+
+fn push_escaped_keeping(out: &mut String, s: &str, special: &[char]) {
     let mut rest = s;
-    while let Some(i) = rest.find(['&', '<', '>', '\'', '"']) {
+    while let Some(i) = rest.find(special) {
         out.push_str(&rest[..i]);
         out.push_str(match rest.as_bytes()[i] {
             b'&' => "&amp;",
             b'<' => "&lt;",
             b'>' => "&gt;",
             b'\'' => "&apos;",
-            _ => "&quot;",
+            b'"' => "&quot;",
+            b'\r' => "&#13;",
+            b'\n' => "&#10;",
+            _ => "&#9;",
         });
         rest = &rest[i + 1..];
     }
     out.push_str(rest);
+}
+
+/// Text content written with [`push_escaped`].
+fn escaped_text(s: &str) -> BytesText<'static> {
+    let mut out = String::with_capacity(s.len());
+    push_escaped(&mut out, s);
+    BytesText::from_escaped(out)
 }
 
 /// Appends what `f` writes and returns its byte range.

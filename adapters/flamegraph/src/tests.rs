@@ -95,13 +95,17 @@ fn parse_svg(svg: &[u8]) -> Parsed {
                 }
             }
             Event::GeneralRef(g) => {
-                // Entities inside titles and labels (`&amp;`, `&lt;`).
-                let s = match g.as_ref() {
-                    b"amp" => "&",
-                    b"lt" => "<",
-                    b"gt" => ">",
-                    b"quot" => "\"",
-                    b"apos" => "'",
+                // Entities inside titles and labels (`&amp;`, `&lt;`), and character
+                // references (`&#13;`).
+                let char_ref = g.resolve_char_ref().expect("a valid character reference");
+                let mut buf = [0; 4];
+                let s = match (char_ref, g.as_ref()) {
+                    (Some(c), _) => &*c.encode_utf8(&mut buf),
+                    (None, b"amp") => "&",
+                    (None, b"lt") => "<",
+                    (None, b"gt") => ">",
+                    (None, b"quot") => "\"",
+                    (None, b"apos") => "'",
                     _ => panic!("unexpected entity"),
                 };
                 match (path.last().map(String::as_str), cur.as_mut()) {
@@ -281,6 +285,26 @@ fn names_with_markup_and_control_characters_stay_valid_xml() {
         .find(|(k, _)| k == "fg:nametype")
         .unwrap();
     assert_eq!(nametype.1, "Fn: <'");
+}
+
+/// A carriage return in a name or a title, and a tab or line break in an attribute's text, is
+/// read back as itself: written raw, an XML parser reads a carriage return as a line feed, and
+/// all three as spaces in an attribute.
+#[test]
+fn line_breaks_and_tabs_in_names_and_options_read_back_as_themselves() {
+    let p = folded(&[("main;lone\rcr", 5), ("main;crlf\r\nname", 2)]);
+    let o = opts(&[("title", Some("T\r1")), ("nametype", Some("a\tb\nc\rd"))]);
+    let (svg, _) = emit(&p, &o);
+    let s = parse_svg(&svg);
+    let names: Vec<&str> = s.frames.iter().map(|f| title_name(&f.title)).collect();
+    assert_eq!(names, ["main", "crlf\r\nname", "lone\rcr"]);
+    assert_eq!(s.texts[0], ("title".to_string(), "T\r1".to_string()));
+    let nametype = s
+        .root_attrs
+        .iter()
+        .find(|(k, _)| k == "fg:nametype")
+        .unwrap();
+    assert_eq!(nametype.1, "a\tb\nc\rd");
 }
 
 /// The viewer's name is the title before its last ` (`: a count name with ` (` in it must not

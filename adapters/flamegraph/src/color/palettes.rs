@@ -154,6 +154,8 @@ fn js(name: &str) -> Hue {
         Hue::Green // JavaScript with a source location
     } else if name.contains(':') {
         Hue::Aqua // built-ins
+    } else if name == " " {
+        Hue::Green // a missing symbol, as flamegraph.pl draws it
     } else {
         Hue::Red
     }
@@ -173,17 +175,41 @@ fn perl(name: &str) -> Hue {
 
 fn python(name: &str) -> Hue {
     // Native frames (py-spy --native: `f (libc.so.6)`, `g (_json.c:1159)`, bare addresses).
-    let native = name.starts_with("0x") || name.contains(".so") || name.contains(".c:");
+    let native = name.starts_with("0x") || names_shared_library(name) || name.contains(".c:");
+    // Path components, of POSIX and of Windows paths.
+    let mut parts = name.split(['/', '\\']);
     if name.ends_with("_[k]") || native {
         Hue::Orange
     } else if name.contains("site-packages") || name.contains("dist-packages") {
         Hue::Aqua // third-party packages
-    } else if name.contains("/lib/python") || name.contains("<frozen") || name.contains("<built-in")
+    } else if parts.any(is_python_home)
+        || ["<frozen", "<built-in", "<method"]
+            .iter()
+            .any(|p| name.starts_with(p))
     {
-        Hue::Yellow // the standard library
+        Hue::Yellow // the standard library, the interpreter
     } else {
         Hue::Red // the program
     }
+}
+
+/// A shared library's name in `name`: `.so` at the end or before `.`, `)`, `]`, `:` or a
+/// space (`libc.so.6`, `(_json.so)`), not the start of a word (`Resolver.solve`).
+fn names_shared_library(name: &str) -> bool {
+    name.match_indices(".so").any(|(i, _)| {
+        matches!(
+            name.as_bytes().get(i + 3),
+            None | Some(b'.' | b')' | b']' | b':' | b' ')
+        )
+    })
+}
+
+/// A path component naming a Python installation or interpreter: `python3.11`, `Python311`,
+/// `python` (inferno's rule).
+fn is_python_home(part: &str) -> bool {
+    part.strip_prefix("python")
+        .or_else(|| part.strip_prefix("Python"))
+        .is_some_and(|version| version.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
 }
 
 fn rust(name: &str) -> Hue {
@@ -238,6 +264,39 @@ mod tests {
             Hue::Yellow
         );
         assert_eq!(hue(Palette::Python, "work (app.py:12)"), Hue::Red);
+        // A method named `so…` is not a shared library (`.so` was matched anywhere).
+        assert_eq!(
+            hue(
+                Palette::Python,
+                "Resolver.solve (/venv/lib/python3.11/site-packages/resolvelib/resolvers.py:92)"
+            ),
+            Hue::Aqua
+        );
+        assert_eq!(
+            hue(Palette::Python, "Table.sort_rows (app.py:40)"),
+            Hue::Red
+        );
+        assert_eq!(hue(Palette::Python, "f (_json.so)"), Hue::Orange);
+        assert_eq!(
+            hue(Palette::Python, "g (libpython3.11.so.1.0)"),
+            Hue::Orange
+        );
+        // The standard library of a Windows installation, the interpreter's own frame.
+        assert_eq!(
+            hue(
+                Palette::Python,
+                "loads (C:\\Python311\\Lib\\json\\__init__.py:346)"
+            ),
+            Hue::Yellow
+        );
+        assert_eq!(hue(Palette::Python, "python3"), Hue::Yellow);
+        assert_eq!(
+            hue(Palette::Python, "<method 'join' of 'str' objects>"),
+            Hue::Yellow
+        );
+        assert_eq!(hue(Palette::Python, "python_helper (app.py:3)"), Hue::Red);
+        // A missing symbol (a frame of one space) is green in flamegraph.pl's js palette.
+        assert_eq!(hue(Palette::Js, " "), Hue::Green);
         assert_eq!(
             hue(Palette::Python, "scanner_call (_json.c:1159)"),
             Hue::Orange
