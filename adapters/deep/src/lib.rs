@@ -110,7 +110,16 @@ pub fn parse_deep(
     }
     let tree = build_tree(&file)?;
     check_totals(&file, cx);
-    to_profile(&file, &tree, opts)
+    let profile = to_profile(&file, &tree, opts)?;
+    // Names are decoded lossily where they are named; a replacement character in the profile's
+    // strings is what that left (a name holding U+FFFD itself is as rare as it is harmless).
+    if profile.view().strings.blob.contains('\u{fffd}') {
+        cx.warn(
+            "names that are not UTF-8; invalid bytes are replaced with U+FFFD (names that differ \
+             only there are read as one)",
+        );
+    }
+    Ok(profile)
 }
 
 /// Warns when the call-site-dynamics' quanta or call sequences do not add up to the header's

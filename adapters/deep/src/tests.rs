@@ -554,6 +554,49 @@ fn end_token_and_trailing_bytes() {
     );
 }
 
+/// A name that is not UTF-8 is read with U+FFFD in place of its bad bytes, as the other
+/// readers do, and said once: two names that differ only there become one function.
+#[test]
+fn names_that_are_not_utf8_are_said() {
+    let mut bytes = chain(2);
+    // `t.f/2`'s name, `f`, becomes the byte 0xff (a string of one byte either way).
+    let at = bytes
+        .windows(6)
+        .position(|w| w == b"\x01t\x01t\x01f")
+        .expect("the name of t.f/2")
+        + 5;
+    bytes[at] = 0xff;
+    let mut messages = Vec::new();
+    let mut sink = |_: u32, m: &str| messages.push(m.to_string());
+    let p = parse_deep(
+        &bytes,
+        &DeepOptions::default(),
+        &mut Context::with_sink(&mut sink),
+    )
+    .expect("parse");
+    assert!(
+        (0..p.funcs.name.len()).any(|f| p.view().func_name_str(f as u32) == "t.\u{fffd}/2"),
+        "{:?}",
+        p.view().strings.blob
+    );
+    assert_eq!(
+        messages,
+        [
+            "names that are not UTF-8; invalid bytes are replaced with U+FFFD (names that differ only there are read as one)"
+        ]
+    );
+    // A file whose names are all UTF-8 says nothing of it.
+    let mut messages = Vec::new();
+    let mut sink = |_: u32, m: &str| messages.push(m.to_string());
+    parse_deep(
+        &chain(2),
+        &DeepOptions::default(),
+        &mut Context::with_sink(&mut sink),
+    )
+    .expect("parse");
+    assert!(messages.is_empty(), "{messages:?}");
+}
+
 /// A record missing from a record list that an end token ended is reported at that token's
 /// byte, not at the end of the bytes after it (which are ignored), and without the hint of a
 /// file cut at a record boundary.

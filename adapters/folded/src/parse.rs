@@ -141,7 +141,7 @@ impl Reporter {
                 Note::Lossy { line } => {
                     if !std::mem::replace(&mut self.warned_lossy, true) {
                         cx.warn(&format!(
-                            "line {}: frame names that are not UTF-8; invalid bytes are replaced with U+FFFD",
+                            "line {}: frame names that are not UTF-8; invalid bytes are replaced with U+FFFD (names that differ only there are read as one)",
                             lines + line
                         ));
                     }
@@ -639,6 +639,11 @@ impl Parser_ {
         if frac.len() as u32 > MAX_DECIMALS {
             frac = &frac[..MAX_DECIMALS as usize];
             self.report.truncated_fraction = true;
+            // What is kept can end in zeros too (`0.30000000000000004` keeps `300000000`):
+            // they set no scale either.
+            while let [rest @ .., b'0'] = frac {
+                frac = rest;
+            }
         }
         let want = frac.len() as u32;
         if want > self.b.decimals(c) {
@@ -1904,6 +1909,27 @@ mod tests {
         );
     }
 
+    /// A float's noise past nine decimals (`0.30000000000000004`, as Python prints it) is cut,
+    /// and what is left after the cut ends in zeros that set no scale: the column takes one
+    /// decimal, so a large count beside it still fits.
+    #[test]
+    fn zeros_left_by_cutting_a_fraction_set_no_scale() {
+        let (p, warnings) =
+            parse_warned(b"main;a 0.30000000000000004\nmain;b 17179869184\n", false);
+        let p = p.unwrap();
+        assert_eq!(p.value_types[0].decimals, 1);
+        assert_eq!(
+            tree(&p),
+            "main self=0.0 total=17179869184.3\n  a self=0.3 total=0.3\n  b self=17179869184.0 total=17179869184.0\n"
+        );
+        assert_eq!(
+            warnings,
+            ["counts with more than 9 decimals were truncated"]
+        );
+        let p = parse(b"a 1.1000000000000001\nb 3\n", false).unwrap();
+        assert_eq!(p.value_types[0].decimals, 1);
+    }
+
     #[test]
     fn errors_name_line_column_and_offset() {
         let e = parse(b"a;b 1\nTHIS IS A BAD LINE\n", false).unwrap_err();
@@ -2003,7 +2029,9 @@ mod tests {
         assert_eq!(tree(&q), want);
         assert_eq!(
             first,
-            ["line 2: frame names that are not UTF-8; invalid bytes are replaced with U+FFFD"]
+            [
+                "line 2: frame names that are not UTF-8; invalid bytes are replaced with U+FFFD (names that differ only there are read as one)"
+            ]
         );
         assert_eq!(streamed, first);
     }
