@@ -913,6 +913,24 @@ mod tests {
         }
     }
 
+    /// A debugger file of exactly the bytes its variant is told from (1 MiB) and no final
+    /// newline reads alike streamed and whole: the stream looked no further than that MiB, did
+    /// not know it had ended, and dropped the last line as a cut one, which made the file
+    /// `collapsed` streamed and a flame chart whole.
+    #[test]
+    fn a_debugger_file_of_exactly_the_classified_size_reads_as_streamed() {
+        let mut text = "kernel_run 1\n".repeat(80_656);
+        text.push_str(&"kernel_run 10\n".repeat(2));
+        text.push_str("%interpreter(link) 1");
+        assert_eq!(text.len(), 1 << 20);
+        let (described, _) = both_paths(&text, ParseOptions::default());
+        assert!(
+            described.starts_with("kernel_run self=80676 total=80676 calls=80658\n"),
+            "{}",
+            &described[..200]
+        );
+    }
+
     const BOM: &str = "\u{feff}";
 
     /// Parses `bytes` read `n` bytes at a time (the host's stdin: no whole input).

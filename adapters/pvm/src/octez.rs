@@ -305,7 +305,9 @@ pub(crate) fn parse_octez(
     let variant = match forced {
         Some(v) => v,
         None => {
-            let (peeked, eof) = lines.peek(CLASSIFY_BYTES)?;
+            // One byte more than is classified: a stream holding exactly that much must look for its
+            // end, as a mapped input knows it, or its last line would be taken for a cut one.
+            let (peeked, eof) = lines.peek(CLASSIFY_BYTES + 1)?;
             // `peek` gives a whole input held in memory (a mapped file) at once: only its first
             // MiB is read, as of a stream, so a file, a pipe and a `.gz` of the same bytes are
             // read alike, and a large file is not read twice (nor held whole in memory).
