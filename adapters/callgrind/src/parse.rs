@@ -52,6 +52,9 @@ use nom::combinator::{all_consuming, map, map_res, value};
 use nom::sequence::preceded;
 use nom::{IResult, Parser};
 use profconv_plugin::ir::{NO_ADDRESS, NONE};
+
+/// A `cob=`/`cfi=` given as `???` (none), as opposed to not given ([`NONE`]: the caller's).
+const UNKNOWN: u32 = NONE - 1;
 use profconv_plugin::{Context, Input, PluginError};
 use std::collections::{HashMap, HashSet};
 
@@ -369,6 +372,22 @@ impl Reader<'_, '_> {
         id
     }
 
+    /// An object or file named `id`, or none when its name is `???`: valgrind's name for one
+    /// it does not know, the same as none given (KCachegrind's loader reads it so; profconv's
+    /// writer writes `cob=???` for a call into a function whose `ob=` it left out).
+    fn known(&self, id: u32) -> u32 {
+        self.known_or(id, NONE)
+    }
+
+    /// [`Self::known`], with `unknown` for a name `???`.
+    fn known_or(&self, id: u32, unknown: u32) -> u32 {
+        if self.g.strings[id as usize] == "???" {
+            unknown
+        } else {
+            id
+        }
+    }
+
     fn func_of(&mut self, object: u32, file: u32, name: u32) -> u32 {
         self.func_in(object, file, name, NONE)
     }
@@ -541,11 +560,18 @@ impl Reader<'_, '_> {
         col: usize,
     ) -> Result<(), PluginError> {
         match key {
-            b"ob" => self.ob = self.name(Kind::Object, "ob", written, col)?,
-            b"fl" => self.file = self.name(Kind::File, "fl", written, col)?,
+            b"ob" => {
+                let ob = self.name(Kind::Object, "ob", written, col)?;
+                self.ob = self.known(ob);
+            }
+            b"fl" => {
+                let file = self.name(Kind::File, "fl", written, col)?;
+                self.file = self.known(file);
+            }
             b"fi" | b"fe" => {
                 let key = if key == b"fi" { "fi" } else { "fe" };
                 let file = self.name(Kind::File, key, written, col)?;
+                let file = self.known(file);
                 if self.fn_name == NONE {
                     return Err(self.err(
                         0,
@@ -570,15 +596,26 @@ impl Reader<'_, '_> {
                 self.func = f;
                 self.primary = f;
             }
-            b"cob" => self.cob = self.name(Kind::Object, "cob", written, col)?,
-            b"cfi" | b"cfl" => self.cfi = self.name(Kind::File, "cfi", written, col)?,
+            b"cob" => {
+                let cob = self.name(Kind::Object, "cob", written, col)?;
+                self.cob = self.known_or(cob, UNKNOWN);
+            }
+            b"cfi" | b"cfl" => {
+                let cfi = self.name(Kind::File, "cfi", written, col)?;
+                self.cfi = self.known_or(cfi, UNKNOWN);
+            }
             b"cfn" => {
                 let name = self.name(Kind::Function, "cfn", written, col)?;
-                let object = if self.cob != NONE { self.cob } else { self.ob };
-                let file = if self.cfi != NONE {
-                    self.cfi
-                } else {
-                    self.file
+                // Not given: the caller's; given as `???`: none.
+                let object = match self.cob {
+                    NONE => self.ob,
+                    UNKNOWN => NONE,
+                    cob => cob,
+                };
+                let file = match self.cfi {
+                    NONE => self.file,
+                    UNKNOWN => NONE,
+                    cfi => cfi,
                 };
                 self.callee = self.func_of(object, file, name);
                 self.cob = NONE;
