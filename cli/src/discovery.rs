@@ -153,6 +153,49 @@ fn scan_dir(dir: &Path, source: Source, out: &mut Vec<Candidate>) {
     out.extend(files.into_iter().map(|path| candidate(path, source, false)));
 }
 
+/// For each directory the user named with `--plugin` that holds no plugin file, what to say:
+/// the files of a plugin directory are found by their names, so a library named otherwise
+/// (`cargo build` names a crate `lib<crate name>.so`) is skipped there without a word, and
+/// the run then only misses its formats.
+pub fn dirs_without_plugins(explicit: &[PathBuf]) -> Vec<String> {
+    let mut out = Vec::new();
+    for dir in explicit.iter().filter(|p| p.is_dir()) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut libraries = Vec::new();
+        let mut any_plugin = false;
+        for name in entries.filter_map(|e| e.ok()).map(|e| e.file_name()) {
+            let name = name.to_string_lossy();
+            if is_plugin_file_name(&name) {
+                any_plugin = true;
+                break;
+            }
+            if name.ends_with(DLL_SUFFIX) {
+                libraries.push(name.into_owned());
+            }
+        }
+        if any_plugin {
+            continue;
+        }
+        libraries.sort();
+        let named_otherwise = match libraries.first() {
+            Some(l) => format!(
+                "; {} is named otherwise: give it as a file, `--plugin {}`",
+                crate::io::shown(Path::new(l)),
+                crate::io::shown(&dir.join(l))
+            ),
+            None => String::new(),
+        };
+        out.push(format!(
+            "--plugin {}: no plugin file in this directory (plugin files are named \
+             {DLL_PREFIX}profconv_plugin_NAME{DLL_SUFFIX}){named_otherwise}",
+            crate::io::shown(dir)
+        ));
+    }
+    out
+}
+
 /// Every candidate plugin file, in discovery order.
 pub fn candidates(explicit: &[PathBuf], use_defaults: bool) -> Vec<Candidate> {
     let mut out = Vec::new();

@@ -150,6 +150,9 @@ pub struct CorruptGzip {
     pub offset: u64,
     /// What is wrong, e.g. `the gzip stream ends unexpectedly`.
     pub detail: String,
+    /// The data is after the last whole member: every byte decompressed before it was checked
+    /// by its member's checksum, so it spoils none of them.
+    pub after_last_member: bool,
 }
 
 impl CorruptGzip {
@@ -265,6 +268,7 @@ impl<R: BufRead> GzipReader<R> {
             format!("gzip stream: {e}")
         };
         let mut offset = compressed.consumed;
+        let after_last_member = trailing.is_some() && !starts_as_gzip;
         if let Some(start) = trailing {
             // A member ended well and what follows is not a whole member: point at its start.
             detail = match starts_as_gzip {
@@ -279,7 +283,14 @@ impl<R: BufRead> GzipReader<R> {
             };
             offset = start;
         }
-        io::Error::new(io::ErrorKind::InvalidData, CorruptGzip { offset, detail })
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            CorruptGzip {
+                offset,
+                detail,
+                after_last_member,
+            },
+        )
     }
 }
 
@@ -322,6 +333,7 @@ impl<R: BufRead> Read for GzipReader<R> {
                                 detail: "zero bytes and then other data (data after the last \
                                          gzip member, which ends here)"
                                     .into(),
+                                after_last_member: true,
                             },
                         ));
                     }
@@ -857,11 +869,12 @@ pub const GZIP_CHECK_BOUND: u64 = 64 << 20;
 /// and returns the error of a corrupt or truncated stream found there. A parser that failed on
 /// garbage a corrupt stream decompressed into reports that corruption instead, as the parallel
 /// reader (which reads ahead of the parsing) already did: the message is the same whatever the
-/// thread count. A stream good that far (or a gzip bomb) keeps the parser's error.
+/// thread count. A stream good that far (or a gzip bomb) keeps the parser's error, and so does
+/// one whose members were whole, with data after the last: what the parser read was checked.
 pub fn check_gzip_rest(reader: &mut impl Read) -> Option<io::Error> {
     let mut sink = io::sink();
     match io::copy(&mut reader.take(GZIP_CHECK_BOUND), &mut sink) {
-        Err(e) if corrupt_gzip(&e).is_some() => Some(e),
+        Err(e) if corrupt_gzip(&e).is_some_and(|c| !c.after_last_member) => Some(e),
         _ => None,
     }
 }

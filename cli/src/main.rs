@@ -295,7 +295,8 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> Result<(), Failure> {
-    let registry = Registry::load(discovery::candidates(&cli.plugins, !cli.no_default_plugins));
+    let mut registry = Registry::load(discovery::candidates(&cli.plugins, !cli.no_default_plugins));
+    registry.notes = discovery::dirs_without_plugins(&cli.plugins);
     // `formats` lists every plugin that failed to load (that is its job); other commands stop
     // on a plugin the user named, and warn about ones found in directories.
     if !matches!(cli.command, Command::Formats) {
@@ -338,6 +339,9 @@ fn check_plugin_failures(registry: &Registry, quiet: bool) -> Result<(), Failure
         .collect();
     if !named.is_empty() {
         return Err(Failure::Plugin(named.join("\nprofconv: error: ")));
+    }
+    for n in &registry.notes {
+        warn(quiet, n);
     }
     for r in registry.scanned_failures() {
         warn(
@@ -760,7 +764,18 @@ fn parse(
     let parsed = parser.parse(req, options, &mut log);
     let profile = match parsed {
         Ok(profile) => profile,
-        Err(e) => {
+        Err(mut e) => {
+            // Data after the last whole gzip member spoils none of the lines before it: a
+            // parser that read ahead to it (on threads) and failed on one of those lines
+            // reports that line, as one thread does, failing before it reads that far.
+            if e.status == Status::INVALID_INPUT
+                && e.io
+                    .as_ref()
+                    .and_then(io::corrupt_gzip)
+                    .is_some_and(|c| c.after_last_member)
+            {
+                e.io = None;
+            }
             // A parser that read garbage from a corrupt gzip stream (and failed on it before
             // the stream's checksum) reports the corruption, as reading ahead on threads does.
             if gzip_file
@@ -1502,6 +1517,9 @@ fn list_formats(registry: &Registry, defaults_searched: bool) -> Result<(), Fail
     }
     for s in &registry.shadowed {
         out.push_str(&format!("shadowed: {s}\n"));
+    }
+    for n in &registry.notes {
+        out.push_str(&format!("note: {n}\n"));
     }
     for r in &registry.rejected {
         out.push_str(&format!(

@@ -25,6 +25,8 @@ pub struct Registry {
     pub shadowed: Vec<String>,
     /// The first format for each id, in discovery order.
     pub formats: Vec<FormatHandle>,
+    /// What else may explain a missing format (a `--plugin` directory holding no plugin).
+    pub notes: Vec<String>,
 }
 
 impl Registry {
@@ -132,7 +134,7 @@ impl Registry {
         for r in &self.rejected {
             msg.push_str(&format!("\n  note: {}", r.reason));
         }
-        for s in &self.shadowed {
+        for s in self.shadowed.iter().chain(&self.notes) {
             msg.push_str(&format!("\n  note: {s}"));
         }
         msg
@@ -246,6 +248,22 @@ impl Registry {
         }
         if let [only] = by_ext.as_slice() {
             return Ok(only);
+        }
+        // A name that several readers claim (two plugins declaring one extension) picks among
+        // them by a weak guess of their own; else it is said, as for an output, and no weak
+        // guess of another format takes the file.
+        if by_ext.len() > 1 {
+            if top > 0
+                && let Some(f) = tied.iter().find(|f| by_ext.iter().any(|e| e.id == f.id))
+            {
+                return Ok(f);
+            }
+            let ids: Vec<&str> = by_ext.iter().map(|f| f.id.as_str()).collect();
+            return Err(format!(
+                "'{}' could be {} by its name, and its content does not tell; choose one with --from",
+                crate::io::shown(Path::new(&file_name)),
+                ids.join(" or ")
+            ));
         }
         // A weak guess (below 10: a long first line with a `;`) does not outweigh a name that
         // says the file is one profconv writes (`x.speedscope.json`, `x.svg`): that is said.

@@ -567,6 +567,155 @@ fn a_panicking_plugin_is_an_error_not_a_crash() {
     );
 }
 
+/// A plugin can build, in safe code, a profile whose columns differ in length (the fields are
+/// public). The host's view takes each table's length from one column: it read past the end of
+/// the shorter one (a crash, or heap bytes drawn as counts with exit 0). The plugin's side now
+/// refuses it, and every such profile is an error that says which column.
+#[test]
+fn a_plugin_profile_with_a_column_cut_short_is_an_error() {
+    let d = tmp();
+    let panicky = lib_path("profconv_testplugin_panicky");
+    for (case, says) in [
+        ("funcs", "func columns differ in length"),
+        ("frames", "frame columns differ in length"),
+        ("stacks", "stack columns differ in length"),
+        ("values", "a sample value column has the wrong length"),
+        ("value-types", "one value column per value type is required"),
+        ("time", "sample time column has the wrong length"),
+        ("threads", "sample thread column has the wrong length"),
+    ] {
+        let input = write(d.path(), "p.ragged", format!("{case}\n").as_bytes());
+        for args in [
+            vec!["tree", input.to_str().unwrap()],
+            vec![
+                "convert",
+                input.to_str().unwrap(),
+                "--to",
+                "callgrind",
+                "-o",
+                "-",
+            ],
+        ] {
+            let mut all = vec!["--plugin", panicky.to_str().unwrap()];
+            all.extend(args);
+            let out = run(&all);
+            let err = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(5), "{case}: {err}");
+            assert!(out.stdout.is_empty(), "{case}");
+            assert!(
+                err.contains("parse returned an invalid profile") && err.contains(says),
+                "{case}: {err}"
+            );
+        }
+    }
+    // The same profile with every column whole is read.
+    let input = write(d.path(), "p.ragged", b"whole\n");
+    let out = run(&[
+        "--plugin",
+        panicky.to_str().unwrap(),
+        "tree",
+        input.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "main self=0 total=3\n  g self=2 total=2\n  f self=1 total=1\n"
+    );
+}
+
+/// A name that two readers claim (`.panicky`: panicky and ragged) is not taken by a weak
+/// content guess of a third (folded's, for a line with a count and no `;`), and no claimant
+/// is chosen at random: the error names both, as for an output name. `--from` picks.
+#[test]
+fn a_name_two_readers_claim_is_said() {
+    let d = tmp();
+    let panicky = lib_path("profconv_testplugin_panicky");
+    let input = write(d.path(), "x.panicky", b"main>x 1\n");
+    let out = run(&[
+        "--plugin",
+        panicky.to_str().unwrap(),
+        "tree",
+        input.to_str().unwrap(),
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("'x.panicky' could be panicky or ragged by its name")
+            && err.contains("choose one with --from"),
+        "{err}"
+    );
+    let out = run(&[
+        "--plugin",
+        panicky.to_str().unwrap(),
+        "tree",
+        "--from",
+        "ragged",
+        input.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[cfg(target_os = "linux")]
+/// A `--plugin` directory whose library is not named as a plugin file (as `cargo build` names
+/// a crate's) is said, with how to load it; it was skipped without a word, and the run only
+/// missed the format ("no plugin can read format 'panicky'").
+#[test]
+fn a_plugin_directory_without_a_plugin_file_is_said() {
+    let d = tmp();
+    let dir = d.path().join("plugins");
+    std::fs::create_dir(&dir).unwrap();
+    let lib = lib_path("profconv_testplugin_panicky");
+    let copy = dir.join(lib.file_name().unwrap());
+    std::fs::copy(&lib, &copy).unwrap();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let out = run(&[
+        "--plugin",
+        dir.to_str().unwrap(),
+        "tree",
+        "--from",
+        "panicky",
+        input.to_str().unwrap(),
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let said = format!(
+        "--plugin {}: no plugin file in this directory (plugin files are named libprofconv_plugin_NAME.so); libprofconv_testplugin_panicky.so is named otherwise: give it as a file, `--plugin {}`",
+        dir.display(),
+        copy.display()
+    );
+    assert!(err.contains(&format!("warning: {said}")), "{err}");
+    assert!(err.contains(&format!("note: {said}")), "{err}");
+    // An empty directory too, without the hint; listed by `formats`.
+    let empty = d.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = run(&["--plugin", empty.to_str().unwrap(), "formats"]);
+    assert!(
+        text(&out.stdout).contains(&format!(
+            "note: --plugin {}: no plugin file in this directory (plugin files are named libprofconv_plugin_NAME.so)\n",
+            empty.display()
+        )),
+        "{}",
+        text(&out.stdout)
+    );
+    // A directory with a plugin file says nothing.
+    let out = run(&[
+        "--plugin",
+        lib_path("profconv_plugin_folded")
+            .parent()
+            .unwrap()
+            .to_str()
+            .unwrap(),
+        "tree",
+        input.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    assert!(
+        !text(&out.stderr).contains("no plugin file"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 #[test]
 fn a_closed_pipe_ends_quietly() {
     let d = tmp();

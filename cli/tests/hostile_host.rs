@@ -228,6 +228,49 @@ fn data_after_the_last_gzip_member_is_reported_where_it_starts() {
     }
 }
 
+/// A bad line in a whole gzip member followed by data that is not a member is the error, on
+/// any thread count and from a file or a pipe: the member's checksum vouches for the line. The
+/// parallel reader, reading ahead, met the data after the member first, and that error was
+/// the run's (one thread failed on the line first and said the line).
+#[test]
+fn a_bad_line_before_data_after_the_last_member_is_the_error() {
+    let d = tmp();
+    let mut lines: Vec<u8> = (0..20_000)
+        .flat_map(|i| format!("main;f{};g{} {}\n", i % 50, i % 7, i + 1).into_bytes())
+        .collect();
+    let bad_at = lines.iter().take(200_000).filter(|&&b| b == b'\n').count() + 1;
+    let cut = lines[..200_000].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    lines.splice(cut..cut, b"bad line here\n".iter().copied());
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(&lines).unwrap();
+    let mut bytes = enc.finish().unwrap();
+    bytes.extend_from_slice(b"garbage!");
+    let path = write(d.path(), "bad.folded.gz", &bytes);
+    for threads in ["1", "2"] {
+        let out = run(&["--threads", threads, "tree", path.to_str().unwrap()]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{threads}: {err}");
+        assert!(
+            err.contains(&format!("bad.folded.gz:{bad_at}:10: expected a count")),
+            "{threads}: {err}"
+        );
+        let mut child = spawn_piped(&["--threads", threads, "tree", "--from", "folded", "-"]);
+        let mut stdin = child.stdin.take().unwrap();
+        let feed = bytes.clone();
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(&feed);
+        });
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{threads}: {err}");
+        assert!(
+            err.contains(&format!("<stdin>:{bad_at}:10: expected a count")),
+            "{threads}: {err}"
+        );
+    }
+}
+
 /// A file name (or a `-T` spec) with control characters reaches the terminal escaped in
 /// profconv's own messages, as the plugins' messages and the tree text already were: an escape
 /// sequence in a downloaded file's name must not drive the terminal.

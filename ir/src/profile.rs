@@ -520,17 +520,8 @@ impl<'a> ProfileRef<'a> {
         }
         let n_str = self.strings.len() as u64;
         let str_ok = |s: u32, opt: bool| (s as u64) < n_str || (opt && s == NONE);
+        self.check_column_lengths()?;
         let nf = self.n_funcs();
-        if [
-            self.func_file.len(),
-            self.func_line.len(),
-            self.func_resource.len(),
-        ]
-        .iter()
-        .any(|&l| l != nf)
-        {
-            return bad("func columns differ in length".into());
-        }
         for i in 0..nf {
             if !str_ok(self.func_name[i], false)
                 || !str_ok(self.func_file[i], true)
@@ -540,16 +531,10 @@ impl<'a> ProfileRef<'a> {
             }
         }
         let nfr = self.n_frames();
-        if self.frame_address.len() != nfr || self.frame_line.len() != nfr {
-            return bad("frame columns differ in length".into());
-        }
         if let Some(i) = self.frame_func.iter().position(|&f| f as usize >= nf) {
             return bad(format!("frame {i} names a func that does not exist"));
         }
         let ns = self.n_stacks();
-        if self.stack_frame.len() != ns {
-            return bad("stack columns differ in length".into());
-        }
         for i in 0..ns {
             let p = self.stack_prefix[i];
             if p != NONE && p as usize >= i {
@@ -561,29 +546,16 @@ impl<'a> ProfileRef<'a> {
                 return bad(format!("stack {i} names a frame that does not exist"));
             }
         }
-        let n = self.n_samples();
         if let Some(i) = self.sample_stack.iter().position(|&s| s as usize >= ns) {
             return bad(format!("sample {i} names a stack that does not exist"));
         }
-        if self.sample_time.is_some_and(|t| t.len() != n) {
-            return bad("sample time column has the wrong length".into());
-        }
         if let Some(t) = self.sample_thread {
-            if t.len() != n {
-                return bad("sample thread column has the wrong length".into());
-            }
             if let Some(i) = t.iter().position(|&t| t as usize >= self.thread_name.len()) {
                 return bad(format!("sample {i} names a thread that does not exist"));
             }
         }
         if let Some(i) = self.thread_name.iter().position(|&s| !str_ok(s, false)) {
             return bad(format!("thread {i} names a string that does not exist"));
-        }
-        if self.sample_values.len() != self.value_types.len() {
-            return bad("one value column per value type is required".into());
-        }
-        if self.sample_values.iter().any(|c| c.len() != n) {
-            return bad("a sample value column has the wrong length".into());
         }
         for (i, v) in self.value_types.iter().enumerate() {
             if !str_ok(v.name, false) || !str_ok(v.unit, false) {
@@ -604,6 +576,49 @@ impl<'a> ProfileRef<'a> {
                 .any(|&s| !str_ok(s, false))
         {
             return bad("metadata names strings that do not exist".into());
+        }
+        Ok(())
+    }
+
+    /// Checks that each table's columns have one length (and that there is one value column
+    /// per value type): the part of [`ProfileRef::validate`] that costs nothing. A plugin runs
+    /// it before lending its profile to the host, whose view of a table takes its length from
+    /// one column: a shorter one would be read past its end.
+    pub fn check_column_lengths(&self) -> Result<(), IrError> {
+        let bad = |m: &str| Err(IrError::Invalid(m.to_string()));
+        let nf = self.n_funcs();
+        if [
+            self.func_file.len(),
+            self.func_line.len(),
+            self.func_resource.len(),
+        ]
+        .iter()
+        .any(|&l| l != nf)
+        {
+            return bad("func columns differ in length");
+        }
+        let nfr = self.n_frames();
+        if self.frame_address.len() != nfr || self.frame_line.len() != nfr {
+            return bad("frame columns differ in length");
+        }
+        if self.stack_frame.len() != self.n_stacks() {
+            return bad("stack columns differ in length");
+        }
+        let n = self.n_samples();
+        if self.sample_time.is_some_and(|t| t.len() != n) {
+            return bad("sample time column has the wrong length");
+        }
+        if self.sample_thread.is_some_and(|t| t.len() != n) {
+            return bad("sample thread column has the wrong length");
+        }
+        if self.sample_values.len() != self.value_types.len() {
+            return bad("one value column per value type is required");
+        }
+        if self.sample_values.iter().any(|c| c.len() != n) {
+            return bad("a sample value column has the wrong length");
+        }
+        if self.meta_key.len() != self.meta_value.len() {
+            return bad("metadata keys and values differ in number");
         }
         Ok(())
     }

@@ -762,6 +762,13 @@ unsafe extern "C" fn parse_trampoline<F: Format>(
         };
         let mut cx = Context::from_host(host);
         let profile = F::parse(&mut input, &options, &mut cx)?;
+        // The host's view of each table takes its length from one column and checks the rest
+        // against it: a shorter column, which safe code can build (the fields are public),
+        // would be read past its end. The host validates everything else.
+        profile
+            .view()
+            .check_column_lengths()
+            .map_err(|e| PluginError::internal(format!("parse returned an {e}")))?;
         // SAFETY: `out` is a valid, writable export slot; the host takes ownership.
         unsafe { out.write(crate::view::export_profile(profile)) };
         Ok(())
