@@ -477,6 +477,7 @@ impl Sink {
     /// and replaces the file the user named, not a link to it.
     pub fn create(target: &Path) -> io::Result<Sink> {
         if target == Path::new("-") {
+            stdout_writable()?;
             return Ok(Sink::Stdout(io::BufWriter::with_capacity(
                 DIRECT_BUFFER,
                 Blocking(io::stdout()),
@@ -488,6 +489,7 @@ impl Sink {
         // and after ours; write through the descriptor instead, as `> /dev/stdout` does.
         match open_descriptor(target) {
             Some(1) => {
+                stdout_writable()?;
                 return Ok(Sink::Stdout(io::BufWriter::with_capacity(
                     DIRECT_BUFFER,
                     Blocking(io::stdout()),
@@ -498,6 +500,9 @@ impl Sink {
             // the shell's next write to the descriptor overwrites, and fails for a socket).
             #[cfg(unix)]
             Some(n) => {
+                if profconv_plugin::host::read_only_descriptor(n) {
+                    return Err(not_for_writing(&format!("descriptor {n}")));
+                }
                 let f = profconv_plugin::host::duplicate_descriptor(n)?;
                 return Ok(Sink::Direct(io::BufWriter::with_capacity(
                     DIRECT_BUFFER,
@@ -836,23 +841,50 @@ fn link_target(path: &Path) -> io::Result<PathBuf> {
     ))
 }
 
+/// An error when stdout is open for reading only (`1<file`): Rust's stdout takes the EBADF of
+/// every write for success, so the output would vanish and the run end with exit 0. Checked
+/// before any input is read. (A closed stdout, `>&-`, is not told from `/dev/null`.)
+pub fn stdout_writable() -> io::Result<()> {
+    #[cfg(unix)]
+    if profconv_plugin::host::read_only_descriptor(1) {
+        return Err(not_for_writing("standard output"));
+    }
+    Ok(())
+}
+
+fn not_for_writing(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!("{what} is open for reading only, not for writing (Bad file descriptor)"),
+    )
+}
+
 /// The descriptor number when `path`, or a symbolic link on the way from it, names an open
 /// descriptor of this process: `/dev/fd/N` or `/proc/self/fd/N` (also `/proc/<own pid>/fd/N`
 /// and `/proc/thread-self/fd/N`); `/dev/stdout` is a link to `/proc/self/fd/1`.
 fn open_descriptor(path: &Path) -> Option<u32> {
     let own = std::process::id().to_string();
     let mut p = path.to_path_buf();
+    let is_own_fd_dir = |dir: &Path| {
+        dir == Path::new("/dev/fd")
+            || dir.strip_prefix("/proc").is_ok_and(|rest| {
+                let c: Vec<_> = rest.components().map(|c| c.as_os_str()).collect();
+                match c[..] {
+                    [who, fd] => {
+                        fd == "fd" && (who == "self" || who == "thread-self" || *who == *own)
+                    }
+                    // `/proc/thread-self` resolved.
+                    [who, task, _, fd] => *who == *own && task == "task" && fd == "fd",
+                    _ => false,
+                }
+            })
+    };
     for _ in 0..40 {
         let dir = p.parent()?;
-        let names_own_fd = dir == Path::new("/dev/fd")
-            || dir.strip_prefix("/proc").is_ok_and(|rest| {
-                let mut c = rest.components().map(|c| c.as_os_str());
-                matches!(
-                    (c.next(), c.next(), c.next()),
-                    (Some(who), Some(fd), None)
-                        if fd == "fd" && (who == "self" || who == "thread-self" || *who == *own)
-                )
-            });
+        // As written, or resolved (`../../dev/fd/1` from a directory below the root,
+        // `/proc/self/fd/../fd/1`): the same descriptor.
+        let names_own_fd = is_own_fd_dir(dir)
+            || (!dir.as_os_str().is_empty() && dir.canonicalize().is_ok_and(|d| is_own_fd_dir(&d)));
         if names_own_fd {
             return p.file_name()?.to_str()?.parse().ok();
         }

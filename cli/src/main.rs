@@ -274,7 +274,10 @@ fn main() -> ExitCode {
         let report = profconv_conformance::check_plugin(path, samples);
         // A closed stdout (`| head`) is no failure; a full disk is (exit 4), as for `convert`.
         let mut out = Blocking(std::io::stdout().lock());
-        if let Err(e) = write!(out, "{report}").and_then(|()| out.flush()) {
+        if let Err(e) = io::stdout_writable()
+            .and_then(|()| write!(out, "{report}"))
+            .and_then(|()| out.flush())
+        {
             return match is_broken_pipe(&e) {
                 // `| head`: the report is cut, not the verdict, which the status still gives.
                 true if !report.passed() => ExitCode::FAILURE,
@@ -1354,8 +1357,10 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
 }
 
 fn tree(registry: &Registry, args: &TreeArgs, run: Run) -> Result<(), Failure> {
-    // The tree goes to stdout, which must not be the input (`1<>in.folded`).
+    // The tree goes to stdout, which must not be the input (`1<>in.folded`), and must be open
+    // for writing.
     check_not_an_input(Path::new("-"), &[&args.input.input])?;
+    io::stdout_writable().map_err(|e| Failure::Io(format!("<stdout>: {e}")))?;
     // `-O value=…` is the emitters' choice of column; the tree's is `--value` (unless a reader
     // takes a `value` option of its own).
     let read_value = |f: &FormatHandle| {
@@ -1532,8 +1537,8 @@ fn list_formats(registry: &Registry, defaults_searched: bool) -> Result<(), Fail
     // every message.
     let out = printable(&out);
     let mut stdout = Blocking(std::io::stdout().lock());
-    match stdout
-        .write_all(out.as_bytes())
+    match io::stdout_writable()
+        .and_then(|()| stdout.write_all(out.as_bytes()))
         .and_then(|()| stdout.flush())
     {
         Ok(()) => Ok(()),

@@ -16,6 +16,88 @@ use std::path::Path;
 use std::process::Stdio;
 use support::{SEED_001, lib_path};
 
+/// A stdout open for reading only (`1<file`) is an error before the input is read (exit 4,
+/// as `cat` fails): Rust's stdout takes the EBADF of every write for success, so the output
+/// vanished and every command ended with exit 0, after the whole conversion. A descriptor
+/// named as the output (`-o /dev/stdin`, `-o /dev/fd/0`) that is open for reading only too.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_stdout_open_for_reading_only_is_an_error() {
+    let d = tmp();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let ro = write(d.path(), "ro", b"data\n");
+    let i = input.to_str().unwrap();
+    for args in [
+        vec!["convert", i, "--to", "folded"],
+        vec!["convert", i, "--to", "folded", "-o", "/dev/stdout"],
+        vec!["tree", i],
+        vec!["diff", i, i],
+        vec!["formats"],
+    ] {
+        let out = profconv()
+            .args(&args)
+            .stdout(std::fs::File::open(&ro).unwrap())
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{args:?}: {err}");
+        assert!(
+            err.contains("standard output is open for reading only, not for writing"),
+            "{args:?}: {err}"
+        );
+    }
+    for target in ["/dev/stdin", "/dev/fd/0"] {
+        let out = profconv()
+            .args(["convert", i, "--to", "folded", "-o", target])
+            .stdin(std::fs::File::open(&ro).unwrap())
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{target}: {err}");
+        assert!(
+            err.contains("descriptor 0 is open for reading only, not for writing"),
+            "{target}: {err}"
+        );
+    }
+    assert_eq!(std::fs::read(&ro).unwrap(), b"data\n");
+}
+
+/// A descriptor's path written relatively, or with `..` in it, is that descriptor too: the
+/// output goes through it, after the shell's header. It was taken for a file and a temp file
+/// renamed over stdout's file, cutting the header and footer out.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_descriptor_path_written_relatively_is_the_descriptor() {
+    let d = tmp();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let deep = d.path().join("a/b");
+    std::fs::create_dir_all(&deep).unwrap();
+    let up = "../".repeat(deep.components().count());
+    for target in [
+        format!("{up}dev/fd/1"),
+        format!("{up}proc/self/fd/1"),
+        "/proc/self/fd/../fd/1".to_string(),
+    ] {
+        let out_path = d.path().join("out.txt");
+        let mut file = std::fs::File::create(&out_path).unwrap();
+        file.write_all(b"header\n").unwrap();
+        let status = profconv()
+            .current_dir(&deep)
+            .args(["convert", input.to_str().unwrap(), "--to", "folded", "-o"])
+            .arg(&target)
+            .stdout(Stdio::from(file.try_clone().unwrap()))
+            .status()
+            .unwrap();
+        assert!(status.success(), "{target}");
+        file.write_all(b"footer\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&out_path).unwrap(),
+            format!("header\n{SEED_001}footer\n"),
+            "{target}"
+        );
+    }
+}
+
 /// `{ echo header; profconv … -o /dev/stdout; echo footer; } > out.txt`: `/dev/stdout` (and
 /// `/dev/fd/1`, `/proc/self/fd/1`) is the descriptor the shell opened, so the output goes
 /// after the header and the footer after it. It used to be resolved to `out.txt` and a temp

@@ -990,6 +990,20 @@ pub fn may_write(path: &Path) -> bool {
     }
 }
 
+/// Whether descriptor `n` is open for reading only (`1<file`, `7</dev/null`): a write to it
+/// fails with EBADF, which Rust's stdout takes for success, so output sent there would vanish
+/// with exit 0. False when it is not open, or open for writing.
+#[cfg(unix)]
+pub fn read_only_descriptor(n: u32) -> bool {
+    let Ok(n) = libc::c_int::try_from(n) else {
+        return false;
+    };
+    // SAFETY: `fcntl(F_GETFL)` reads and writes no memory of the process; given a descriptor
+    // that is not open it fails with EBADF (-1).
+    let flags = unsafe { libc::fcntl(n, libc::F_GETFL) };
+    flags >= 0 && flags & libc::O_ACCMODE == libc::O_RDONLY
+}
+
 /// Descriptor `n` of this process as a file of its own: a duplicate (`F_DUPFD_CLOEXEC`) that
 /// shares the open file, its position and its flags with `n`, so that writes to it land where
 /// the process's other writes to `n` land, as the shell's `> /dev/fd/N` writes (opening
