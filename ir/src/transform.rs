@@ -437,13 +437,29 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
                     "min total needs a weight value type".into(),
                 ));
             };
-            let (stack_node, total, grand) = name_node_totals(p, &keys, col)?;
+            // A differential profile (a `before` and an `after` column) keeps a node either
+            // side keeps: measured by `before` alone, a path new or grown in `after` (the
+            // shape a differential flame graph draws) was merged away.
+            let cols = match p.meta("diff") == Some(crate::diff::DIFF_COLUMNS)
+                && p.value_types.len() >= 2
+            {
+                true => vec![0, 1],
+                false => vec![col],
+            };
+            let measured = cols
+                .iter()
+                .map(|&c| name_node_totals(p, &keys, c))
+                .collect::<Result<Vec<_>, _>>()?;
+            let stack_node = &measured[0].0;
             let mut small = Vec::with_capacity(n);
             for (s, &node) in stack_node.iter().enumerate() {
                 let prefix = p.stack_prefix[s];
                 // Roots stay: they have no parent to take their value.
                 let is_small = prefix != NONE
-                    && (small[prefix as usize] || fraction.below(total[node as usize], grand));
+                    && (small[prefix as usize]
+                        || measured
+                            .iter()
+                            .all(|(_, total, grand)| fraction.below(total[node as usize], *grand)));
                 small.push(is_small);
                 if is_small {
                     matched += live_count(s);
@@ -1156,6 +1172,33 @@ mod tests {
             );
         }
         assert_eq!(figure(&run(&p, &["min-total:91%"])), "main:11,11\n");
+    }
+
+    /// A differential profile keeps a node that either column keeps: `b`, new in `after` (50
+    /// of 70), was merged into `main` by `before`'s measure (0 of 15), though the differential
+    /// flame graph draws `after`'s shape; `c`, gone in `after` (5 of 15 before), stays too.
+    #[test]
+    fn min_total_of_a_differential_profile_keeps_what_either_side_keeps() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("before", "count", ValueKind::Weight);
+        b.add_value_type("after", "count", ValueKind::Weight);
+        b.add_meta("diff", crate::diff::DIFF_COLUMNS);
+        for (path, before, after) in [
+            (&["main", "a"][..], 10, 20),
+            (&["main", "b"][..], 0, 50),
+            (&["main", "c"][..], 5, 0),
+            (&["main", "d"][..], 0, 1),
+        ] {
+            b.add_stack(path, &[before, after]).unwrap();
+        }
+        let p = b.finish();
+        let t = run(&p, &["min-total:10%"]);
+        let v = t.view();
+        let kept: Vec<&str> = (0..v.n_stacks())
+            .filter(|&s| v.stack_prefix[s] != NONE)
+            .map(|s| v.func_name_str(v.stack_func(s as u32)))
+            .collect();
+        assert_eq!(kept, ["a", "b", "c"], "d, 1 of 71, is merged");
     }
 
     #[test]

@@ -319,7 +319,7 @@ fn weight_columns(p: &ProfileRef<'_>, value: Option<&str>) -> Result<Vec<usize>,
         };
         if p.value_types[c].kind != ValueKind::Weight {
             return Err(PluginError::bad_option(format!(
-                "value type '{name}' is a count, not a cost; callgrind events are costs"
+                "option value={name}: value type '{name}' is a count, not a cost; callgrind events are costs"
             )));
         }
         return Ok(vec![c]);
@@ -2086,6 +2086,22 @@ mod tests {
         let mut b = ProfileBuilder::new();
         b.add_value_type("calls", "count", ValueKind::Count);
         b.add_stack(&["a"], &[1]).unwrap();
-        assert!(emit_callgrind(&b.finish().view(), &mut out, EmitOptions::default()).is_err());
+        let p = b.finish();
+        assert!(emit_callgrind(&p.view(), &mut out, EmitOptions::default()).is_err());
+        // A count chosen with `-O value=` is an error that names the option, as every bad
+        // option value's is.
+        let e = emit_callgrind(
+            &p.view(),
+            &mut out,
+            EmitOptions {
+                value: Some("calls"),
+            },
+        )
+        .unwrap_err();
+        assert!(
+            e.message
+                .starts_with("option value=calls: value type 'calls' is a count"),
+            "{e}"
+        );
     }
 }

@@ -489,28 +489,77 @@ fn stylesheet(o: &FlameOptions, t: &Theme) -> String {
     css
 }
 
-/// A font family for CSS: plain family names and lists as they are, anything else quoted.
+/// A font family for CSS: a list of families as CSS writes it (`"DejaVu Sans Mono", monospace`,
+/// `Verdana, sans-serif`), each family plain if it is a plain name and quoted otherwise (a
+/// quoted one is written again, escaped), so that the value cannot end the declaration; a
+/// value that is no such list is one quoted family.
 fn css_font_family(font: &str, out: &mut String) {
-    let plain = !font.is_empty()
-        && font
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, ' ' | ',' | '-' | '_'));
-    if plain {
-        out.push_str(font);
-        return;
-    }
-    out.push('"');
-    for c in xml_safe(font).chars() {
-        match c {
-            '"' | '\\' => {
-                out.push('\\');
-                out.push(c);
+    let font = xml_safe(font);
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+    };
+    let quoted = |s: &str, out: &mut String| {
+        out.push('"');
+        for c in s.chars() {
+            match c {
+                '"' | '\\' => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                '\n' | '\r' => out.push(' '),
+                _ => out.push(c),
             }
-            '\n' | '\r' => out.push(' '),
-            _ => out.push(c),
+        }
+        out.push('"');
+    };
+    // The families: split at commas outside quotes; a family is a plain name or one whole
+    // quoted string.
+    let mut families = Vec::new();
+    let (mut start, mut quote) = (0, None);
+    for (i, c) in font.char_indices() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, ',') => {
+                families.push(&font[start..i]);
+                start = i + 1;
+            }
+            _ => {}
         }
     }
-    out.push('"');
+    families.push(&font[start..]);
+    let family = |f: &str| -> Option<Option<String>> {
+        let f = f.trim();
+        if plain(f) {
+            return Some(None);
+        }
+        let inner = f
+            .strip_prefix('"')
+            .and_then(|r| r.strip_suffix('"'))
+            .or_else(|| f.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')))?;
+        let q = f.as_bytes()[0] as char;
+        (!inner.contains(q) && !inner.contains('\\')).then(|| Some(inner.to_string()))
+    };
+    let parsed: Option<Vec<_>> = match quote {
+        Some(_) => None,
+        None => families.iter().map(|f| family(f)).collect(),
+    };
+    match parsed {
+        Some(list) if !list.is_empty() => {
+            for (k, (f, inner)) in families.iter().zip(list).enumerate() {
+                if k > 0 {
+                    out.push_str(", ");
+                }
+                match inner {
+                    None => out.push_str(f.trim()),
+                    Some(name) => quoted(&name, out),
+                }
+            }
+        }
+        _ => quoted(&font, out),
+    }
 }
 
 /// Appends `s` escaped for XML text, as quick-xml's `escape` does (`&`, `<`, `>`, `'`, `"`),
@@ -849,6 +898,30 @@ mod tests {
             push_escaped(&mut out, s);
             assert_eq!(out, format!("x{}", quick_xml::escape::escape(s)));
         }
+    }
+
+    /// A list of families as CSS writes it keeps its quoted names: `"DejaVu Sans Mono",
+    /// monospace` was quoted whole, one family of that name, which no font has (the browser's
+    /// default serif was drawn, the monospace fallback lost).
+    #[test]
+    fn font_families_are_written_as_css_lists() {
+        let css = |f: &str| {
+            let mut out = String::new();
+            css_font_family(f, &mut out);
+            out
+        };
+        assert_eq!(css("Verdana, sans-serif"), "Verdana, sans-serif");
+        assert_eq!(
+            css("\"DejaVu Sans Mono\", monospace"),
+            "\"DejaVu Sans Mono\", monospace"
+        );
+        assert_eq!(css("'Courier New',monospace"), "\"Courier New\", monospace");
+        assert_eq!(css("a, \"b, c\""), "a, \"b, c\"");
+        // Anything else is one family, quoted: it cannot end the declaration.
+        assert_eq!(css("Andale Mono\""), "\"Andale Mono\\\"\"");
+        assert_eq!(css("x; color: red"), "\"x; color: red\"");
+        assert_eq!(css("\"a\" b, c"), "\"\\\"a\\\" b, c\"");
+        assert_eq!(css(""), "\"\"");
     }
 
     #[test]

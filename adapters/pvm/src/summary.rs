@@ -52,7 +52,11 @@ pub fn emit_summary(
     let Some(ticks) = chosen.filter(|&c| p.value_types[c].kind == ValueKind::Weight) else {
         return Err(match chosen {
             Some(c) => PluginError::bad_option(format!(
-                "pvm-summary sums a weight column; '{}' counts events",
+                "{}pvm-summary sums a weight column; '{}' counts events",
+                match value {
+                    Some(v) if named => format!("option value={v}: "),
+                    _ => String::new(),
+                },
                 p.value_type_name(c)
             )),
             None => PluginError::unsupported(
