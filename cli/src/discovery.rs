@@ -140,17 +140,22 @@ pub fn user_plugin_dir() -> Option<PathBuf> {
 }
 
 fn scan_dir(dir: &Path, source: Source, out: &mut Vec<Candidate>) {
+    let mut files = plugin_files(dir);
+    files.sort(); // deterministic order within a directory
+    out.extend(files.into_iter().map(|path| candidate(path, source, false)));
+}
+
+/// The plugin files a directory holds: files (or links to files) named as plugin files.
+fn plugin_files(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
+        return Vec::new();
     };
-    let mut files: Vec<PathBuf> = entries
+    entries
         .filter_map(|e| e.ok())
         .filter(|e| e.file_name().to_str().is_some_and(is_plugin_file_name))
         .map(|e| e.path())
         .filter(|p| p.is_file())
-        .collect();
-    files.sort(); // deterministic order within a directory
-    out.extend(files.into_iter().map(|path| candidate(path, source, false)));
+        .collect()
 }
 
 /// For each directory the user named with `--plugin` that holds no plugin file, what to say:
@@ -159,25 +164,27 @@ fn scan_dir(dir: &Path, source: Source, out: &mut Vec<Candidate>) {
 /// the run then only misses its formats.
 pub fn dirs_without_plugins(explicit: &[PathBuf]) -> Vec<String> {
     let mut out = Vec::new();
+    let mut seen = Vec::new();
     for dir in explicit.iter().filter(|p| p.is_dir()) {
+        // Each directory once, however often it is named.
+        let canon = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+        if seen.contains(&canon) {
+            continue;
+        }
+        seen.push(canon);
+        // What scanning the directory finds (files, not directories or broken links).
+        if !plugin_files(dir).is_empty() {
+            continue;
+        }
         let Ok(entries) = std::fs::read_dir(dir) else {
             continue;
         };
-        let mut libraries = Vec::new();
-        let mut any_plugin = false;
-        for name in entries.filter_map(|e| e.ok()).map(|e| e.file_name()) {
-            let name = name.to_string_lossy();
-            if is_plugin_file_name(&name) {
-                any_plugin = true;
-                break;
-            }
-            if name.ends_with(DLL_SUFFIX) {
-                libraries.push(name.into_owned());
-            }
-        }
-        if any_plugin {
-            continue;
-        }
+        let mut libraries: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().is_file())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(DLL_SUFFIX))
+            .collect();
         libraries.sort();
         let named_otherwise = match libraries.first() {
             Some(l) => format!(

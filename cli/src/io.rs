@@ -41,12 +41,48 @@ pub struct OpenInput {
 /// Buffer of the file's reader (see `OpenInput::open`).
 const RAW_BUFFER: usize = 64 << 10;
 
+/// A reader whose first read fails with the error it holds, and which is then at its end.
+struct FailsOnce(Option<io::Error>);
+
+impl Read for FailsOnce {
+    fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+        match self.0.take() {
+            Some(e) => Err(e),
+            None => Ok(0),
+        }
+    }
+}
+
+/// A reader that stays at its end once it has reached it: a terminal reports the end of input
+/// (Ctrl-D) to one read only, and the next waits for more typing.
+struct Fused<R> {
+    inner: R,
+    ended: bool,
+}
+
+impl<R: Read> Read for Fused<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.ended || buf.is_empty() {
+            return Ok(0);
+        }
+        let n = self.inner.read(buf)?;
+        self.ended = n == 0;
+        Ok(n)
+    }
+}
+
 impl OpenInput {
     /// Opens `path` (`-` is stdin); gzip input is decompressed transparently.
     pub fn open(path: &Path) -> io::Result<OpenInput> {
         let mut file = None;
         let (name, raw, size): (String, Box<dyn Read>, Option<u64>) = if path == Path::new("-") {
-            ("<stdin>".into(), Box::new(Blocking(io::stdin())), None)
+            // Fused: a terminal's end of input (Ctrl-D) is given once, and every read after it
+            // (the head's, then the parser's) waited for another.
+            let stdin = Fused {
+                inner: Blocking(io::stdin()),
+                ended: false,
+            };
+            ("<stdin>".into(), Box::new(stdin), None)
         } else {
             let f = File::open(path)?;
             if f.metadata()?.is_dir() {
@@ -80,7 +116,16 @@ impl OpenInput {
             (Box::new(chained), size)
         };
         let mut head = Vec::with_capacity(HEAD);
-        (&mut reader).take(HEAD as u64).read_to_end(&mut head)?;
+        if let Err(e) = (&mut reader).take(HEAD as u64).read_to_end(&mut head) {
+            // Data after the last gzip member, met while reading the head: the bytes before it
+            // were checked by their members' checksums, so the parser reads them first, and
+            // the error comes after them (a bad line among them is the error, as in a larger
+            // file, where the parser reaches it before the reading reaches the data).
+            if !corrupt_gzip(&e).is_some_and(|c| c.after_last_member) {
+                return Err(e);
+            }
+            reader = Box::new(FailsOnce(Some(e)));
+        }
         Ok(OpenInput {
             name,
             path: path.to_path_buf(),

@@ -254,7 +254,7 @@ fn main() -> ExitCode {
         // Help and version go to stdout as clap prints them; a write that fails there (a full
         // disk, `> /dev/full`) fails the run as any output does, a closed pipe does not.
         Err(e) => {
-            return match e.print() {
+            return match io::stdout_writable().and_then(|()| e.print()) {
                 Err(err) if !is_broken_pipe(&err) => Failure::Io(format!("<stdout>: {err}")).exit(),
                 _ => ExitCode::from(e.exit_code().clamp(0, 255) as u8),
             };

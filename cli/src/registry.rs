@@ -253,8 +253,11 @@ impl Registry {
         // them by a weak guess of their own; else it is said, as for an output, and no weak
         // guess of another format takes the file.
         if by_ext.len() > 1 {
-            if top > 0
-                && let Some(f) = tied.iter().find(|f| by_ext.iter().any(|e| e.id == f.id))
+            // The best non-zero score among them (`scores` is sorted, best first; a tie goes
+            // to the first loaded).
+            if let Some((_, f)) = scores
+                .iter()
+                .find(|(_, f)| by_ext.iter().any(|e| e.id == f.id))
             {
                 return Ok(f);
             }

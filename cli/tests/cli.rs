@@ -697,6 +697,29 @@ fn a_plugin_directory_without_a_plugin_file_is_said() {
         "{}",
         text(&out.stdout)
     );
+    // Nor does a directory named like a plugin file, or a broken link so named: scanning
+    // finds no plugin there either. A directory named twice is said once.
+    let odd = d.path().join("odd");
+    std::fs::create_dir_all(odd.join("libprofconv_plugin_x.so")).unwrap();
+    std::os::unix::fs::symlink("/nonexistent", odd.join("libprofconv_plugin_y.so")).unwrap();
+    let out = run(&[
+        "--plugin",
+        odd.to_str().unwrap(),
+        "--plugin",
+        odd.to_str().unwrap(),
+        "tree",
+        input.to_str().unwrap(),
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(
+        err.matches(&format!(
+            "warning: --plugin {}: no plugin file",
+            odd.display()
+        ))
+        .count(),
+        1,
+        "{err}"
+    );
     // A directory with a plugin file says nothing.
     let out = run(&[
         "--plugin",

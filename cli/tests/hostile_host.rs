@@ -33,6 +33,8 @@ fn a_stdout_open_for_reading_only_is_an_error() {
         vec!["tree", i],
         vec!["diff", i, i],
         vec!["formats"],
+        vec!["--help"],
+        vec!["--version"],
     ] {
         let out = profconv()
             .args(&args)
@@ -317,39 +319,43 @@ fn data_after_the_last_gzip_member_is_reported_where_it_starts() {
 #[test]
 fn a_bad_line_before_data_after_the_last_member_is_the_error() {
     let d = tmp();
-    let mut lines: Vec<u8> = (0..20_000)
-        .flat_map(|i| format!("main;f{};g{} {}\n", i % 50, i % 7, i + 1).into_bytes())
-        .collect();
-    let bad_at = lines.iter().take(200_000).filter(|&&b| b == b'\n').count() + 1;
-    let cut = lines[..200_000].iter().rposition(|&b| b == b'\n').unwrap() + 1;
-    lines.splice(cut..cut, b"bad line here\n".iter().copied());
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    enc.write_all(&lines).unwrap();
-    let mut bytes = enc.finish().unwrap();
-    bytes.extend_from_slice(b"garbage!");
-    let path = write(d.path(), "bad.folded.gz", &bytes);
-    for threads in ["1", "2"] {
-        let out = run(&["--threads", threads, "tree", path.to_str().unwrap()]);
-        let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(3), "{threads}: {err}");
-        assert!(
-            err.contains(&format!("bad.folded.gz:{bad_at}:10: expected a count")),
-            "{threads}: {err}"
-        );
-        let mut child = spawn_piped(&["--threads", threads, "tree", "--from", "folded", "-"]);
-        let mut stdin = child.stdin.take().unwrap();
-        let feed = bytes.clone();
-        let writer = std::thread::spawn(move || {
-            let _ = stdin.write_all(&feed);
-        });
-        let out = child.wait_with_output().unwrap();
-        writer.join().unwrap();
-        let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(3), "{threads}: {err}");
-        assert!(
-            err.contains(&format!("<stdin>:{bad_at}:10: expected a count")),
-            "{threads}: {err}"
-        );
+    // 345 KB, read past the bad line before the data is reached; and 300 bytes, whose data
+    // is met while reading the 16 KiB head that detection looks at.
+    for (n, at) in [(20_000, 200_000), (20, 100)] {
+        let mut lines: Vec<u8> = (0..n)
+            .flat_map(|i| format!("main;f{};g{} {}\n", i % 50, i % 7, i + 1).into_bytes())
+            .collect();
+        let bad_at = lines.iter().take(at).filter(|&&b| b == b'\n').count() + 1;
+        let cut = lines[..at].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+        lines.splice(cut..cut, b"bad line here\n".iter().copied());
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(&lines).unwrap();
+        let mut bytes = enc.finish().unwrap();
+        bytes.extend_from_slice(b"garbage!");
+        let path = write(d.path(), "bad.folded.gz", &bytes);
+        for threads in ["1", "2"] {
+            let out = run(&["--threads", threads, "tree", path.to_str().unwrap()]);
+            let err = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(3), "{threads}: {err}");
+            assert!(
+                err.contains(&format!("bad.folded.gz:{bad_at}:10: expected a count")),
+                "{threads}: {err}"
+            );
+            let mut child = spawn_piped(&["--threads", threads, "tree", "--from", "folded", "-"]);
+            let mut stdin = child.stdin.take().unwrap();
+            let feed = bytes.clone();
+            let writer = std::thread::spawn(move || {
+                let _ = stdin.write_all(&feed);
+            });
+            let out = child.wait_with_output().unwrap();
+            writer.join().unwrap();
+            let err = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(3), "{threads}: {err}");
+            assert!(
+                err.contains(&format!("<stdin>:{bad_at}:10: expected a count")),
+                "{threads}: {err}"
+            );
+        }
     }
 }
 
@@ -902,6 +908,51 @@ fn unreplaceable_outputs_are_refused_first_and_leave_nothing() {
     }
     assert!(left.is_empty(), "{left:?}");
     assert_eq!(std::fs::read(&kept).unwrap(), b"previous");
+}
+
+/// Input typed at a terminal ends at the first Ctrl-D, as for `cat`: the terminal gives the
+/// end of input to one read only, and profconv read on after it (for the head it sniffs, then
+/// for the parser), waiting for a second and a third Ctrl-D.
+#[cfg(target_os = "linux")]
+#[test]
+fn input_typed_at_a_terminal_ends_at_the_first_ctrl_d() {
+    let d = tmp();
+    let exe = env!("CARGO_BIN_EXE_profconv");
+    for args in ["tree -", "tree --from folded -"] {
+        let command = format!("'{exe}' -q {args}; echo \"exit=$?\"");
+        let mut child = match with_profconv_env("script")
+            .args(["-qec", &command, "/dev/null"])
+            .current_dir(d.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("skipped: no `script` to give profconv a terminal ({e})");
+                return;
+            }
+        };
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"a;b 1\n").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        // One Ctrl-D, and the terminal kept open.
+        stdin.write_all(b"\x04").unwrap();
+        stdin.flush().unwrap();
+        wait_within(
+            &mut child,
+            std::time::Duration::from_secs(20),
+            "profconv waited for another Ctrl-D",
+        );
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        let screen = text(&out.stdout);
+        assert!(
+            screen.contains("a self=0 total=1") && screen.contains("exit=0"),
+            "{args}: {screen:?}"
+        );
+    }
 }
 
 /// A warning printed while the progress bar is drawn goes above the bar, on a line of its own:

@@ -749,7 +749,7 @@ fn check_folded_round_trip(report: &mut Report, f: &FormatHandle, mine: &[(Sampl
     let skipped = match n_too_deep {
         0 => String::new(),
         n => format!(
-            "; {n} skipped, whose folded text would pass {} MiB (stacks too deep): {}",
+            "; {n} skipped, whose folded text would pass {} MiB (each line holds its whole stack): {}",
             ROUND_TRIP_MAX_FOLDED >> 20,
             listed(too_deep)
         ),

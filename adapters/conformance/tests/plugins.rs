@@ -229,7 +229,7 @@ fn the_folded_round_trip_skips_a_sample_too_deep_to_write() {
     assert_eq!(c.outcome, Outcome::Pass, "{report}");
     assert!(
         c.detail.contains(
-            "1 skipped, whose folded text would pass 64 MiB (stacks too deep): deep.pvmtrace"
+            "1 skipped, whose folded text would pass 64 MiB (each line holds its whole stack): deep.pvmtrace"
         ),
         "{report}"
     );

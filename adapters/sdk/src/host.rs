@@ -887,14 +887,26 @@ pub fn handle_interrupts_unless_ignored(install: impl FnOnce()) {
 
 /// The signals [`remove_on_abort`] removes the temp file on: an abort, and the other signals
 /// whose default action ends the process and that nothing else here handles (SIGINT, SIGTERM
-/// and SIGHUP go to the host's Ctrl-C handler; SIGPIPE is ignored by the Rust runtime).
+/// and SIGHUP go to the host's Ctrl-C handler; SIGPIPE is ignored by the Rust runtime; SIGXFSZ
+/// is ignored so that a write past `ulimit -f` fails instead). SIGXCPU is what a CPU-time
+/// limit (`ulimit -t`, a batch system's) sends first. Not SIGTRAP or SIGSYS: a debugger's and
+/// seccomp's, raised by an instruction, not sent.
 #[cfg(unix)]
-pub const ENDING_SIGNALS: [libc::c_int; 5] = [
+pub const ENDING_SIGNALS: &[libc::c_int] = &[
     libc::SIGABRT,
     libc::SIGQUIT,
     libc::SIGUSR1,
     libc::SIGUSR2,
     libc::SIGALRM,
+    libc::SIGXCPU,
+    libc::SIGVTALRM,
+    libc::SIGPROF,
+    #[cfg(target_os = "linux")]
+    libc::SIGPWR,
+    #[cfg(target_os = "linux")]
+    libc::SIGIO,
+    #[cfg(target_os = "linux")]
+    libc::SIGSTKFLT,
 ];
 
 /// The file [`remove_on_abort`] names, as a C string that is never freed (a handler on another
@@ -920,7 +932,7 @@ pub fn remove_on_abort(path: Option<&Path>) {
         static INSTALL: std::sync::Once = std::sync::Once::new();
         INSTALL.call_once(|| {
             let handler = on_abort as extern "C" fn(libc::c_int);
-            for signal in ENDING_SIGNALS {
+            for &signal in ENDING_SIGNALS {
                 // SAFETY: the handler only reads an atomic pointer, calls `unlink` (async-
                 // signal-safe) and restores the default action before raising the signal
                 // again; these signals have no other handler in this process. A signal the
@@ -1121,6 +1133,26 @@ pub struct MappedFile {
     populated: std::cell::Cell<usize>,
 }
 
+/// Whether a file of `len` bytes is mapped under the address-space limit `limit`: when it
+/// takes at most an eighth of it.
+fn maps_within(len: u64, limit: Option<u64>) -> bool {
+    limit.is_none_or(|limit| len <= limit / 8)
+}
+
+/// The soft address-space limit (`RLIMIT_AS`, `ulimit -v`) in bytes, when there is one.
+#[cfg(unix)]
+fn address_space_limit() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `getrlimit` writes one `rlimit` to the pointer given, a valid local.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } == 0;
+    // `rlim_t` is `u64` here, not on every unix.
+    #[allow(clippy::unnecessary_cast)]
+    (ok && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur as u64)
+}
+
 impl MappedFile {
     /// Files smaller than this are read, not mapped: mapping costs more than copying a few pages.
     pub const MIN_SIZE: u64 = 1 << 20;
@@ -1143,6 +1175,14 @@ impl MappedFile {
     pub fn new(file: &std::fs::File) -> Option<MappedFile> {
         let meta = file.metadata().ok()?;
         if !meta.is_file() || meta.len() < Self::MIN_SIZE || meta.len() > usize::MAX as u64 {
+            return None;
+        }
+        // Under an address-space limit (`ulimit -v`) the mapping takes the file's whole size
+        // of it, though few of its pages are ever resident: a file of more than an eighth of
+        // the limit is read instead, so that the conversion's own memory keeps its room (a
+        // 150 MB file under 250 MB aborted, where the same bytes from stdin converted).
+        #[cfg(unix)]
+        if !maps_within(meta.len(), address_space_limit()) {
             return None;
         }
         // SAFETY: a read-only shared mapping of a regular file that the host only reads. Rust's
@@ -1699,6 +1739,35 @@ unsafe impl Sync for FormatHandle {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file is mapped only when it takes at most an eighth of an address-space limit: the
+    /// mapping holds the file's whole size of it (a 150 MB file under `ulimit -v 250000`
+    /// aborted for memory; from stdin it converted). The limit is read from `getrlimit`, here
+    /// in a child process run under `ulimit -v`.
+    #[test]
+    fn a_file_is_mapped_only_within_an_eighth_of_the_address_space_limit() {
+        assert!(maps_within(1 << 40, None));
+        assert!(maps_within(100, Some(800)));
+        assert!(!maps_within(101, Some(800)));
+        #[cfg(target_os = "linux")]
+        {
+            const CHILD: &str = "PROFCONV_TEST_RLIMIT_CHILD";
+            if std::env::var_os(CHILD).is_some() {
+                assert_eq!(address_space_limit(), Some(4_000_000 * 1024));
+                return;
+            }
+            let exe = std::env::current_exe().unwrap();
+            let out = std::process::Command::new("sh")
+                .args(["-c", "ulimit -v 4000000 && exec \"$0\" --exact \"$1\""])
+                .arg(exe)
+                .arg("host::tests::a_file_is_mapped_only_within_an_eighth_of_the_address_space_limit")
+                .env(CHILD, "1")
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success() && said.contains("1 passed"), "{said}");
+        }
+    }
 
     /// A mapped file truncated under the reader: the read faults (SIGBUS) and the process ends
     /// with the watched message and code instead of the signal, and removes the output's temp
