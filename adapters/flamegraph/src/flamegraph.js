@@ -162,6 +162,13 @@ function fg_show_details() {
   var t = fg_describe(n), rest = t.substring(n.name.length), head = fg_nametype + " ";
   // The line's room: the plot less the right end's (22 cells and a gap).
   var line = Math.floor(fg_plotw / fg_charw) - 24;
+  // An image too narrow for the prefix and a few cells of the name (under about 240 px):
+  // what fits of the line, or nothing, rather than a line over Matched and off the image.
+  if (line < fg_width(head) + 4) {
+    var all = head + n.name.replace(/[\u202a-\u202e\u2066-\u2069]/g, "\ufffd") + rest;
+    fg_set_text(fg_details, line >= 2 ? fg_cut(all, line) : "\u00a0");
+    return;
+  }
   var name = fg_cut(n.name, Math.max(line - fg_width(head) - fg_width(rest), 3));
   // Numbers too long for the line even with the name cut short (a differential graph's of
   // large values) are cut at the end: the line never runs into Matched or off the image.
