@@ -935,13 +935,15 @@ pub fn remove_on_abort(path: Option<&Path>) {
             for &signal in ENDING_SIGNALS {
                 // SAFETY: the handler only reads an atomic pointer, calls `unlink` (async-
                 // signal-safe) and restores the default action before raising the signal
-                // again; these signals have no other handler in this process. A signal the
+                // again; it is kept only where the default action was in place. A signal the
                 // process was started ignoring (`cmd &` ignores SIGQUIT; supervisors, SIGUSR1)
-                // is ignored again at once, so it still does not end the process.
+                // is ignored again at once, so it still does not end the process; one that
+                // something in the process handles (a profiler preloaded into profconv takes
+                // SIGPROF) gets its handler back.
                 unsafe {
                     let old = libc::signal(signal, handler as libc::sighandler_t);
-                    if old == libc::SIG_IGN {
-                        libc::signal(signal, libc::SIG_IGN);
+                    if old != libc::SIG_DFL && old != libc::SIG_ERR {
+                        libc::signal(signal, old);
                     }
                 }
             }
