@@ -150,8 +150,14 @@ impl OpenInput {
         bar: bool,
     ) -> Option<(MappedFile, Option<indicatif::ProgressBar>)> {
         let shows = bar && shows_progress(self.size_hint);
+        // A parser that releases the input behind it reads a file too large for an address-
+        // space limit: mapped, it would count whole.
+        let read = tracked
+            && self
+                .size_hint
+                .is_some_and(profconv_plugin::host::read_rather_than_map);
         match &self.file {
-            Some(f) if tracked || !shows => {
+            Some(f) if (tracked || !shows) && !read => {
                 let mapped = MappedFile::new(f)?;
                 let bar = shows
                     .then(|| progress_bar(&self.name, self.size_hint))
@@ -167,7 +173,8 @@ impl OpenInput {
     /// (detection that knew no format) is to report instead.
     pub fn gzip_corruption(&mut self) -> Option<io::Error> {
         match self.gzip_file {
-            true => check_gzip_rest(&mut self.rest),
+            // Any error, data after the last member too: nothing was read as a profile.
+            true => gzip_rest_error(&mut self.rest, true),
             false => None,
         }
     }
@@ -949,9 +956,15 @@ pub const GZIP_CHECK_BOUND: u64 = 64 << 20;
 /// thread count. A stream good that far (or a gzip bomb) keeps the parser's error, and so does
 /// one whose members were whole, with data after the last: what the parser read was checked.
 pub fn check_gzip_rest(reader: &mut impl Read) -> Option<io::Error> {
+    gzip_rest_error(reader, false)
+}
+
+/// The error of a corrupt gzip stream in what is left of `reader` (bounded as
+/// [`check_gzip_rest`]), data after the last member counted only when `after_last`.
+fn gzip_rest_error(reader: &mut impl Read, after_last: bool) -> Option<io::Error> {
     let mut sink = io::sink();
     match io::copy(&mut reader.take(GZIP_CHECK_BOUND), &mut sink) {
-        Err(e) if corrupt_gzip(&e).is_some_and(|c| !c.after_last_member) => Some(e),
+        Err(e) if corrupt_gzip(&e).is_some_and(|c| after_last || !c.after_last_member) => Some(e),
         _ => None,
     }
 }

@@ -269,6 +269,7 @@ fn main() -> ExitCode {
     });
     // Past `ulimit -f`, a write fails (exit 4, temp file removed) instead of a SIGXFSZ kill.
     profconv_plugin::host::ignore_file_size_signal();
+    profconv_plugin::host::share_allocator_arenas_under_a_limit();
     if let Command::PluginCheck { path, samples } = &cli.command {
         // The plugin under test is loaded by the kit itself, not through discovery.
         let report = profconv_conformance::check_plugin(path, samples);

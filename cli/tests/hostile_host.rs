@@ -301,6 +301,23 @@ fn data_after_the_last_gzip_member_is_reported_where_it_starts() {
             assert!(err.contains(says), "{what}: {err}");
         }
     }
+    // Content no reader knows (here none), then such data: the data is the error, not the
+    // format (its error, met while reading the head, waits for a parser that never runs).
+    for content in [&b""[..], b"\x01\x02\x03 not a profile\n"] {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(content).unwrap();
+        let mut bytes = enc.finish().unwrap();
+        let at = bytes.len();
+        bytes.extend_from_slice(b"garbage");
+        let path = write(d.path(), "unknown.gz", &bytes);
+        let out = run(&["tree", path.to_str().unwrap()]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{err}");
+        assert!(
+            err.contains(&format!("byte {at}: ")) && err.contains("after the last gzip member"),
+            "{err}"
+        );
+    }
     // Zero padding after the last member (tar, dd) is skipped, as gzip(1) skips it.
     for padding in [1, 100, 100_000] {
         let mut bytes = two.clone();

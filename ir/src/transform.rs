@@ -446,10 +446,15 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
                 true => vec![0, 1],
                 false => vec![col],
             };
-            let measured = cols
+            let mut measured = cols
                 .iter()
                 .map(|&c| name_node_totals(p, &keys, c))
                 .collect::<Result<Vec<_>, _>>()?;
+            // A side of no total (a diff against an empty profile) holds no node small or
+            // large: it is not measured, unless both are so.
+            if measured.iter().any(|m| m.2 != 0) {
+                measured.retain(|m| m.2 != 0);
+            }
             let stack_node = &measured[0].0;
             let mut small = Vec::with_capacity(n);
             for (s, &node) in stack_node.iter().enumerate() {
@@ -1199,6 +1204,25 @@ mod tests {
             .map(|s| v.func_name_str(v.stack_func(s as u32)))
             .collect();
         assert_eq!(kept, ["a", "b", "c"], "d, 1 of 71, is merged");
+        // A side of no total is not measured: it kept every node.
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("before", "count", ValueKind::Weight);
+        b.add_value_type("after", "count", ValueKind::Weight);
+        b.add_meta("diff", crate::diff::DIFF_COLUMNS);
+        for (path, before) in [
+            (&["main", "a"][..], 20),
+            (&["main", "b"], 50),
+            (&["main", "d"], 1),
+        ] {
+            b.add_stack(path, &[before, 0]).unwrap();
+        }
+        let t = run(&b.finish(), &["min-total:10%"]);
+        let v = t.view();
+        let kept: Vec<&str> = (0..v.n_stacks())
+            .filter(|&s| v.stack_prefix[s] != NONE)
+            .map(|s| v.func_name_str(v.stack_func(s as u32)))
+            .collect();
+        assert_eq!(kept, ["a", "b"]);
     }
 
     #[test]

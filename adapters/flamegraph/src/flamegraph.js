@@ -162,7 +162,7 @@ function fg_show_details() {
   var t = fg_describe(n), rest = t.substring(n.name.length), head = fg_nametype + " ";
   // The line's room: the plot less the right end's (22 cells and a gap).
   var line = Math.floor(fg_plotw / fg_charw) - 24;
-  // An image too narrow for the prefix and a few cells of the name (under about 240 px):
+  // An image too narrow for the prefix and a few cells of the name (under about 300 px):
   // what fits of the line, or nothing, rather than a line over Matched and off the image.
   if (line < fg_width(head) + 4) {
     var all = head + n.name.replace(/[\u202a-\u202e\u2066-\u2069]/g, "\ufffd") + rest;
@@ -219,11 +219,18 @@ function fg_cut(name, room) {
 
 function fg_px(v) { return String(Math.round(v * 100) / 100); }
 
+// A frame placed at x, w wide: attributes set only when they change (Reset Zoom after a deep
+// zoom finds most frames where they were, hidden; on 100 000 frames the setting was most of
+// its time), and the label fitted to the width as drawn, rounded, as the picture's own labels
+// were (fitted to the exact width, a label could lose a character after Reset Zoom).
 function fg_place(n, x, w) {
-  n.rect.setAttribute("x", fg_px(x));
-  n.rect.setAttribute("width", fg_px(w));
-  n.text.setAttribute("x", fg_px(x + 3));
-  var label = fg_fit(n.name, w);
+  var sx = fg_px(x), sw = fg_px(w);
+  if (n.rect.getAttribute("x") !== sx) {
+    n.rect.setAttribute("x", sx);
+    n.text.setAttribute("x", fg_px(x + 3));
+  }
+  if (n.rect.getAttribute("width") !== sw) n.rect.setAttribute("width", sw);
+  var label = fg_fit(n.name, +sw);
   if (n.text.textContent !== label) n.text.textContent = label;
 }
 

@@ -490,16 +490,41 @@ fn stylesheet(o: &FlameOptions, t: &Theme) -> String {
 }
 
 /// A font family for CSS: a list of families as CSS writes it (`"DejaVu Sans Mono", monospace`,
-/// `Verdana, sans-serif`), each family plain if it is a plain name and quoted otherwise (a
-/// quoted one is written again, escaped), so that the value cannot end the declaration; a
-/// value that is no such list is one quoted family.
+/// `Verdana, sans-serif`), each family kept as it is when it is a plain name (words of letters,
+/// digits, `-` and `_`, none starting with a digit or a lone `-`, and not a keyword such as
+/// `inherit` or `default`, which a list cannot hold) and quoted otherwise; a quoted one is
+/// written again, escaped. The value cannot end the declaration, and one family CSS would not
+/// take does not cost the others. A value whose quotes do not pair is one quoted family.
 fn css_font_family(font: &str, out: &mut String) {
     let font = xml_safe(font);
-    let plain = |s: &str| {
-        !s.is_empty()
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+    let word = |w: &str| {
+        let mut c = w.chars();
+        let first = c.next();
+        let starts = match first {
+            Some('-') => c
+                .clone()
+                .next()
+                .is_some_and(|d| d.is_alphabetic() || d == '_'),
+            Some(f) => f.is_alphabetic() || f == '_' || !f.is_ascii(),
+            None => false,
+        };
+        starts
+            && w.chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_') || !c.is_ascii())
     };
+    let keyword = |s: &str| {
+        [
+            "inherit",
+            "initial",
+            "unset",
+            "default",
+            "revert",
+            "revert-layer",
+        ]
+        .iter()
+        .any(|k| s.eq_ignore_ascii_case(k))
+    };
+    let plain = |s: &str| !s.is_empty() && !keyword(s) && s.split(' ').all(word);
     let quoted = |s: &str, out: &mut String| {
         out.push('"');
         for c in s.chars() {
@@ -514,8 +539,7 @@ fn css_font_family(font: &str, out: &mut String) {
         }
         out.push('"');
     };
-    // The families: split at commas outside quotes; a family is a plain name or one whole
-    // quoted string.
+    // The families: split at commas outside quotes.
     let mut families = Vec::new();
     let (mut start, mut quote) = (0, None);
     for (i, c) in font.char_indices() {
@@ -523,42 +547,31 @@ fn css_font_family(font: &str, out: &mut String) {
             (None, '"' | '\'') => quote = Some(c),
             (Some(q), c) if c == q => quote = None,
             (None, ',') => {
-                families.push(&font[start..i]);
+                families.push(font[start..i].trim());
                 start = i + 1;
             }
             _ => {}
         }
     }
-    families.push(&font[start..]);
-    let family = |f: &str| -> Option<Option<String>> {
-        let f = f.trim();
-        if plain(f) {
-            return Some(None);
+    families.push(font[start..].trim());
+    if quote.is_some() || families.iter().any(|f| f.is_empty()) {
+        quoted(&font, out);
+        return;
+    }
+    for (k, f) in families.iter().enumerate() {
+        if k > 0 {
+            out.push_str(", ");
         }
-        let inner = f
-            .strip_prefix('"')
-            .and_then(|r| r.strip_suffix('"'))
-            .or_else(|| f.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')))?;
-        let q = f.as_bytes()[0] as char;
-        (!inner.contains(q) && !inner.contains('\\')).then(|| Some(inner.to_string()))
-    };
-    let parsed: Option<Vec<_>> = match quote {
-        Some(_) => None,
-        None => families.iter().map(|f| family(f)).collect(),
-    };
-    match parsed {
-        Some(list) if !list.is_empty() => {
-            for (k, (f, inner)) in families.iter().zip(list).enumerate() {
-                if k > 0 {
-                    out.push_str(", ");
-                }
-                match inner {
-                    None => out.push_str(f.trim()),
-                    Some(name) => quoted(&name, out),
-                }
-            }
+        // One whole quoted string, its own quote not inside.
+        let inner = ['"', '\''].iter().find_map(|&q| {
+            let inner = f.strip_prefix(q)?.strip_suffix(q)?;
+            (!inner.contains(q)).then_some(inner)
+        });
+        match inner {
+            Some(name) => quoted(name, out),
+            None if plain(f) => out.push_str(f),
+            None => quoted(f, out),
         }
-        _ => quoted(&font, out),
     }
 }
 
@@ -920,8 +933,24 @@ mod tests {
         // Anything else is one family, quoted: it cannot end the declaration.
         assert_eq!(css("Andale Mono\""), "\"Andale Mono\\\"\"");
         assert_eq!(css("x; color: red"), "\"x; color: red\"");
-        assert_eq!(css("\"a\" b, c"), "\"\\\"a\\\" b, c\"");
+        assert_eq!(css("\"a\" b, c"), "\"\\\"a\\\" b\", c");
         assert_eq!(css(""), "\"\"");
+        // Names CSS would not take unquoted (a digit first, a lone `-`, a keyword) are quoted,
+        // and the rest of the list is kept: the whole declaration was dropped.
+        assert_eq!(
+            css("3270 Nerd Font, monospace"),
+            "\"3270 Nerd Font\", monospace"
+        );
+        assert_eq!(css("a, inherit"), "a, \"inherit\"");
+        assert_eq!(css("-"), "\"-\"");
+        assert_eq!(
+            css("日本語フォント, monospace"),
+            "日本語フォント, monospace"
+        );
+        assert_eq!(
+            css("-apple-system, sans-serif"),
+            "-apple-system, sans-serif"
+        );
     }
 
     #[test]

@@ -890,7 +890,8 @@ pub fn handle_interrupts_unless_ignored(install: impl FnOnce()) {
 /// and SIGHUP go to the host's Ctrl-C handler; SIGPIPE is ignored by the Rust runtime; SIGXFSZ
 /// is ignored so that a write past `ulimit -f` fails instead). SIGXCPU is what a CPU-time
 /// limit (`ulimit -t`, a batch system's) sends first. Not SIGTRAP or SIGSYS: a debugger's and
-/// seccomp's, raised by an instruction, not sent.
+/// seccomp's, raised by an instruction, not sent; nor SIGPROF or SIGVTALRM, the timers of
+/// sampling profilers, which a profiler preloaded into profconv handles itself.
 #[cfg(unix)]
 pub const ENDING_SIGNALS: &[libc::c_int] = &[
     libc::SIGABRT,
@@ -899,8 +900,6 @@ pub const ENDING_SIGNALS: &[libc::c_int] = &[
     libc::SIGUSR2,
     libc::SIGALRM,
     libc::SIGXCPU,
-    libc::SIGVTALRM,
-    libc::SIGPROF,
     #[cfg(target_os = "linux")]
     libc::SIGPWR,
     #[cfg(target_os = "linux")]
@@ -933,17 +932,22 @@ pub fn remove_on_abort(path: Option<&Path>) {
         INSTALL.call_once(|| {
             let handler = on_abort as extern "C" fn(libc::c_int);
             for &signal in ENDING_SIGNALS {
-                // SAFETY: the handler only reads an atomic pointer, calls `unlink` (async-
-                // signal-safe) and restores the default action before raising the signal
-                // again; it is kept only where the default action was in place. A signal the
-                // process was started ignoring (`cmd &` ignores SIGQUIT; supervisors, SIGUSR1)
-                // is ignored again at once, so it still does not end the process; one that
-                // something in the process handles (a profiler preloaded into profconv takes
-                // SIGPROF) gets its handler back.
+                // SAFETY: `sigaction` with a null new action only writes the old one into a
+                // zeroed local. The handler only reads an atomic pointer, calls `unlink`
+                // (async-signal-safe) and restores the default action before raising the
+                // signal again; it is installed only where the default action is in place. A
+                // signal the process was started ignoring (`cmd &` ignores SIGQUIT;
+                // supervisors, SIGUSR1) stays ignored, so it still does not end the process,
+                // and one that something in the process handles keeps its handler.
                 unsafe {
-                    let old = libc::signal(signal, handler as libc::sighandler_t);
-                    if old != libc::SIG_DFL && old != libc::SIG_ERR {
-                        libc::signal(signal, old);
+                    // The disposition is read first and left alone unless it is the default:
+                    // installing, then putting back, lost a handler's flags (`SA_SIGINFO`) and
+                    // let a signal arriving in between end the process.
+                    let mut old: libc::sigaction = std::mem::zeroed();
+                    if libc::sigaction(signal, std::ptr::null(), &mut old) == 0
+                        && old.sa_sigaction == libc::SIG_DFL
+                    {
+                        libc::signal(signal, handler as libc::sighandler_t);
                     }
                 }
             }
@@ -1141,9 +1145,41 @@ fn maps_within(len: u64, limit: Option<u64>) -> bool {
     limit.is_none_or(|limit| len <= limit / 8)
 }
 
+/// Whether a file of `len` bytes, read by a parser that releases it behind it, is better read
+/// than mapped: under an address-space limit (`ulimit -v`) a mapping counts its whole size,
+/// though few of its pages are ever resident, so a file of more than an eighth of the limit
+/// is read, and the conversion's own memory keeps its room (a 200 MB file under
+/// `ulimit -v 300000` aborted for memory where the same bytes from stdin converted). A parser
+/// that holds the whole input maps it whatever the limit: reading it takes as much.
+pub fn read_rather_than_map(len: u64) -> bool {
+    #[cfg(unix)]
+    {
+        !maps_within(len, address_space_limit())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = len;
+        false
+    }
+}
+
+/// Under an address-space limit, one allocator arena for every thread (glibc gives each
+/// thread that allocates at once an arena of its own, 64 MB of address space each, which a
+/// limit counts whole: a conversion on four threads aborted where one thread converted).
+pub fn share_allocator_arenas_under_a_limit() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if address_space_limit().is_some() {
+        // SAFETY: `mallopt` sets one of glibc's allocator parameters, for arenas made after
+        // it; called before the conversion starts its threads.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, 1);
+        }
+    }
+}
+
 /// The soft address-space limit (`RLIMIT_AS`, `ulimit -v`) in bytes, when there is one.
 #[cfg(unix)]
-fn address_space_limit() -> Option<u64> {
+pub fn address_space_limit() -> Option<u64> {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -1177,14 +1213,6 @@ impl MappedFile {
     pub fn new(file: &std::fs::File) -> Option<MappedFile> {
         let meta = file.metadata().ok()?;
         if !meta.is_file() || meta.len() < Self::MIN_SIZE || meta.len() > usize::MAX as u64 {
-            return None;
-        }
-        // Under an address-space limit (`ulimit -v`) the mapping takes the file's whole size
-        // of it, though few of its pages are ever resident: a file of more than an eighth of
-        // the limit is read instead, so that the conversion's own memory keeps its room (a
-        // 150 MB file under 250 MB aborted, where the same bytes from stdin converted).
-        #[cfg(unix)]
-        if !maps_within(meta.len(), address_space_limit()) {
             return None;
         }
         // SAFETY: a read-only shared mapping of a regular file that the host only reads. Rust's
