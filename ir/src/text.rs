@@ -40,7 +40,22 @@ pub struct TreeTextOptions {
 /// `\u{1b}`): one node per line, and nothing that a terminal would act on. For every
 /// line-oriented text output that shows names.
 pub fn push_name(line: &mut String, name: &str) {
-    let control = |c: char| c.is_control() && c != '\t';
+    push_name_escaping(line, name, false);
+}
+
+/// [`push_name`] for text a person reads on a terminal (`profconv tree`, the PVM summary):
+/// the bidirectional embedding, override and isolate controls (U+202A–U+202E, U+2066–U+2069)
+/// escaped too, so that a name cannot reorder the numbers after it on a terminal that applies
+/// them (as the SDK's quoting of input in messages escapes them).
+pub fn push_shown_name(line: &mut String, name: &str) {
+    push_name_escaping(line, name, true);
+}
+
+fn push_name_escaping(line: &mut String, name: &str, bidi: bool) {
+    let control = |c: char| {
+        (c.is_control() && c != '\t')
+            || (bidi && matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'))
+    };
     if !name.contains(control) {
         line.push_str(name);
         return;
@@ -146,7 +161,7 @@ pub fn write_tree<E: From<IrError>>(
             line.push_str(itoa::Buffer::new().format(depth));
             line.push_str("] ");
         }
-        push_name(&mut line, p.func_name_str(tree.func[i]));
+        push_shown_name(&mut line, p.func_name_str(tree.func[i]));
         if let Some(c) = main.filter(|&c| p.value_types[c].kind == ValueKind::Count) {
             // A count (`--value calls`) is the node's own, never summed into its callers: it
             // has no total to show, and `total=` equal to self read as one.
@@ -224,6 +239,22 @@ mod tests {
             text,
             "a\\nb self=0 total=1\n  \\u{1b}[2Jc\td self=1 total=1\n"
         );
+        // A right-to-left override or an isolate in a name is escaped in the tree (a terminal
+        // that applies it drew the numbers after it reversed), not in a name a writer writes.
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&["evil\u{202e}abc", "x\u{2067}\u{5d0}"], &[123])
+            .unwrap();
+        let p = b.finish();
+        let t = CallTree::build(&p.view()).unwrap();
+        let text = render_tree(&p.view(), &t, &TreeTextOptions::default()).unwrap();
+        assert_eq!(
+            text,
+            "evil\\u{202e}abc self=0 total=123\n  x\\u{2067}\u{5d0} self=123 total=123\n"
+        );
+        let mut written = String::new();
+        push_name(&mut written, "evil\u{202e}abc");
+        assert_eq!(written, "evil\u{202e}abc");
     }
 
     /// A count chosen as the value (`tree --value calls`) is shown as the node's own count, not

@@ -12,7 +12,7 @@
 //! In a time-ordered profile with exact calls, every toplevel call is its own line, in call
 //! order; otherwise toplevel calls of one name are merged, in first-seen order.
 
-use profconv_plugin::ir::text::push_name;
+use profconv_plugin::ir::text::push_shown_name;
 use profconv_plugin::ir::{NONE, ProfileRef, ValueKind, format_fixed};
 use profconv_plugin::{Context, PluginError, one_value_column, value_column};
 use std::collections::BTreeMap;
@@ -139,7 +139,7 @@ pub fn emit_summary(
         // entry per line whatever a name holds.
         let mut name = String::new();
         if p.n_threads() > 0 {
-            push_name(&mut name, p.strings.get(p.thread_name[k]));
+            push_shown_name(&mut name, p.strings.get(p.thread_name[k]));
             writeln!(out, "{name}")?;
         } else {
             writeln!(out, "run 1")?;
@@ -147,7 +147,7 @@ pub fn emit_summary(
         let (mut sum, mut sum_time) = (0i64, 0i64);
         for e in entries {
             name.clear();
-            push_name(&mut name, p.func_name_str(e.func));
+            push_shown_name(&mut name, p.func_name_str(e.func));
             write!(
                 out,
                 "{name}: {} {label}",
