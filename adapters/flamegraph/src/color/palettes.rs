@@ -150,8 +150,8 @@ fn js(name: &str) -> Hue {
         Hue::Orange
     } else if name.contains("::") {
         Hue::Yellow // C++ (V8, Node internals)
-    } else if name.contains(".js") || name.contains('/') {
-        Hue::Green // JavaScript with a source location
+    } else if name.find('/').is_some_and(|i| name[i..].contains(".js")) {
+        Hue::Green // JavaScript with a source location: a path, then `.js` (flamegraph.pl's)
     } else if name.contains(':') {
         Hue::Aqua // built-ins
     } else if name == " " {
@@ -297,6 +297,11 @@ mod tests {
         assert_eq!(hue(Palette::Python, "python_helper (app.py:3)"), Hue::Red);
         // A missing symbol (a frame of one space) is green in flamegraph.pl's js palette.
         assert_eq!(hue(Palette::Js, " "), Hue::Green);
+        // A path is JavaScript when a `.js` follows its `/`, as in flamegraph.pl and inferno:
+        // an unsymbolised library (`/usr/lib/libx`) or a bare `foo.js` is not.
+        assert_eq!(hue(Palette::Js, "a/b.js"), Hue::Green);
+        assert_eq!(hue(Palette::Js, "/usr/lib/libx"), Hue::Red);
+        assert_eq!(hue(Palette::Js, "foo.js"), Hue::Red);
         assert_eq!(
             hue(Palette::Python, "scanner_call (_json.c:1159)"),
             Hue::Orange
