@@ -1184,45 +1184,29 @@ mod tests {
     /// flame graph draws `after`'s shape; `c`, gone in `after` (5 of 15 before), stays too.
     #[test]
     fn min_total_of_a_differential_profile_keeps_what_either_side_keeps() {
-        let mut b = ProfileBuilder::new();
-        b.add_value_type("before", "count", ValueKind::Weight);
-        b.add_value_type("after", "count", ValueKind::Weight);
-        b.add_meta("diff", crate::diff::DIFF_COLUMNS);
-        for (path, before, after) in [
-            (&["main", "a"][..], 10, 20),
-            (&["main", "b"][..], 0, 50),
-            (&["main", "c"][..], 5, 0),
-            (&["main", "d"][..], 0, 1),
-        ] {
-            b.add_stack(path, &[before, after]).unwrap();
-        }
-        let p = b.finish();
-        let t = run(&p, &["min-total:10%"]);
-        let v = t.view();
-        let kept: Vec<&str> = (0..v.n_stacks())
-            .filter(|&s| v.stack_prefix[s] != NONE)
-            .map(|s| v.func_name_str(v.stack_func(s as u32)))
-            .collect();
-        assert_eq!(kept, ["a", "b", "c"], "d, 1 of 71, is merged");
+        // The callees of `main` left by `min-total:10%` in a differential profile of `rows`.
+        let kept = |rows: &[(&str, i64, i64)]| -> Vec<String> {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("before", "count", ValueKind::Weight);
+            b.add_value_type("after", "count", ValueKind::Weight);
+            b.add_meta("diff", crate::diff::DIFF_COLUMNS);
+            for &(f, before, after) in rows {
+                b.add_stack(&["main", f], &[before, after]).unwrap();
+            }
+            let t = run(&b.finish(), &["min-total:10%"]);
+            let v = t.view();
+            (0..v.n_stacks())
+                .filter(|&s| v.stack_prefix[s] != NONE)
+                .map(|s| v.func_name_str(v.stack_func(s as u32)).to_string())
+                .collect()
+        };
+        assert_eq!(
+            kept(&[("a", 10, 20), ("b", 0, 50), ("c", 5, 0), ("d", 0, 1)]),
+            ["a", "b", "c"],
+            "d, 1 of 71, is merged"
+        );
         // A side of no total is not measured: it kept every node.
-        let mut b = ProfileBuilder::new();
-        b.add_value_type("before", "count", ValueKind::Weight);
-        b.add_value_type("after", "count", ValueKind::Weight);
-        b.add_meta("diff", crate::diff::DIFF_COLUMNS);
-        for (path, before) in [
-            (&["main", "a"][..], 20),
-            (&["main", "b"], 50),
-            (&["main", "d"], 1),
-        ] {
-            b.add_stack(path, &[before, 0]).unwrap();
-        }
-        let t = run(&b.finish(), &["min-total:10%"]);
-        let v = t.view();
-        let kept: Vec<&str> = (0..v.n_stacks())
-            .filter(|&s| v.stack_prefix[s] != NONE)
-            .map(|s| v.func_name_str(v.stack_func(s as u32)))
-            .collect();
-        assert_eq!(kept, ["a", "b"]);
+        assert_eq!(kept(&[("a", 20, 0), ("b", 50, 0), ("d", 1, 0)]), ["a", "b"]);
     }
 
     #[test]

@@ -1771,9 +1771,8 @@ mod tests {
     use super::*;
 
     /// A file is mapped only when it takes at most an eighth of an address-space limit: the
-    /// mapping holds the file's whole size of it (a 150 MB file under `ulimit -v 250000`
-    /// aborted for memory; from stdin it converted). The limit is read from `getrlimit`, here
-    /// in a child process run under `ulimit -v`.
+    /// mapping holds the file's whole size of it ([`read_rather_than_map`]). The limit is read
+    /// from `getrlimit`, here in a child process run under `ulimit -v`.
     #[test]
     fn a_file_is_mapped_only_within_an_eighth_of_the_address_space_limit() {
         assert!(maps_within(1 << 40, None));
