@@ -678,31 +678,38 @@ impl Sink {
         };
         let mut builder = tempfile::Builder::new();
         builder.prefix(".profconv-").suffix(".tmp");
+        // Like any new file (0666 less the umask), not tempfile's private 0600; a file being
+        // replaced gives its own mode from the start (the umask can only narrow it), so a
+        // private file is never readable by others, not even while it is written.
         #[cfg(unix)]
-        {
-            // Like any new file (0666 less the umask), not tempfile's private 0600; a file
-            // being replaced gives its own mode from the start (the umask can only narrow it),
-            // so a private file is never readable by others, not even while it is written.
+        let mode = {
             use std::os::unix::fs::PermissionsExt;
             let mode = existing
                 .as_ref()
                 .map_or(0o666, |m| m.permissions().mode() & 0o777);
-            builder.permissions(std::fs::Permissions::from_mode(acl_narrowed(
-                mode,
-                acl.as_deref(),
-            )));
-        }
+            acl_narrowed(mode, acl.as_deref())
+        };
         // The lock is held from creating the file to recording it, so an interrupt in between
         // waits and then finds the file to remove.
         let mut pending = PENDING_TEMP.lock().unwrap_or_else(|p| p.into_inner());
-        let tmp = builder.tempfile_in(&dir).map_err(|e| {
-            let text = e.to_string();
-            // tempfile appends ` at path "<temp file>"`; keep only the system's reason.
-            let reason = text.split(" at path ").next().unwrap_or(&text).to_string();
-            in_dir(io::Error::new(e.kind(), reason))
-        })?;
-        // An abort (out of memory, in the host or a plugin) removes it too.
-        profconv_plugin::host::remove_on_abort(Some(tmp.path()));
+        let tmp = builder
+            .make_in(&dir, |path| {
+                // Named for removal on an abort or an ending signal before it is made: a
+                // signal the moment after finds it (named after, it could be left behind).
+                profconv_plugin::host::remove_on_abort(Some(path));
+                let mut options = std::fs::OpenOptions::new();
+                options.read(true).write(true).create_new(true);
+                #[cfg(unix)]
+                std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
+                options.open(path)
+            })
+            .map_err(|e| {
+                profconv_plugin::host::remove_on_abort(None);
+                let text = e.to_string();
+                // tempfile appends ` at path "<temp file>"`; keep only the system's reason.
+                let reason = text.split(" at path ").next().unwrap_or(&text).to_string();
+                in_dir(io::Error::new(e.kind(), reason))
+            })?;
         *pending = Some(tmp.path().to_path_buf());
         drop(pending);
         #[cfg(unix)]
