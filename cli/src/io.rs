@@ -701,7 +701,10 @@ impl Sink {
                 options.read(true).write(true).create_new(true);
                 #[cfg(unix)]
                 std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
-                options.open(path)
+                // Not made (the name was another's, and another is tried): not to be removed.
+                options.open(path).inspect_err(|_| {
+                    profconv_plugin::host::remove_on_abort(None);
+                })
             })
             .map_err(|e| {
                 profconv_plugin::host::remove_on_abort(None);

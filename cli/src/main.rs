@@ -417,7 +417,8 @@ fn continued(msg: &str) -> std::borrow::Cow<'_, str> {
 /// (an escape sequence, a carriage return, a bell in a file name or a `-T` spec) escaped as
 /// `\u{1b}`, `\r`, as the plugins' messages and the tree text escape theirs.
 fn printable(msg: &str) -> std::borrow::Cow<'_, str> {
-    if !msg.contains(|c: char| c.is_control() && c != '\n' && c != '\t') {
+    use profconv_ir::text::is_bidi_control;
+    if !msg.contains(|c: char| (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c)) {
         return msg.into();
     }
     let mut out = String::with_capacity(msg.len() + 16);
@@ -425,6 +426,9 @@ fn printable(msg: &str) -> std::borrow::Cow<'_, str> {
         match c {
             '\n' | '\t' => out.push(c),
             c if c.is_control() => out.extend(c.escape_debug()),
+            // A bidirectional override (a file name's, a `-T` spec's) would draw the rest of
+            // the line reversed.
+            c if is_bidi_control(c) => out.extend(c.escape_unicode()),
             c => out.push(c),
         }
     }

@@ -415,6 +415,27 @@ fn control_characters_in_names_are_escaped_in_messages() {
     assert!(!err.contains(['\u{1b}', '\u{7}', '\r']), "{err:?}");
     // Quoted as typed, escaped (clap's plain text had dropped them: `bad]0;pwned`).
     assert!(err.contains(r"'bad\u{1b}]0;pwned\u{7}\r'"), "{err}");
+    // A right-to-left override in a file name or a `-T` spec is escaped too: a terminal that
+    // applies it drew the rest of the line (line:column, the reason) reversed.
+    let rlo = write(d.path(), "n\u{202e}gol.folded", b"a;b 3\na;b x\n");
+    let out = run(&["tree", rlo.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(r"n\u{202e}gol.folded:2:5: expected a count") && !err.contains('\u{202e}'),
+        "{err:?}"
+    );
+    let out = run(&[
+        "tree",
+        input.to_str().unwrap(),
+        "-T",
+        "focus-func:x\u{202e}y",
+    ]);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(r"focus-func:x\u{202e}y") && !err.contains('\u{202e}'),
+        "{err:?}"
+    );
 }
 
 /// A plugin path that is a FIFO (or another special file) is refused before the system loader

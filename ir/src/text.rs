@@ -51,11 +51,14 @@ pub fn push_shown_name(line: &mut String, name: &str) {
     push_name_escaping(line, name, true);
 }
 
+/// A bidirectional embedding, override or isolate control (U+202A–U+202E, U+2066–U+2069):
+/// on a terminal that applies them, one in a name reorders the rest of its line.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 fn push_name_escaping(line: &mut String, name: &str, bidi: bool) {
-    let control = |c: char| {
-        (c.is_control() && c != '\t')
-            || (bidi && matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'))
-    };
+    let control = |c: char| (c.is_control() && c != '\t') || (bidi && is_bidi_control(c));
     if !name.contains(control) {
         line.push_str(name);
         return;

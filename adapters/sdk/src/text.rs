@@ -70,16 +70,19 @@ pub fn not_text_error(head: &[u8], files: &str) -> Option<crate::PluginError> {
 /// `text` with its control characters escaped as Rust's `escape_debug` writes them (a newline
 /// as the two characters `\` `n`, ESC as `\u{1b}`), for a name shown in a message (a path, a
 /// system's error text): it cannot then print a line that reads as one of profconv's own, nor
-/// move the terminal's cursor.
+/// move the terminal's cursor; its bidirectional overrides and isolates too (`\u{202e}`), which
+/// would draw the rest of the message reversed.
 pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.contains(char::is_control) {
+    use profconv_ir::text::is_bidi_control;
+    if !text.contains(|c: char| c.is_control() || is_bidi_control(c)) {
         return text.into();
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
-        match c.is_control() {
-            true => out.extend(c.escape_debug()),
-            false => out.push(c),
+        match c {
+            c if c.is_control() => out.extend(c.escape_debug()),
+            c if is_bidi_control(c) => out.extend(c.escape_unicode()),
+            c => out.push(c),
         }
     }
     out.into()
