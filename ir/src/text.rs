@@ -232,27 +232,23 @@ mod tests {
     /// A name with a line break or an escape byte keeps its node on one line.
     #[test]
     fn control_characters_in_names_are_escaped() {
-        let mut b = ProfileBuilder::new();
-        b.add_value_type("samples", "count", ValueKind::Weight);
-        b.add_stack(&["a\nb", "\u{1b}[2Jc\td"], &[1]).unwrap();
-        let p = b.finish();
-        let t = CallTree::build(&p.view()).unwrap();
-        let text = render_tree(&p.view(), &t, &TreeTextOptions::default()).unwrap();
+        // The tree text of one stack `path` of `n` samples.
+        let tree_of = |path: &[&str], n: i64| {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("samples", "count", ValueKind::Weight);
+            b.add_stack(path, &[n]).unwrap();
+            let p = b.finish();
+            let t = CallTree::build(&p.view()).unwrap();
+            render_tree(&p.view(), &t, &TreeTextOptions::default()).unwrap()
+        };
         assert_eq!(
-            text,
+            tree_of(&["a\nb", "\u{1b}[2Jc\td"], 1),
             "a\\nb self=0 total=1\n  \\u{1b}[2Jc\td self=1 total=1\n"
         );
         // A right-to-left override or an isolate in a name is escaped in the tree (a terminal
         // that applies it drew the numbers after it reversed), not in a name a writer writes.
-        let mut b = ProfileBuilder::new();
-        b.add_value_type("samples", "count", ValueKind::Weight);
-        b.add_stack(&["evil\u{202e}abc", "x\u{2067}\u{5d0}"], &[123])
-            .unwrap();
-        let p = b.finish();
-        let t = CallTree::build(&p.view()).unwrap();
-        let text = render_tree(&p.view(), &t, &TreeTextOptions::default()).unwrap();
         assert_eq!(
-            text,
+            tree_of(&["evil\u{202e}abc", "x\u{2067}\u{5d0}"], 123),
             "evil\\u{202e}abc self=0 total=123\n  x\\u{2067}\u{5d0} self=123 total=123\n"
         );
         let mut written = String::new();
