@@ -333,12 +333,8 @@ fn check_plugin_failures(registry: &Registry, quiet: bool) -> Result<(), Failure
     let named: Vec<String> = registry
         .explicit_failures()
         .map(|r| {
-            format!(
-                "{} {}: {}",
-                r.candidate.source.label(),
-                io::shown(&r.candidate.path),
-                r.reason
-            )
+            // The reason names the file (every load error and refusal does): not twice.
+            format!("{}: {}", r.candidate.source.label(), r.reason)
         })
         .collect();
     if !named.is_empty() {
@@ -351,8 +347,7 @@ fn check_plugin_failures(registry: &Registry, quiet: bool) -> Result<(), Failure
         warn(
             quiet,
             &format!(
-                "plugin {} ({}) not loaded: {}",
-                io::shown(&r.candidate.path),
+                "plugin not loaded ({}): {}",
                 r.candidate.source.label(),
                 r.reason
             ),

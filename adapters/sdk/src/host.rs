@@ -269,9 +269,14 @@ pub fn load_library(path: &Path) -> Result<LoadedPlugin, LoadError> {
     // SAFETY: loading runs the library's initialisers. Only files the host chose (matching the
     // plugin naming pattern in plugin directories, or named explicitly by the user) get here.
     let lib = unsafe { libloading::Library::new(path) }.map_err(|e| {
-        // libloading's text is "dlopen failed"; the system's reason is its source.
+        // libloading's text is "dlopen failed"; the system's reason is its source, which
+        // glibc starts with the path (already in the message: not twice).
         let reason = match std::error::Error::source(&e) {
-            Some(why) => format!("{e}: {why}"),
+            Some(why) => {
+                let why = why.to_string();
+                let named = format!("{}: ", path.display());
+                why.strip_prefix(&named).unwrap_or(&why).to_string()
+            }
             None => e.to_string(),
         };
         LoadError::Open(path.to_path_buf(), reason)
