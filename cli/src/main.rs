@@ -225,6 +225,8 @@ impl Failure {
             Status::BAD_OPTIONS => Failure::Usage(msg),
             Status::IO => Failure::Io(msg),
             Status::UNSUPPORTED => Failure::Usage(msg),
+            // The host's text for a plugin that gave no message says who failed already.
+            _ if e.message.starts_with(&format!("{what} failed (")) => Failure::Plugin(msg),
             _ => Failure::Plugin(format!("{what} failed ({}): {msg}", e.status.name())),
         }
     }

@@ -1216,6 +1216,78 @@ fn an_abort_while_writing_leaves_no_temp_file() {
     assert_eq!(left, ["out.nondeterministic", "seed.folded"]);
 }
 
+/// A plugin that calls `exit` in a call (a C library's error path) fails the run: exit 5 naming
+/// the plugin, no temp file left, an existing output as it was. The process used to end with
+/// the plugin's status, 0 for `exit(0)`: a success with no output written.
+#[cfg(unix)]
+#[test]
+fn a_plugin_that_calls_exit_fails_the_run_and_leaves_no_temp_file() {
+    for code in ["0", "3"] {
+        let d = tmp();
+        let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+        let target = write(d.path(), "out.nondeterministic", b"old\n");
+        let plugin = lib_path("profconv_testplugin_nondeterministic");
+        let out = run(&[
+            "--plugin",
+            plugin.to_str().unwrap(),
+            "convert",
+            input.to_str().unwrap(),
+            "-O",
+            &format!("exit={code}"),
+            "-o",
+            target.to_str().unwrap(),
+        ]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(5), "exit({code}): {err}");
+        assert!(
+            err.contains(
+                "plugin 'nondeterministic' ended the process (it called exit) while writing \
+                 format 'nondeterministic'"
+            ),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "old\n");
+        let mut left: Vec<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            ["out.nondeterministic", "seed.folded"],
+            "exit({code})"
+        );
+    }
+}
+
+/// A plugin that fails with no message is named once: the host's own text for it already says
+/// who failed doing what (it used to be said twice, the second time after the file name).
+#[test]
+fn a_plugin_failing_without_a_message_is_named_once() {
+    let d = tmp();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let plugin = lib_path("profconv_testplugin_nondeterministic");
+    let out = run(&[
+        "--plugin",
+        plugin.to_str().unwrap(),
+        "convert",
+        input.to_str().unwrap(),
+        "-O",
+        "mute",
+        "-o",
+        "-",
+        "--to",
+        "nondeterministic",
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert_eq!(
+        err,
+        "profconv: error: <stdout>: plugin 'nondeterministic' writing 'nondeterministic' failed \
+         (INTERNAL) without a message\n"
+    );
+}
+
 /// What a plugin says (a warning, an error) keeps each of its later lines indented, so none
 /// of them can pass for a line of profconv's own.
 #[test]

@@ -985,6 +985,86 @@ extern "C" fn on_abort(signal: libc::c_int) {
     }
 }
 
+#[cfg(unix)]
+std::thread_local! {
+    /// The plugin call under way on this thread, as the line an `exit` inside it prints (the
+    /// pointer and length of a [`PluginCall`]'s message, alive while the call is), or none.
+    static IN_PLUGIN_CALL: std::cell::Cell<Option<(*const u8, usize)>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Marks a call into a plugin on this thread, so that a plugin that ends the process with
+/// `exit` during it (a C library's error path, a stray `std::process::exit`) fails the run:
+/// the `atexit` handler [`exit_during_a_plugin_call`] removes the pending temp file, says which
+/// plugin ended the process, and exits 5, where the process used to end with the plugin's
+/// status (0 for `exit(0)`, with no output written and the temp file left behind).
+struct PluginCall {
+    #[cfg(unix)]
+    message: String,
+    #[cfg(unix)]
+    outer: Option<(*const u8, usize)>,
+}
+
+impl PluginCall {
+    /// `doing` what, e.g. `reading format 'x'`, for the message.
+    fn enter(plugin: &str, doing: std::fmt::Arguments<'_>) -> PluginCall {
+        #[cfg(unix)]
+        {
+            static INSTALL: std::sync::Once = std::sync::Once::new();
+            INSTALL.call_once(|| {
+                // SAFETY: registers a handler that only reads a thread-local and makes
+                // async-signal-safe calls; a failure to register only loses the check.
+                unsafe {
+                    libc::atexit(exit_during_a_plugin_call);
+                }
+            });
+            let message = format!(
+                "profconv: error: plugin '{}' ended the process (it called exit) while \
+                 {doing}; the run failed\n",
+                crate::escape_controls(plugin)
+            );
+            let outer = IN_PLUGIN_CALL.with(|c| c.replace(Some((message.as_ptr(), message.len()))));
+            PluginCall { message, outer }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = (plugin, doing);
+            PluginCall {}
+        }
+    }
+}
+
+impl Drop for PluginCall {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        {
+            let _ = &self.message;
+            IN_PLUGIN_CALL.with(|c| c.set(self.outer));
+        }
+    }
+}
+
+/// The `atexit` handler of [`PluginCall`]: `exit` called on a thread that is inside a call
+/// into a plugin. The host's own exits (the end of `main`, an interrupt's handler thread) are
+/// never inside one, and pass.
+#[cfg(unix)]
+extern "C" fn exit_during_a_plugin_call() {
+    let Ok(Some((ptr, len))) = IN_PLUGIN_CALL.try_with(|c| c.get()) else {
+        return;
+    };
+    let temp = REMOVE_ON_ABORT.load(std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: `ptr`/`len` are the message of the `PluginCall` still alive on this thread's
+    // stack (`exit` does not unwind); a non-null `temp` came from `CString::into_raw` and is
+    // never freed; `unlink`, `write` and `_exit` are async-signal-safe.
+    unsafe {
+        if !temp.is_null() {
+            libc::unlink(temp);
+        }
+        libc::write(2, ptr.cast(), len);
+        libc::_exit(5);
+    }
+}
+
 /// Whether this process may write the file at `path`, by its effective user and groups
 /// (`faccessat` with `AT_EACCESS`): asked without opening it, which would tell file watchers
 /// it was written. True where the system cannot say (not unix, a name with a NUL byte).
@@ -1514,14 +1594,22 @@ impl FormatHandle {
         if self.caps & caps::SNIFF == 0 {
             return Ok(0);
         }
+        let _call = PluginCall::enter(
+            &self.plugin.name,
+            format_args!("sniffing for format '{}'", self.id),
+        );
         if let Some(f) = self.desc.sniff_checked {
             let mut score = 0u32;
             // SAFETY: `head` is readable and `score` writable for the call; the trampoline
             // catches panics.
             let status = unsafe { f(head.as_ptr(), head.len(), &mut score) };
             return match status {
+                Status::OK => Ok(score.min(100)),
                 Status::PANIC => Err(SnifferPanicked),
-                _ => Ok(score.min(100)),
+                // A sniffer that failed otherwise (a C plugin's INTERNAL) did not recognise the
+                // input: its score, set or not, is not taken (a score of 95 with INTERNAL claimed
+                // every input).
+                _ => Ok(0),
             };
         }
         match self.desc.sniff {
@@ -1562,9 +1650,14 @@ impl FormatHandle {
             true => abi::option_phase::PARSE,
             false => abi::option_phase::EMIT,
         };
+        let in_plugin = PluginCall::enter(
+            &self.plugin.name,
+            format_args!("checking the options of format '{}'", self.id),
+        );
         // SAFETY: the options and the callbacks live across the call; the trampoline catches
         // panics.
         let status = unsafe { check(opts.as_ptr(), opts.len(), phase, &callbacks) };
+        drop(in_plugin);
         drop(lent);
         if status != Status::OK {
             return Err(self.failed(call.first_error.take(), status, "checking the options of"));
@@ -1626,6 +1719,10 @@ impl FormatHandle {
         // valid export (no columns, no release function) that is refused below, not garbage
         // whose "release" the host would call.
         let mut out = std::mem::MaybeUninit::<ProfileExport>::zeroed();
+        let in_plugin = PluginCall::enter(
+            &self.plugin.name,
+            format_args!("reading format '{}'", self.id),
+        );
         // SAFETY: every pointer passed lives across the call; the plugin writes `out` only when
         // it returns OK.
         let status = unsafe {
@@ -1637,6 +1734,7 @@ impl FormatHandle {
                 out.as_mut_ptr(),
             )
         };
+        drop(in_plugin);
         drop(lent);
         let io_error = read_ctx.error.take();
         let breach = read_ctx
@@ -1741,9 +1839,14 @@ impl FormatHandle {
             log: host_log,
             release_input: None,
         };
+        let in_plugin = PluginCall::enter(
+            &self.plugin.name,
+            format_args!("writing format '{}'", self.id),
+        );
         // SAFETY: the view's columns (borrowed from `profile` and `storage`), the streams and
         // the callbacks all live across the call.
         let status = unsafe { emit(opts.as_ptr(), opts.len(), &view, &stream, &callbacks) };
+        drop(in_plugin);
         drop(lent);
         if write_ctx.breach {
             return Err(self.breach("wrote with a null buffer"));
@@ -2532,6 +2635,38 @@ mod tests {
 
     extern "C" fn entry_1_4(_: *const HostInfo) -> *const PluginHeader {
         &DESCRIPTOR_1_4.header
+    }
+
+    unsafe extern "C" fn sniff_checked_failing(_: *const u8, _: usize, score: *mut u32) -> Status {
+        // SAFETY: the host lends a writable score.
+        unsafe { *score = 95 };
+        Status::INTERNAL
+    }
+
+    static FORMATS_FAILING_SNIFFER: [FormatDesc14; 1] = [FormatDesc14 {
+        v11: FormatDesc11 {
+            struct_size: size_of::<FormatDesc14>() as u32,
+            ..format("a", sniff_a)
+        },
+        sniff_checked: Some(sniff_checked_failing),
+    }];
+
+    static DESCRIPTOR_FAILING_SNIFFER: Descriptor14 = Descriptor14 {
+        header: header("failing", 4, size_of::<Descriptor14>()),
+        formats: &FORMATS_FAILING_SNIFFER as *const [FormatDesc14; 1] as *const FormatDesc14,
+        n_formats: 1,
+    };
+
+    extern "C" fn entry_failing_sniffer(_: *const HostInfo) -> *const PluginHeader {
+        &DESCRIPTOR_FAILING_SNIFFER.header
+    }
+
+    /// A checked sniffer that returns neither `OK` nor `PANIC` failed: the score it left is not
+    /// taken (it used to be, so a failing sniffer that wrote 95 claimed every input).
+    #[test]
+    fn a_sniffer_that_fails_is_not_trusted_with_its_score() {
+        let plugin = load_static(entry_failing_sniffer, "failing").unwrap();
+        assert_eq!(plugin.formats[0].sniff(b"a;b 1\n"), Ok(0));
     }
 
     /// A plugin built for ABI 1.4 (104-byte format descriptors) keeps its checked sniffer, has

@@ -1,8 +1,10 @@
 //! A plugin whose emitter writes different bytes on every call (a call counter in a comment
 //! line): the conformance kit must report that emitting twice does not give identical bytes.
 //! With `-O abort` it aborts the process once it has written its first line, as a plugin out of
-//! memory does: the host must still remove its temp file. With `-O say=TEXT` it warns `TEXT`
-//! and fails with `TEXT`, for the host's printing of what plugins say. Its option `level`
+//! memory does: the host must still remove its temp file. With `-O exit=N` it calls
+//! `exit(N)` there instead, as a C library's error path may: the run must still fail. With
+//! `-O say=TEXT` it warns `TEXT` and fails with `TEXT`, for the host's printing of what plugins
+//! say; with `-O mute` it fails with no message at all. Its option `level`
 //! declares a default (7) that its own check refuses (at most 5): the conformance kit must
 //! report that a user copying the default gets an error.
 
@@ -28,12 +30,19 @@ impl Format for Nondeterministic {
             "abort the process after the first line (test fixture)",
         )
         .emit_only(),
+        OptionDesc::integer(
+            "exit",
+            "",
+            "call exit with this status after the first line (test fixture)",
+        )
+        .emit_only(),
         OptionDesc::string(
             "say",
             "",
             "warn this text, then fail with it (test fixture)",
         )
         .emit_only(),
+        OptionDesc::flag("mute", "fail without a message (test fixture)").emit_only(),
         OptionDesc::integer(
             "level",
             "7",
@@ -56,11 +65,18 @@ impl Format for Nondeterministic {
             cx.warn(text);
             return Err(PluginError::invalid_input(text.to_string()));
         }
+        if options.flag("mute") {
+            return Err(PluginError::internal(""));
+        }
         let run = CALLS.fetch_add(1, Ordering::Relaxed);
         writeln!(output, "# run {run}")?;
         if options.flag("abort") {
             output.flush()?;
             std::process::abort();
+        }
+        if let Some(code) = options.parse::<i32>("exit")? {
+            output.flush()?;
+            std::process::exit(code);
         }
         let tree = CallTree::build(profile)?;
         writeln!(output, "# {} call nodes", tree.len())?;
