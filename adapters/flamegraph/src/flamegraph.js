@@ -69,6 +69,7 @@ function fg_init(evt) {
   fg_base = Infinity;
   for (var i = 0; i < fg_nodes.length; i++) fg_base = Math.min(fg_base, fg_nodes[i].level);
   fg_measure_font();
+  fg_fit_title(fontsize, +conf("fontwidth") || 0.6);
 
   fg_frames.addEventListener("mouseover", function (e) {
     var n = fg_node_of(e.target);
@@ -129,6 +130,21 @@ function fg_measure_font() {
     var n = fg_nodes[i], label = fg_fit(n.name, +n.rect.getAttribute("width"));
     if (n.text.textContent !== label) n.text.textContent = label;
   }
+}
+
+// The title shares its line with "Reset Zoom" on the left and "Reset Search" and "ic" on the
+// right (17 characters with the gaps): centred, it keeps clear of the wider side, unless the
+// image is too narrow to leave it a word (then it keeps the whole line it has in the file, where
+// it is cut to the image's width for the picture without script).
+function fg_fit_title(fontsize, fontwidth) {
+  var title = document.getElementById("title");
+  if (!title) return;
+  var charw = fontsize * Math.max(fontwidth, 0.6);
+  var titlew = charw / fontsize * (fontsize + 5); // the title's font is 5 px larger (svg.rs)
+  var between = fg_plotw - 2 * 17 * charw;
+  if (!(between >= 8 * titlew)) return;
+  var label = fg_cut(title.textContent, Math.floor(between / titlew));
+  if (title.textContent !== label) title.textContent = label;
 }
 
 // The frame entry of an element inside a frame's <g>, or null.

@@ -374,15 +374,9 @@ fn write_head<W: Write>(
         out
     };
     let title_char_w = char_w / o.font_size * (o.font_size + TITLE_EXTRA);
-    // The title shares its line with "Reset Zoom" on the left and "Reset Search" and "ic" on
-    // the right (17 characters with the gaps): centred, it keeps clear of the wider side, unless
-    // the image is too narrow to leave it a word (then it takes the line, as before).
-    let between = span - 2.0 * 17.0 * char_w;
-    let title_span = if between >= 8.0 * title_char_w {
-        between
-    } else {
-        span
-    };
+    // The file's title takes the whole line: the picture shown as an image (no script) has no
+    // buttons beside it. With scripts on, the viewer cuts it again to keep clear of "Reset Zoom"
+    // and "Reset Search"/"ic" (`fg_fit_title`).
     ui_text(
         w,
         num,
@@ -390,7 +384,7 @@ fn write_head<W: Write>(
         None,
         centre,
         geo.title_y,
-        &fitted(pic.title, title_span, title_char_w),
+        &fitted(pic.title, span, title_char_w),
     )?;
     if let Some(sub) = &o.subtitle {
         ui_text(

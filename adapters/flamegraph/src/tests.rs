@@ -988,3 +988,27 @@ fn normalized_values_are_exact_past_2_pow_53() {
         a.title
     );
 }
+
+/// Shown as an image (`<img>`, a forge's preview, rsvg-convert), the picture has no buttons on
+/// the title's line, so the file's title takes the whole width: 350 px wide, "Flame Graph" was
+/// cut to "Flame G…" (the room between the buttons only the script shows) while 340 px showed
+/// it whole. The script cuts it again beside its buttons (browser test
+/// `exact_places_far_past_2_pow_53_and_a_title_clear_of_the_buttons`).
+#[test]
+fn the_static_title_takes_the_whole_width() {
+    let p = folded(&[("main;a", 3), ("main;b", 1)]);
+    for width in ["340", "350", "360", "500"] {
+        let (svg, _) = emit(&p, &opts(&[("width", Some(width))]));
+        let s = parse_svg(&svg);
+        assert_eq!(
+            s.texts[0],
+            ("title".into(), "Flame Graph".into()),
+            "{width}"
+        );
+    }
+    let long = "Differential Flame Graph of two long profile runs";
+    let (svg, _) = emit(&p, &opts(&[("width", Some("400")), ("title", Some(long))]));
+    // 380 px at 10.2 px a character (17 px font, 0.6 em): 37 characters, the last one `…`.
+    let title = &parse_svg(&svg).texts[0].1;
+    assert_eq!(title, &format!("{}…", &long[..36]));
+}
