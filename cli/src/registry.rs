@@ -246,6 +246,12 @@ impl Registry {
                 ids.join(", ")
             ));
         }
+        // A profile of another tool that no reader takes, known by its first bytes, is said
+        // before the name is trusted: `perf record` writes `perf.data`, which the Deep.data
+        // reader's `.data` claimed ("not a Mercury deep profiler data file").
+        if let Some(what) = foreign_profile_of(head) {
+            return Err(what.to_string());
+        }
         if let [only] = by_ext.as_slice() {
             return Ok(only);
         }
@@ -309,6 +315,18 @@ impl Registry {
             self.ids(FormatHandle::can_parse)
         )))
     }
+}
+
+/// What an input is, from its first bytes, when it is a profile of another tool that profconv
+/// does not read but can read once converted (a message starting with `the input is `, an
+/// error about the input); `None` otherwise. perf.data starts with `PERFILE2` (`PERFFILE` in
+/// perf's first versions).
+fn foreign_profile_of(head: &[u8]) -> Option<&'static str> {
+    (head.starts_with(b"PERFILE2") || head.starts_with(b"PERFFILE")).then_some(
+        "the input is a perf.data file (the binary output of `perf record`), which profconv does \
+         not read: fold its stacks first, e.g. `perf script -i FILE | inferno-collapse-perf > \
+         FILE.folded` (or FlameGraph's stackcollapse-perf.pl), and convert that",
+    )
 }
 
 /// The indexes of the extension lists in `declared` that match `name` best (see

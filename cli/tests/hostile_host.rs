@@ -1438,3 +1438,48 @@ fn inputs_compressed_by_other_tools_say_what_they_are() {
     let out = run(&["tree", path.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
+
+/// A perf.data file (`perf record`'s binary output, named `.data`, which the Deep.data reader
+/// declares) says what it is and how to fold it, named so or not, from a file or a pipe (exit
+/// 3); it failed as "not a Mercury deep profiler data file".
+#[test]
+fn a_perf_data_file_says_what_it_is_and_how_to_fold_it() {
+    let d = tmp();
+    let bytes = b"PERFILE2h\x00\x00\x00\x00\x00\x00\x00\x88\x00\x00\x00\x00\x00\x00\x00";
+    for name in ["perf.data", "perf.data.old", "capture"] {
+        let path = write(d.path(), name, bytes);
+        let out = run(&["tree", path.to_str().unwrap()]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{name}: {err}");
+        assert!(
+            err.contains("the input is a perf.data file")
+                && err.contains("inferno-collapse-perf")
+                && !err.contains("Mercury"),
+            "{name}: {err}"
+        );
+    }
+    let mut child = profconv()
+        .args(["convert", "-", "--to", "folded"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("<stdin>: the input is a perf.data file"),
+        "{err}"
+    );
+    // `--from deep` is the user's choice: the Deep.data reader says why it is not one.
+    let path = write(d.path(), "perf.data", bytes);
+    let out = run(&["tree", path.to_str().unwrap(), "--from", "deep"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        text(&out.stderr).contains("Mercury"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -776,6 +776,8 @@ type Places = u8;
 const ROOT: Places = 1;
 /// The func is the leaf of some sample (its name ends that line's stack, before the count).
 const LEAF: Places = 2;
+/// The func is on the stack of some sample: its name is written.
+const WRITTEN: Places = 4;
 
 /// True when a name, at the start of a line, would not read back as itself: it is empty (the
 /// line would be a count without a stack), a comment (`#`, or `#` and whitespace), a number
@@ -799,31 +801,41 @@ fn troubles_a_leaf(name: &[u8]) -> bool {
 }
 
 /// Per func, its [`Places`] where they matter: a root's, if its name troubles a root, and a
-/// leaf's (the func of some sample's stack), if its name troubles a leaf. Such names are rare,
-/// so the passes over the stacks and samples are made only when some name has them.
+/// leaf's (the func of some sample's stack), if its name troubles a leaf; and [`WRITTEN`] for a
+/// func on some sample's stack (whose name is written), if its name needs any rewriting. Such
+/// names are rare, so the passes over the stacks and samples are made only when some name has
+/// them. Only the stacks of samples count: a func left in the table by a transform
+/// (`-T focus-func`), or a stack no sample is on, writes nothing.
 fn places(p: &ProfileRef<'_>) -> Vec<Places> {
     // What each name would need, kept where the func is in that place.
     let need: Vec<Places> = (0..p.n_funcs() as u32)
         .map(|f| {
             let name = p.func_name_str(f).as_bytes();
             let root = if troubles_a_root(name) { ROOT } else { 0 };
-            root | if troubles_a_leaf(name) { LEAF } else { 0 }
+            let leaf = if troubles_a_leaf(name) { LEAF } else { 0 };
+            let rewritten = root | leaf != 0 || name.iter().copied().any(unwritable);
+            root | leaf | if rewritten { WRITTEN } else { 0 }
         })
         .collect();
     if need.iter().all(|&n| n == 0) {
         return need;
     }
     let mut at = vec![0; need.len()];
-    if need.iter().any(|&n| n & ROOT != 0) {
-        for s in (0..p.n_stacks()).filter(|&s| p.stack_prefix[s] == NONE) {
-            let f = p.stack_func(s as u32) as usize;
-            at[f] |= need[f] & ROOT;
-        }
-    }
-    if need.iter().any(|&n| n & LEAF != 0) {
-        for &s in p.sample_stack.iter() {
+    // The stacks of samples and their prefixes: what is written.
+    let mut seen = vec![false; p.n_stacks()];
+    for &s in p.sample_stack.iter() {
+        let f = p.stack_func(s) as usize;
+        at[f] |= need[f] & LEAF;
+        let mut s = s;
+        while !std::mem::replace(&mut seen[s as usize], true) {
             let f = p.stack_func(s) as usize;
-            at[f] |= need[f] & LEAF;
+            at[f] |= need[f] & WRITTEN;
+            let prefix = p.stack_prefix[s as usize];
+            if prefix == NONE {
+                at[f] |= need[f] & ROOT;
+                break;
+            }
+            s = prefix;
         }
     }
     at
@@ -933,18 +945,22 @@ pub fn written_names(p: &ProfileRef<'_>) -> Vec<String> {
         .collect()
 }
 
-/// How many funcs have names that folded stacks cannot hold as they are, other than the
-/// roots [`marked_roots`] counts (see [`push_name`]).
+/// How many names of the written funcs folded stacks cannot hold as they are, other than the
+/// roots [`marked_roots`] counts (see [`push_name`]); a name counts once, however many funcs
+/// have it (callgrind's code inlined from other files is a func of the same name per file).
 pub fn rewritten_names(p: &ProfileRef<'_>) -> usize {
     let at = places(p);
-    (0..p.n_funcs())
-        .filter(|&f| {
-            let name = p.func_name_str(f as u32).as_bytes();
-            name.iter().copied().any(unwritable)
-                || at[f] & ROOT != 0 && troubles_a_root(name) && !needs_root_mark(name)
-                || at[f] & LEAF != 0 && troubles_a_leaf(name)
-        })
-        .count()
+    let mut names = std::collections::HashSet::new();
+    for f in (0..p.n_funcs()).filter(|&f| at[f] & WRITTEN != 0) {
+        let name = p.func_name_str(f as u32).as_bytes();
+        if name.iter().copied().any(unwritable)
+            || at[f] & ROOT != 0 && troubles_a_root(name) && !needs_root_mark(name)
+            || at[f] & LEAF != 0 && troubles_a_leaf(name)
+        {
+            names.insert(name);
+        }
+    }
+    names.len()
 }
 
 /// Written before the name of a root that would make its lines comments (`#`, or `#` and
@@ -959,12 +975,14 @@ fn needs_root_mark(name: &[u8]) -> bool {
     name.is_empty() || is_comment(name) || count(name).is_ok()
 }
 
-/// How many funcs are roots written with [`ROOT_MARK`] before them ([`needs_root_mark`]).
+/// How many names of roots are written with [`ROOT_MARK`] before them ([`needs_root_mark`]).
 pub fn marked_roots(p: &ProfileRef<'_>) -> usize {
     let at = places(p);
-    (0..p.n_funcs())
+    let names: std::collections::HashSet<&str> = (0..p.n_funcs())
         .filter(|&f| at[f] & ROOT != 0 && needs_root_mark(p.func_name_str(f as u32).as_bytes()))
-        .count()
+        .map(|f| p.func_name_str(f as u32))
+        .collect();
+    names.len()
 }
 
 #[cfg(test)]
@@ -1302,6 +1320,58 @@ mod tests {
         // The flame chart writes names the same way.
         let p = trace(&["C f;g 0", "C h\r\n 10", "E 60", "E 100"]);
         assert_eq!(emit(&p, CHART), "f:g 50\nf:g;h__ 50\n");
+    }
+
+    /// The warning counts the names written otherwise, once each: not a func no sample's stack
+    /// reaches (left in the table by `-T focus-func`, or never used), and not once per func of
+    /// one name (callgrind's code inlined from other files is a func per file). A callgrind
+    /// file of a Rust program focused away from `<[u8; 8] as Crunch>::crunch` warned of "4
+    /// function name(s)" while writing none.
+    #[test]
+    fn rewritten_names_count_the_names_written_once_each() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        let main = b.func("main");
+        let (f1, f2) = (
+            b.func_with("<[u8; 8]>::crunch", Some("main.rs"), None, None),
+            b.func_with("<[u8; 8]>::crunch", Some("iter.rs"), None, None),
+        );
+        b.func("never;used");
+        let (m, x, y) = (b.frame(main), b.frame(f1), b.frame(f2));
+        let s = b.stack(NONE, m);
+        let s1 = b.stack(s, x);
+        let s2 = b.stack(s1, y);
+        b.push_sample(s1, None, &[2]);
+        b.push_sample(s2, None, &[3]);
+        let g = b.stack_of_names(&["main", "g"]);
+        b.push_sample(g, None, &[1]);
+        let p = b.finish();
+        assert_eq!(rewritten_names(&p.view()), 1);
+        assert_eq!(
+            emit(&p, EmitOptions::default()),
+            "main;<[u8: 8]>::crunch 2\nmain;<[u8: 8]>::crunch;<[u8: 8]>::crunch 3\nmain;g 1\n"
+        );
+        let (focused, _) = profconv_plugin::ir::transform::apply(
+            &p.view(),
+            &profconv_plugin::ir::transform::Transform::FocusFunction("g".into()),
+        )
+        .unwrap();
+        assert_eq!(emit(&focused, EmitOptions::default()), "g 1\n");
+        assert_eq!(rewritten_names(&focused.view()), 0);
+        // A root that is no sample's root any more is not counted as marked either.
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&["42", "f"], &[1]).unwrap();
+        b.add_stack(&["main", "f"], &[1]).unwrap();
+        let p = b.finish();
+        assert_eq!(marked_roots(&p.view()), 1);
+        let (dropped, _) = profconv_plugin::ir::transform::apply(
+            &p.view(),
+            &profconv_plugin::ir::transform::Transform::Drop(vec!["42".into()]),
+        )
+        .unwrap();
+        assert_eq!(emit(&dropped, EmitOptions::default()), "main;f 1\n");
+        assert_eq!(marked_roots(&dropped.view()), 0);
     }
 
     /// Whitespace that the reader would trim or split at (a root's leading, a leaf's trailing,
