@@ -872,6 +872,56 @@ fn check_totals(view: &ProfileRef<'_>, name: &str) -> Result<(), Failure> {
     Ok(())
 }
 
+/// For a transform that matched nothing, the profile's function names its names may have
+/// meant, as a hint (empty when there is none): the name with an annotation suffix that a
+/// flame graph does not show (`do_syscall_64_[k]` for `do_syscall_64`), or the same name in
+/// other letter case. At most three, in the profile's order.
+fn names_meant(view: &ProfileRef<'_>, t: &Transform) -> String {
+    let wanted: Vec<&str> = match t {
+        Transform::MergeCallNode(p)
+        | Transform::MergeSubtree(p)
+        | Transform::Drop(p)
+        | Transform::FocusSubtree(p) => p.iter().map(String::as_str).collect(),
+        Transform::MergeFunction(n)
+        | Transform::FocusFunction(n)
+        | Transform::CollapseDirectRecursion(Some(n))
+        | Transform::CollapseRecursion(Some(n)) => vec![n.as_str()],
+        _ => Vec::new(),
+    };
+    let meant = |have: &str, want: &str| {
+        have != want
+            && (have.eq_ignore_ascii_case(want)
+                || have
+                    .strip_prefix(want)
+                    .and_then(|rest| rest.strip_prefix("_["))
+                    .and_then(|rest| rest.strip_suffix(']'))
+                    .is_some_and(|a| !a.is_empty() && a.bytes().all(|b| b.is_ascii_lowercase())))
+    };
+    // Only names the profile does not have as they are.
+    let funcs = || (0..view.n_funcs() as u32).map(|f| view.func_name_str(f));
+    let wanted: Vec<&str> = wanted
+        .into_iter()
+        .filter(|w| !funcs().any(|have| have == *w))
+        .collect();
+    if wanted.is_empty() {
+        return String::new();
+    }
+    let mut found: Vec<&str> = Vec::new();
+    for f in 0..view.n_funcs() as u32 {
+        let have = view.func_name_str(f);
+        if found.len() < 3 && !found.contains(&have) && wanted.iter().any(|w| meant(have, w)) {
+            found.push(have);
+        }
+    }
+    match found.as_slice() {
+        [] => String::new(),
+        names => {
+            let quoted: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
+            format!(" (the profile has {})", quoted.join(", "))
+        }
+    }
+}
+
 /// Applies the `--transform` stack; `None` when there is none (the plugin's profile is used as
 /// it is, without a copy).
 fn apply_transforms(
@@ -886,7 +936,11 @@ fn apply_transforms(
         let (next, applied) = profconv_ir::transform::apply(&input, t)
             .map_err(|e| Failure::ir(&format!("{name}: transform {t}"), &e))?;
         if applied.matched == 0 && !matches!(t, Transform::MaxDepth(_) | Transform::MinTotal(_)) {
-            warn(quiet, &format!("{name}: transform {t} matched nothing"));
+            let hint = names_meant(&input, t);
+            warn(
+                quiet,
+                &format!("{name}: transform {t} matched nothing{hint}"),
+            );
         }
         let removes = matches!(
             t,

@@ -1260,6 +1260,37 @@ fn a_plugin_that_calls_exit_fails_the_run_and_leaves_no_temp_file() {
     }
 }
 
+/// A transform that matched nothing names the functions it may have meant: the name with the
+/// annotation a flame graph hides (`do_syscall_64_[k]`, from `inferno-collapse-perf --all`),
+/// or in other letter case. It said only "matched nothing", with an empty result.
+#[test]
+fn a_transform_that_matched_nothing_names_what_it_may_have_meant() {
+    let d = tmp();
+    let input = write(
+        d.path(),
+        "k.folded",
+        b"main;do_syscall_64_[k];x 3\nmain;y 2\nMain;z 1\n",
+    );
+    let input = input.to_str().unwrap();
+    for (t, hint) in [
+        (
+            "focus-func:do_syscall_64",
+            " (the profile has 'do_syscall_64_[k]')",
+        ),
+        // `main` is there as it is: only `Y` is meant otherwise.
+        ("drop:main;Y", " (the profile has 'y')"),
+        ("merge-func:nothing_like_it", ""),
+    ] {
+        let out = run(&["tree", input, "-T", t]);
+        assert!(out.status.success(), "{t}");
+        assert_eq!(
+            text(&out.stderr),
+            format!("profconv: warning: {input}: transform {t} matched nothing{hint}\n"),
+            "{t}"
+        );
+    }
+}
+
 /// A plugin that fails with no message is named once: the host's own text for it already says
 /// who failed doing what (it used to be said twice, the second time after the file name).
 #[test]
