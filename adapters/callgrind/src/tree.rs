@@ -1363,6 +1363,31 @@ mod tests {
         );
     }
 
+    /// valgrind's file of a program that dlcloses its library before the dump: the library's
+    /// call sites have no line information, so callgrind writes `fi=(3) ???` before each call
+    /// and no `cfi=` (the callee is in the caller's file, `lib.c`). Read as written, `librec'2`
+    /// and `libwork` of `???` were functions of no code: `main` totalled 23 of its 11 084, and
+    /// `libwork` and `librec'2` were roots. KCachegrind knows the callee by its compressed id
+    /// (`fn=(4)`, `fn=(3)`): main 11 084, librec 11 074, librec'2 10 705.
+    #[test]
+    fn a_call_into_a_fileless_function_without_code_is_a_call_of_its_namesake() {
+        let text = "# callgrind format\nversion: 1\ncreator: callgrind-3.19.0\npositions: line\n\
+                    events: Ir\nob=(1) dl\nfl=(1) dl.c\nfn=(1) main\n5 10\ncob=(2) libcgs.so\n\
+                    cfi=(2) lib.c\ncfn=(2) librec\ncalls=1 0\n5 11074\nob=(2)\nfl=(2)\n\
+                    fn=(3) libwork\n0 10680\nfn=(2)\n0 6\nfi=(3) ???\ncfn=(4) librec'2\n\
+                    calls=1 0\n0 10705\n0 3\nfi=(3)\ncfn=(3)\ncalls=1 0\n0 356\nfi=(3)\n0 1\n\
+                    fe=(2)\n0 3\nfn=(4)\n0 178\nfi=(3)\ncfn=(4)\ncalls=29 0\n0 149930\n0 87\n\
+                    fi=(3)\ncfn=(3)\ncalls=29 0\n0 10324\nfi=(3)\n0 29\nfe=(2)\n0 87\n\
+                    totals: 11084\n";
+        assert_eq!(
+            tree(text, BuildOptions::default()),
+            "main self=10 total=11084 calls=0\n  librec self=9 total=11074 calls=1\n    \
+             librec self=4 total=11065 calls=0\n      librec'2 self=265 total=10705 calls=1\n        \
+             librec'2 self=116 total=10440 calls=0\n          libwork self=10324 total=10324 calls=29\n      \
+             libwork self=356 total=356 calls=1\n"
+        );
+    }
+
     /// A header's code inlined into two functions of one name in two files (two static `work`,
     /// as `gcc -O2` writes for glibc's fortify headers): each host gets its own piece, with its
     /// own costs. The piece was one function under the first host only: there `work` (a.c)
