@@ -956,6 +956,7 @@ pub fn remove_on_abort(path: Option<&Path>) {
                     }
                 }
             }
+            install_fault_handlers();
         });
         let new = path
             .and_then(|p| std::ffi::CString::new(p.as_os_str().as_bytes()).ok())
@@ -982,6 +983,76 @@ extern "C" fn on_abort(signal: libc::c_int) {
     unsafe {
         libc::signal(signal, libc::SIG_DFL);
         libc::raise(signal);
+    }
+}
+
+/// The signals of a faulting instruction (a plugin that dereferences a bad pointer), whose
+/// handlers [`install_fault_handlers`] puts in front of the ones in place (the Rust runtime's,
+/// which reports a stack overflow).
+#[cfg(unix)]
+const FAULT_SIGNALS: [libc::c_int; 2] = [libc::SIGSEGV, libc::SIGBUS];
+
+/// The dispositions [`on_fault`] hands each of [`FAULT_SIGNALS`] back to, once set.
+#[cfg(unix)]
+static FAULT_PREVIOUS: [std::sync::OnceLock<libc::sigaction>; 2] =
+    [std::sync::OnceLock::new(), std::sync::OnceLock::new()];
+
+/// Puts [`on_fault`] in front of the handlers of [`FAULT_SIGNALS`]: a crash in a plugin (or in
+/// profconv) removes the pending temp file too, then ends the process as it would have.
+#[cfg(unix)]
+fn install_fault_handlers() {
+    for (k, &signal) in FAULT_SIGNALS.iter().enumerate() {
+        // SAFETY: `sigaction` reads a fully initialised action and writes the old one into a
+        // zeroed local. The handler runs on the alternate signal stack where the thread has one
+        // (the Rust runtime gives its threads one, for stack overflows), makes only
+        // async-signal-safe calls (`unlink`, `sigaction`, `raise`) and reads a `OnceLock` that
+        // is set before the handler is installed.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &mut old) != 0
+                || old.sa_sigaction == libc::SIG_IGN
+                || FAULT_PREVIOUS[k].set(old).is_err()
+            {
+                continue;
+            }
+            let mut new: libc::sigaction = std::mem::zeroed();
+            new.sa_sigaction = on_fault as *const () as libc::sighandler_t;
+            new.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+            libc::sigemptyset(&mut new.sa_mask);
+            libc::sigaction(signal, &new, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The handler of [`FAULT_SIGNALS`]: removes the temp file of [`remove_on_abort`] and gives
+/// the signal back to the disposition that was in place. A fault (a bad load or store) returns
+/// to the instruction, which faults again into that disposition (the Rust runtime's: a stack
+/// overflow's report, else the default action, the process ended by the signal as before); a
+/// signal sent by `kill` is raised again for it.
+#[cfg(unix)]
+extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut c_void) {
+    let path = REMOVE_ON_ABORT.load(std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: `info` is the kernel's for this signal (or null); `path` came from
+    // `CString::into_raw` and is never freed; the previous action was set before this handler
+    // was installed (or the default action is put back); `unlink`, `sigaction` and `raise` are
+    // async-signal-safe.
+    unsafe {
+        let sent = info.is_null() || (*info).si_code <= 0;
+        if !sent && !path.is_null() {
+            libc::unlink(path);
+        }
+        let k = FAULT_SIGNALS.iter().position(|&s| s == signal).unwrap_or(0);
+        match FAULT_PREVIOUS[k].get() {
+            Some(previous) => {
+                libc::sigaction(signal, previous, std::ptr::null_mut());
+            }
+            None => {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+        }
+        if sent {
+            libc::raise(signal);
+        }
     }
 }
 
