@@ -3,8 +3,9 @@
 //! `profconv diff` builds this and hands it to an emitter like any profile: the flamegraph
 //! emitter draws a differential graph when metadata `diff` is [`DIFF_COLUMNS`]; other emitters
 //! show two value types (callgrind writes two events). Functions match by name, file and
-//! resource (by name alone when a side has neither, as folded stacks), not by line; frames by
-//! function: code moves between the two builds a diff compares.
+//! resource (by name alone when a side has neither, as folded stacks), not by line, and files
+//! and resources by their last path component; frames by function: code moves between the two
+//! builds a diff compares, and so do the builds' directories.
 
 use crate::builder::ProfileBuilder;
 use crate::profile::{IrError, NONE, Profile, ProfileRef, ValueKind};
@@ -51,11 +52,20 @@ pub fn combine(
         b.add_meta(DIFF_VALUE, value_name);
     }
     // Functions match by name, file and resource: not by line, since the code of two builds
-    // moves (a function one line further down was "new", and everything under it). A side
-    // without any file or resource (folded stacks) matches the other by name alone. Frames
-    // match by function: the line or address of a call moves too, and a diff compares
-    // functions, as inferno's and flamegraph.pl's do.
+    // moves (a function one line further down was "new", and everything under it). Files and
+    // resources match by their last path component: two builds sit in two directories
+    // (`build-old/prog` and `build-new/prog`, callgrind's `ob=` and `fl=`), and by full path
+    // every function of one was "gone" and every one of the other "new". A side without any
+    // file or resource (folded stacks) matches the other by name alone. Frames match by
+    // function: the line or address of a call moves too, and a diff compares functions, as
+    // inferno's and flamegraph.pl's do.
     let opt = |p: &ProfileRef<'_>, s: u32| (s != NONE).then(|| p.strings.get(s).to_string());
+    let base = |p: &ProfileRef<'_>, s: u32| {
+        (s != NONE).then(|| {
+            let path = p.strings.get(s);
+            path.rsplit(['/', '\\']).next().unwrap_or(path).to_string()
+        })
+    };
     let located = |p: &ProfileRef<'_>| {
         (0..p.n_funcs()).any(|f| p.func_file[f] != NONE || p.func_resource[f] != NONE)
     };
@@ -71,7 +81,7 @@ pub fn combine(
                 let name = p.strings.get(p.func_name[f]).to_string();
                 let key = match by_name_only {
                     true => (name, None, None),
-                    false => (name, opt(p, p.func_file[f]), opt(p, p.func_resource[f])),
+                    false => (name, base(p, p.func_file[f]), base(p, p.func_resource[f])),
                 };
                 *by_key.entry(key).or_insert_with_key(|(name, _, _)| {
                     // The first side's file, line and resource stay with the function.
@@ -181,6 +191,45 @@ mod tests {
         assert_eq!(
             shown(&d),
             "main self=0 total=110 self_after=0 total_after=7\n  f self=110 total=110 self_after=7 total_after=7\n"
+        );
+    }
+
+    /// Two builds of one program in two directories (callgrind's `ob=/tmp/build-old/demo` and
+    /// `ob=/tmp/build-new/demo`, its files under them): their functions are the same ones. By
+    /// full path nothing matched, and the whole of before was "gone", the whole of after "new".
+    #[test]
+    fn functions_match_across_build_directories() {
+        let side = |dir: &str, fib: i64| {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("Ir", "count", ValueKind::Weight);
+            let (file, object) = (format!("/tmp/{dir}/demo.c"), format!("/tmp/{dir}/demo"));
+            let main = b.func_with("main", Some(&file), Some(30), Some(&object));
+            let f = b.func_with("fib", Some(&file), Some(6), Some(&object));
+            let libc = b.func_with("memcpy", None, None, Some("/usr/lib/libc.so.6"));
+            let (main, f, libc) = (b.frame(main), b.frame(f), b.frame(libc));
+            let root = b.stack(NONE, main);
+            let leaf = b.stack(root, f);
+            b.add_to_stack(leaf, &[fib]).unwrap();
+            let copy = b.stack(root, libc);
+            b.add_to_stack(copy, &[5]).unwrap();
+            b.finish()
+        };
+        let d = combine(
+            &side("build-old", 100).view(),
+            0,
+            &side("build-new", 300).view(),
+            0,
+        )
+        .unwrap();
+        let t = CallTree::build(&d.view()).unwrap();
+        let opts = crate::TreeTextOptions {
+            all_values: true,
+            order: crate::TreeOrder::FirstSeen,
+            ..Default::default()
+        };
+        assert_eq!(
+            render_tree(&d.view(), &t, &opts).unwrap(),
+            "main self=0 total=105 self_after=0 total_after=305\n  fib self=100 total=100 self_after=300 total_after=300\n  memcpy self=5 total=5 self_after=5 total_after=5\n"
         );
     }
 
