@@ -858,6 +858,106 @@ mod tests {
         );
     }
 
+    /// A flame chart's first line is a toplevel call: a file that starts inside a call (cut at
+    /// its head) is not one (spec B.8: at most one frame more than the previous line, and
+    /// the chain popped to the line's depth - 1, checking the names), whether forced or told
+    /// from its toplevel `link` before `init`. It was read with a caller of `calls=0`.
+    #[test]
+    fn a_flame_chart_that_starts_inside_a_call_is_an_error() {
+        let forced = ParseOptions {
+            variant: Some(InputVariant::Debugger(DebuggerVariant::Flamechart)),
+            ..Default::default()
+        };
+        let e = parse_opts("k;f 5\nk;f;g 3\n", forced).0.unwrap_err();
+        assert_eq!((e.line, e.column), (Some(1), Some(1)), "{e}");
+        assert!(e.message.contains("first line"), "{e}");
+        let cut = "kernel_run;kernel_loop 120\n%interpreter(decode) 3\n%interpreter(link) 6\n\
+                   %interpreter(init) 2\nkernel_run 108\n";
+        let e = parse_opts(cut, ParseOptions::default()).0.unwrap_err();
+        assert_eq!((e.line, e.column), (Some(1), Some(1)), "{e}");
+        // A toplevel first line is read as before.
+        assert_eq!(
+            tree(&cut["kernel_run;kernel_loop 120\n".len()..]),
+            "%interpreter(decode) self=3 total=3 calls=1\n%interpreter(link) self=6 total=6 calls=1\n\
+             %interpreter(init) self=2 total=2 calls=1\nkernel_run self=108 total=108 calls=1\n"
+        );
+    }
+
+    /// A tick or time that cannot be held says against which base: stored as they are, a
+    /// trace starting at tick 5 cannot hold 2^63 (the message said "more than 2^63-1 ticks
+    /// after the first event", which 2^63 - 5 is not); stored from a first tick above 2^62,
+    /// the message names that tick.
+    #[test]
+    fn a_tick_out_of_range_names_the_base_it_is_counted_from() {
+        let (r, _) = parse_opts(
+            "PVMTRACE 1\nC 5 f\nE 9223372036854775808 f\n",
+            ParseOptions::default(),
+        );
+        let e = r.unwrap_err();
+        assert_eq!(e.line, Some(3), "{e}");
+        assert!(
+            e.message.contains(
+                "tick 9223372036854775808 is out of range: above 2^63-1 (the trace's first tick \
+                 is at most 2^62"
+            ),
+            "{e}"
+        );
+        let first = (1u64 << 62) + 1;
+        let (r, _) = parse_opts(
+            &format!("PVMTRACE 1\nC {first} f\nE {} f\n", u64::MAX),
+            ParseOptions::default(),
+        );
+        let e = r.unwrap_err();
+        assert!(
+            e.message.contains(&format!(
+                "more than 2^63-1 ticks after the trace's first tick, {first}"
+            )),
+            "{e}"
+        );
+        let (r, _) = parse_opts(
+            "PVMTRACE 1\nC 5 @5 f\nE 6 @9223372036854775808 f\n",
+            ParseOptions::default(),
+        );
+        let e = r.unwrap_err();
+        assert!(
+            e.message
+                .contains("the trace's first timestamp is at most 2^62"),
+            "{e}"
+        );
+    }
+
+    /// The header's `time_unit` key is `ns` or an error (spec B.2), also when it has no value
+    /// at all (`time_unit` alone was ignored, while `time_unit=` was an error); other keys
+    /// without a value are ignored like any unknown key.
+    #[test]
+    fn a_time_unit_without_a_value_is_an_error() {
+        for header in [
+            "PVMTRACE 1 time_unit",
+            "PVMTRACE 1 time_unit=",
+            "PVMTRACE 1 source=x time_unit",
+        ] {
+            let (r, _) = parse_opts(
+                &format!("{header}\nC 0 @0 f\nE 5 @9\n"),
+                ParseOptions::default(),
+            );
+            let e = r.unwrap_err();
+            assert!(e.message.contains("unsupported time_unit"), "{header}: {e}");
+            assert_eq!(e.line, Some(1), "{header}");
+        }
+        for header in [
+            "PVMTRACE 1 time_unit=ns",
+            "PVMTRACE 1 source",
+            "PVMTRACE 1 time_units",
+        ] {
+            let text = format!("{header}\nC 0 @0 f\nE 5 @9\n");
+            assert_eq!(
+                tree(&text),
+                "f self=5 total=5 calls=1 self_time_ns=9 total_time_ns=9\n",
+                "{header}"
+            );
+        }
+    }
+
     #[test]
     fn warnings_are_limited_and_counted() {
         let mut text = String::from("PVMTRACE 1\nC 100 f\n");

@@ -196,12 +196,19 @@ impl Reader {
             )
         })?;
         let flamechart = self.variant == Variant::Flamechart;
-        if flamechart && self.entries > 0 && !continues(&self.prev, text) {
+        // The first line has no caller to continue: it is a toplevel call (spec B.8 step 4: the
+        // chain is popped to the line's depth - 1, which must be there).
+        if flamechart && !continues(&self.prev, text) {
+            let what = if self.entries == 0 {
+                "the first line of a flame chart is a toplevel call (one frame), not a callee of calls the file does not have"
+            } else {
+                "this line does not continue the call tree in pre-order (its callers are not the previous line's)"
+            };
             return Err(self.err(
                 no,
                 offset,
                 col,
-                "this line does not continue the call tree in pre-order (its callers are not the previous line's); the input was read as the debugger's flame chart output from its first lines: use -O variant=folded to read it as merged stacks",
+                format!("{what}; the input was read as the debugger's flame chart output from its first lines: use -O variant=folded to read it as merged stacks"),
             ));
         }
         let is_top = memchr::memchr(b';', text).is_none();

@@ -601,7 +601,13 @@ impl Reader {
             let Ok((next, item)) = field(items) else {
                 break;
             };
-            if let Some(unit) = item.strip_prefix(b"time_unit=") {
+            // `time_unit` alone gives the key no value, which is not `ns` either.
+            let unit = if item == b"time_unit" {
+                Some(&b""[..])
+            } else {
+                item.strip_prefix(b"time_unit=")
+            };
+            if let Some(unit) = unit {
                 if unit != b"ns" {
                     return Err(loc.err(
                         items,
@@ -776,7 +782,8 @@ impl Reader {
             loc.err(
                 tick_field,
                 format!(
-                    "tick {tick} is out of range: more than 2^63-1 ticks after the first event"
+                    "tick {tick} is out of range: {}",
+                    beyond(self.tick_base, "tick", "ticks")
                 ),
             )
         })?;
@@ -793,7 +800,8 @@ impl Reader {
                         return Err(loc.err(
                             time_field,
                             format!(
-                                "timestamp {t} is out of range: more than 2^63-1 ns after the first one"
+                                "timestamp {t} is out of range: {}",
+                                beyond(self.time_base, "timestamp", "ns")
                             ),
                         ));
                     }
@@ -1268,6 +1276,18 @@ pub(crate) fn parse_trace(
         r.line(&line, cx)?;
     }
     r.finish(cx)
+}
+
+/// Why a tick or time is out of range, by the base the trace is stored from: values are
+/// stored as they are when the first one is at most 2^62 (base 0), else from the first one.
+fn beyond(base: u64, what: &str, unit: &str) -> String {
+    match base {
+        0 => format!(
+            "above 2^63-1 (the trace's first {what} is at most 2^62, so its values are kept as \
+             they are, and profile values are 64-bit signed)"
+        ),
+        b => format!("more than 2^63-1 {unit} after the trace's first {what}, {b}"),
+    }
 }
 
 #[cfg(test)]
