@@ -271,6 +271,9 @@ fn main() -> ExitCode {
     });
     // Past `ulimit -f`, a write fails (exit 4, temp file removed) instead of a SIGXFSZ kill.
     profconv_plugin::host::ignore_file_size_signal();
+    // A crash (SIGSEGV, SIGBUS) removes the pending temp file: its handler is put in place
+    // before the plugins are loaded, so that a plugin's own (a runtime's) goes in front of it.
+    profconv_plugin::host::handle_crashes();
     profconv_plugin::host::share_allocator_arenas_under_a_limit();
     if let Command::PluginCheck { path, samples } = &cli.command {
         // The plugin under test is loaded by the kit itself, not through discovery.

@@ -165,6 +165,75 @@ fn a_plugin_that_crashes_leaves_no_temp_file() {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "old\n");
 }
 
+/// A plugin whose runtime handles faults itself (Go, a JVM, a wasm engine: its handler,
+/// installed when the library is loaded, recovers the faults it expects and hands the others
+/// on) converts as it would without profconv's crash handler: a fault it recovers from is no
+/// crash. profconv's handler, put in front of the runtime's once the output's temp file was
+/// made, removed that file on the recovered fault, and the run failed (exit 4, "No such file
+/// or directory") where it had written its output.
+#[cfg(unix)]
+#[test]
+fn a_fault_a_plugin_recovers_from_is_no_crash() {
+    let d = tmp();
+    let Some(lib) = build_c_plugin(d.path()) else {
+        return;
+    };
+    let work = d.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let input = write(&work, "seed.folded", SEED_001.as_bytes());
+    let target = work.join("out.tabs");
+    let out = run(&[
+        "--plugin",
+        lib.to_str().unwrap(),
+        "convert",
+        input.to_str().unwrap(),
+        "-O",
+        "probe",
+        "-o",
+        target.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "A/B/C/D/E\t1\nA/B/C/F/G\t1\nA/B/H/F\t1\n"
+    );
+    assert_eq!(temp_files(&work), Vec::<PathBuf>::new());
+}
+
+/// A plugin that calls `exit` while it is loaded (in its entry, or a library initialiser)
+/// fails the run, named by its path, as in any other call: the process used to end with the
+/// plugin's status, 0 for `exit(0)`, with nothing written and nothing said, in every command.
+#[cfg(unix)]
+#[test]
+fn a_plugin_that_calls_exit_while_loaded_fails_the_run() {
+    let d = tmp();
+    let Some(lib) = build_c_plugin(d.path()) else {
+        return;
+    };
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let out = profconv()
+        .args(["--plugin", lib.to_str().unwrap(), "tree"])
+        .arg(&input)
+        .env("CTABS_EXIT_AT_LOAD", "1")
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains(&format!(
+            "plugin '{}' ended the process (it called exit) while being loaded",
+            lib.display()
+        )),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
 /// SIGSEGV's number (11 on every unix profconv builds for).
 #[cfg(unix)]
 fn libc_sigsegv() -> i32 {

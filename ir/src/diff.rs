@@ -4,8 +4,9 @@
 //! emitter draws a differential graph when metadata `diff` is [`DIFF_COLUMNS`]; other emitters
 //! show two value types (callgrind writes two events). Functions match by name, file and
 //! resource (by name alone when a side has neither, as folded stacks), not by line, and files
-//! and resources by their last path component; frames by function: code moves between the two
-//! builds a diff compares, and so do the builds' directories.
+//! and resources by their last path component (or as many last components as keep two
+//! functions of one name apart); frames by function: code moves between the two builds a diff
+//! compares, and so do the builds' directories.
 
 use crate::builder::ProfileBuilder;
 use crate::profile::{IrError, NONE, Profile, ProfileRef, ValueKind};
@@ -55,21 +56,27 @@ pub fn combine(
     // moves (a function one line further down was "new", and everything under it). Files and
     // resources match by their last path component: two builds sit in two directories
     // (`build-old/prog` and `build-new/prog`, callgrind's `ob=` and `fl=`), and by full path
-    // every function of one was "gone" and every one of the other "new". A side without any
+    // every function of one was "gone" and every one of the other "new"; a function name that
+    // one side has in two files of one name (`net/util.c`, `disk/util.c`) takes as many last
+    // components as tell them apart, on both sides (by the last one alone, the two were one
+    // function, with the sum of both). A side without any
     // file or resource (folded stacks) matches the other by name alone. Frames match by
     // function: the line or address of a call moves too, and a diff compares functions, as
     // inferno's and flamegraph.pl's do.
     let opt = |p: &ProfileRef<'_>, s: u32| (s != NONE).then(|| p.strings.get(s).to_string());
-    let base = |p: &ProfileRef<'_>, s: u32| {
-        (s != NONE).then(|| {
-            let path = p.strings.get(s);
-            path.rsplit(['/', '\\']).next().unwrap_or(path).to_string()
-        })
-    };
     let located = |p: &ProfileRef<'_>| {
         (0..p.n_funcs()).any(|f| p.func_file[f] != NONE || p.func_resource[f] != NONE)
     };
     let by_name_only = !located(before) || !located(after);
+    // Per name, how many trailing path components tell its functions apart on each side (the
+    // last one, unless one side has two files of one name, `net/util.c` and `disk/util.c`).
+    let depth = match by_name_only {
+        true => std::collections::HashMap::new(),
+        false => path_depths(&[before, after]),
+    };
+    let place = |p: &ProfileRef<'_>, s: u32, k: usize| {
+        (s != NONE).then(|| path_tail(p.strings.get(s), k).to_string())
+    };
     let mut by_key: std::collections::HashMap<(String, Option<String>, Option<String>), u32> =
         std::collections::HashMap::new();
     for (side, p, col, d, other) in [
@@ -81,7 +88,11 @@ pub fn combine(
                 let name = p.strings.get(p.func_name[f]).to_string();
                 let key = match by_name_only {
                     true => (name, None, None),
-                    false => (name, base(p, p.func_file[f]), base(p, p.func_resource[f])),
+                    false => {
+                        let (kf, kr) = depth.get(name.as_str()).copied().unwrap_or((1, 1));
+                        let file = place(p, p.func_file[f], kf);
+                        (name, file, place(p, p.func_resource[f], kr))
+                    }
                 };
                 *by_key.entry(key).or_insert_with_key(|(name, _, _)| {
                     // The first side's file, line and resource stay with the function.
@@ -124,6 +135,81 @@ pub fn combine(
         }
     }
     Ok(b.finish())
+}
+
+/// The last `k` components of `path` (`/` or `\\` between them), or all of it.
+fn path_tail(path: &str, k: usize) -> &str {
+    let mut cut = path.len();
+    for _ in 0..k {
+        match path[..cut].rfind(['/', '\\']) {
+            Some(i) => cut = i,
+            None => return path,
+        }
+    }
+    &path[cut + 1..]
+}
+
+/// Per function name that needs more than its files' and resources' last components, the
+/// fewest trailing components of its files and of its resources that keep each side's
+/// functions of that name apart (the same numbers for both sides, so that they still match
+/// each other).
+fn path_depths<'a>(
+    sides: &[&'a ProfileRef<'a>],
+) -> std::collections::HashMap<&'a str, (usize, usize)> {
+    type Place<'a> = (Option<&'a str>, Option<&'a str>);
+    // Every function as (name, side, file, resource), sorted: a name's places are together,
+    // and a name with one place on each side (nearly all) costs no more than the sort.
+    let mut all: Vec<(&'a str, usize, Place<'a>)> = Vec::new();
+    for (side, p) in sides.iter().enumerate() {
+        let path = |s: u32| (s != NONE).then(|| p.strings.get(s));
+        all.extend((0..p.n_funcs()).map(|f| {
+            let place = (path(p.func_file[f]), path(p.func_resource[f]));
+            (p.strings.get(p.func_name[f]), side, place)
+        }));
+    }
+    all.sort_unstable();
+    all.dedup();
+    let mut depth = std::collections::HashMap::new();
+    for group in all.chunk_by(|a, b| a.0 == b.0) {
+        let sides: Vec<&[(&str, usize, Place<'_>)]> = group.chunk_by(|a, b| a.1 == b.1).collect();
+        if sides.iter().all(|side| side.len() < 2) {
+            continue;
+        }
+        // Whether the last `kf` components of the files and `kr` of the resources of each
+        // side's places are all different.
+        let apart = |kf: usize, kr: usize| {
+            sides.iter().all(|side| {
+                let mut tails: Vec<Place<'_>> = side
+                    .iter()
+                    .map(|(_, _, (f, r))| {
+                        (f.map(|f| path_tail(f, kf)), r.map(|r| path_tail(r, kr)))
+                    })
+                    .collect();
+                tails.sort_unstable();
+                tails.windows(2).all(|w| w[0] != w[1])
+            })
+        };
+        // Whole paths are apart: past the deepest one, every tail is its whole path.
+        let deepest = |resource: bool| {
+            group
+                .iter()
+                .filter_map(|(_, _, (f, r))| if resource { *r } else { *f })
+                .map(|p| p.matches(['/', '\\']).count() + 1)
+                .max()
+                .unwrap_or(1)
+        };
+        // The files' components first: the resources (the builds' objects, `build-old/prog`)
+        // take more only where the files cannot tell the functions apart.
+        let (files, resources) = (deepest(false), deepest(true));
+        let found = (1..=resources)
+            .flat_map(|kr| (1..=files).map(move |kf| (kf, kr)))
+            .find(|&(kf, kr)| apart(kf, kr))
+            .unwrap_or((files, resources));
+        if found != (1, 1) {
+            depth.insert(group[0].0, found);
+        }
+    }
+    depth
 }
 
 #[cfg(test)]
@@ -230,6 +316,50 @@ mod tests {
         assert_eq!(
             render_tree(&d.view(), &t, &opts).unwrap(),
             "main self=0 total=105 self_after=0 total_after=305\n  fib self=100 total=100 self_after=300 total_after=300\n  memcpy self=5 total=5 self_after=5 total_after=5\n"
+        );
+    }
+
+    /// Two functions of one name in two files of one name in two directories (a static `init`
+    /// in `net/util.c` and in `disk/util.c`) stay two functions, each matched with itself in
+    /// the other build's directory; by their files' last components they were one, with the
+    /// sum of both.
+    #[test]
+    fn functions_in_files_of_one_name_stay_apart() {
+        let side = |dir: &str, disk: i64| {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("Ir", "count", ValueKind::Weight);
+            let prog = format!("/{dir}/prog");
+            let main = b.func_with("main", Some(&format!("/{dir}/main.c")), None, Some(&prog));
+            let net = b.func_with(
+                "init",
+                Some(&format!("/{dir}/net/util.c")),
+                None,
+                Some(&prog),
+            );
+            let dsk = b.func_with(
+                "init",
+                Some(&format!("/{dir}/disk/util.c")),
+                None,
+                Some(&prog),
+            );
+            let (main, net, dsk) = (b.frame(main), b.frame(net), b.frame(dsk));
+            let root = b.stack(NONE, main);
+            let n = b.stack(root, net);
+            b.add_to_stack(n, &[100]).unwrap();
+            let d = b.stack(root, dsk);
+            b.add_to_stack(d, &[disk]).unwrap();
+            b.finish()
+        };
+        let d = combine(&side("old", 5).view(), 0, &side("new", 50).view(), 0).unwrap();
+        let t = CallTree::build(&d.view()).unwrap();
+        let opts = crate::TreeTextOptions {
+            all_values: true,
+            order: crate::TreeOrder::FirstSeen,
+            ..Default::default()
+        };
+        assert_eq!(
+            render_tree(&d.view(), &t, &opts).unwrap(),
+            "main self=0 total=105 self_after=0 total_after=150\n  init self=100 total=100 self_after=100 total_after=100\n  init self=5 total=5 self_after=50 total_after=50\n"
         );
     }
 

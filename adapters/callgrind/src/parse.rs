@@ -8,7 +8,8 @@
 //!   inlined from that file), `fl=` alone does not change the current function;
 //! * `cfn=` resolves the callee at once: the `cob=`/`cfi=` given since the last `cfn=`, else the
 //!   current object and file; a callee of no file with no code of its own is, at the end, the
-//!   one function of that object and name with code ([`resolve_fileless_callees`]);
+//!   one function of that object and name with code, of several the one in the caller's
+//!   file ([`resolve_fileless_callees`]);
 //! * `calls=0` is a call line with no call counted: callgrind writes one for each call still
 //!   active when it dumps mid-run, with what the call has cost so far. Its cost line is the
 //!   call's inclusive cost, as the format says and KCachegrind reads it (callgrind_annotate
@@ -1332,8 +1333,8 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
 }
 
 /// Redirects the calls into a function of no file that has no block of its own (no `fn=`, no
-/// inlined code) to the one function of that object and name that has one; returns how many
-/// call edges were redirected.
+/// inlined code) to the one function of that object and name that has one (of several, the one
+/// in the caller's file, if one is); returns how many call edges were redirected.
 ///
 /// callgrind's dump (`fprint_bbcc`, `fprint_jcc` in `dump.c`) writes `fi=` for a call site
 /// before its call, but writes `cfi=` only when the callee's file differs from that of the last
@@ -1346,37 +1347,58 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
 /// `main` totalled 17 097 of its 28 158). A file without compression, or another writer, gives
 /// the same shape, and a function of no file and no code names nothing else.
 fn resolve_fileless_callees(g: &mut Graph) -> usize {
-    // (object, name) -> the function with a block, NONE when several have one.
-    let mut with_block: HashMap<(u32, u32), u32> = HashMap::new();
+    // (object, name) -> the functions with a block.
+    let mut with_block: HashMap<(u32, u32), Vec<u32>> = HashMap::new();
     for (i, f) in g.funcs.iter().enumerate() {
         if f.has_block {
             with_block
                 .entry((f.object, f.name))
-                .and_modify(|v| *v = NONE)
-                .or_insert(i as u32);
+                .or_default()
+                .push(i as u32);
         }
     }
+    // The file a caller's code is in: an inlined piece's (`fi=???`) is its function's.
+    let caller_file = |c: u32| {
+        let f = &g.funcs[c as usize];
+        match f.inlined_into {
+            NONE => f.file,
+            outer => g.funcs[outer as usize].file,
+        }
+    };
+    // Per edge, the function its callee is read as, or NONE: the one namesake with code, or,
+    // of several, the one in the caller's own file (callgrind leaves `cfi=` out for a callee in
+    // the file of its caller's last cost line).
     let target: Vec<u32> = g
-        .funcs
+        .edges
         .iter()
-        .map(|f| {
+        .map(|e| {
+            let f = &g.funcs[e.callee as usize];
             if f.file != NONE || f.has_block || f.inlined_into != NONE {
                 return NONE;
             }
-            with_block.get(&(f.object, f.name)).copied().unwrap_or(NONE)
+            match with_block.get(&(f.object, f.name)).map(Vec::as_slice) {
+                Some([only]) => *only,
+                Some(several) => {
+                    let file = caller_file(e.caller);
+                    let mut same = several
+                        .iter()
+                        .filter(|&&t| g.funcs[t as usize].file == file);
+                    match (same.next(), same.next()) {
+                        (Some(&t), None) if file != NONE => t,
+                        _ => NONE,
+                    }
+                }
+                None => NONE,
+            }
         })
         .collect();
-    let redirected = g
-        .edges
-        .iter()
-        .filter(|e| target[e.callee as usize] != NONE)
-        .count();
+    let redirected = target.iter().filter(|&&t| t != NONE).count();
     if redirected == 0 {
         return 0;
     }
-    for (f, &t) in target.iter().enumerate() {
+    for (e, &t) in g.edges.iter().zip(&target) {
         if t != NONE && g.funcs[t as usize].line == 0 {
-            g.funcs[t as usize].line = g.funcs[f].line;
+            g.funcs[t as usize].line = g.funcs[e.callee as usize].line;
         }
     }
     // The edges, with their callees redirected; edges that become one are summed.
@@ -1386,8 +1408,8 @@ fn resolve_fileless_callees(g: &mut Graph) -> usize {
     costs.widen(g.edge_costs.stride(), g.edge_costs.stride());
     for (i, e) in g.edges.iter().enumerate() {
         let mut e = *e;
-        if target[e.callee as usize] != NONE {
-            e.callee = target[e.callee as usize];
+        if target[i] != NONE {
+            e.callee = target[i];
         }
         let row = g.edge_costs.row(i);
         match index.entry((e.caller, e.addr, e.line, e.callee)) {

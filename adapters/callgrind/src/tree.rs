@@ -1386,6 +1386,20 @@ mod tests {
              librec'2 self=116 total=10440 calls=0\n          libwork self=10324 total=10324 calls=29\n      \
              libwork self=356 total=356 calls=1\n"
         );
+        // A second static `libwork`, in another file of the library: of the two namesakes
+        // with code, the callee is the one in its caller's file (`lib.c`), where callgrind
+        // leaves `cfi=` out. With two, nothing was redirected, and the subtree was loose again.
+        let two = text.replace(
+            "totals: 11084\n",
+            "fl=(9) other.c\nfn=(3)\n0 1\ntotals: 11085\n",
+        );
+        let t = tree(&two, BuildOptions::default());
+        assert!(
+            t.starts_with("main self=10 total=11084 calls=0\n")
+                && t.contains("          libwork self=10324 total=10324 calls=29\n")
+                && t.ends_with("libwork self=1 total=1 calls=0\n"),
+            "{t}"
+        );
     }
 
     /// A header's code inlined into two functions of one name in two files (two static `work`,

@@ -266,6 +266,10 @@ pub fn load_library(path: &Path) -> Result<LoadedPlugin, LoadError> {
         }
         _ => {} // a missing file gets the loader's own message
     }
+    // Its initialisers and its entry run in the call, as any call into a plugin does: one
+    // that calls `exit` there fails the run (it ended it with its own status, 0 for `exit(0)`,
+    // in every command, whatever the formats it was asked for).
+    let _loading = PluginCall::enter(&path.display().to_string(), format_args!("being loaded"));
     // SAFETY: loading runs the library's initialisers. Only files the host chose (matching the
     // plugin naming pattern in plugin directories, or named explicitly by the user) get here.
     let lib = unsafe { libloading::Library::new(path) }.map_err(|e| {
@@ -997,8 +1001,22 @@ const FAULT_SIGNALS: [libc::c_int; 2] = [libc::SIGSEGV, libc::SIGBUS];
 static FAULT_PREVIOUS: [std::sync::OnceLock<libc::sigaction>; 2] =
     [std::sync::OnceLock::new(), std::sync::OnceLock::new()];
 
+/// Puts the crash handler of [`remove_on_abort`] (SIGSEGV, SIGBUS: it removes the pending temp
+/// file, then hands the fault on) in front of the Rust runtime's now. Call it once, early in
+/// `main`, before any plugin is loaded: a plugin whose runtime handles faults itself (Go, a JVM,
+/// a wasm engine, which recover the faults they expect and hand the others to the handler in
+/// place before) installs its handler when loaded, in front of this one. Installed later, on
+/// the first [`remove_on_abort`], the crash handler went in front of the runtime's, took a
+/// fault the runtime recovers from for a crash, and removed the temp file of a run that went
+/// on (and then failed: the file to rename was gone).
+pub fn handle_crashes() {
+    #[cfg(unix)]
+    install_fault_handlers();
+}
+
 /// Puts [`on_fault`] in front of the handlers of [`FAULT_SIGNALS`]: a crash in a plugin (or in
-/// profconv) removes the pending temp file too, then ends the process as it would have.
+/// profconv) removes the pending temp file too, then ends the process as it would have. Once:
+/// a second call leaves the handlers as they are.
 #[cfg(unix)]
 fn install_fault_handlers() {
     for (k, &signal) in FAULT_SIGNALS.iter().enumerate() {
@@ -1473,6 +1491,9 @@ mod truncation {
     /// the handler loaded stays valid even if another is stored meanwhile.
     static WATCHED: AtomicPtr<Watch> = AtomicPtr::new(std::ptr::null_mut());
     static INSTALL: Once = Once::new();
+    /// The SIGBUS disposition in place before [`on_sigbus`] (the crash handler of
+    /// `remove_on_abort`, the runtime's), which a fault outside the watched mapping goes to.
+    static PREVIOUS: std::sync::OnceLock<libc::sigaction> = std::sync::OnceLock::new();
 
     extern "C" fn on_sigbus(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
         // SAFETY: the kernel passes an SA_SIGINFO handler a valid `siginfo_t`; for a fault
@@ -1496,11 +1517,21 @@ mod truncation {
                 libc::_exit(w.code);
             }
         }
-        // Not a fault in the watched mapping: with the default action back, a fault runs again
-        // on return and ends the process as before; a signal sent by a process is raised again.
-        // SAFETY: `signal` and `raise` are async-signal-safe.
+        // Not a fault in the watched mapping: with the handler this one was put in front of
+        // back (the crash handler, which removes the temp file, and the runtime's behind it),
+        // a fault runs again on return into it; a signal sent by a process is raised again
+        // with the default action, and ends the process as before.
+        // SAFETY: `sigaction`, `signal` and `raise` are async-signal-safe; `PREVIOUS` was set
+        // before this handler was installed.
         unsafe {
-            libc::signal(libc::SIGBUS, libc::SIG_DFL);
+            match PREVIOUS.get() {
+                Some(previous) if code > 0 => {
+                    libc::sigaction(libc::SIGBUS, previous, std::ptr::null_mut());
+                }
+                _ => {
+                    libc::signal(libc::SIGBUS, libc::SIG_DFL);
+                }
+            }
             if code <= 0 {
                 libc::raise(libc::SIGBUS);
             }
@@ -1510,9 +1541,13 @@ mod truncation {
     fn install() {
         INSTALL.call_once(|| {
             // SAFETY: a zeroed `sigaction` is a valid value (no flags, empty mask) before the
-            // fields are set; `on_sigbus` has the SA_SIGINFO handler signature and only makes
-            // async-signal-safe calls.
+            // fields are set, and one to be written; `on_sigbus` has the SA_SIGINFO handler
+            // signature and only makes async-signal-safe calls.
             unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(libc::SIGBUS, std::ptr::null(), &mut old) == 0 {
+                    let _ = PREVIOUS.set(old);
+                }
                 let mut action: libc::sigaction = std::mem::zeroed();
                 action.sa_sigaction = on_sigbus as *const () as libc::sighandler_t;
                 action.sa_flags = libc::SA_SIGINFO;
@@ -2022,6 +2057,79 @@ mod tests {
         let _ = std::fs::remove_file(temp_of(&path));
         assert!(!left, "the temp file was left behind");
     }
+
+    /// A fault (SIGBUS) outside the watched mapping, while a mapped input is watched (a
+    /// plugin's bad read of another mapping), still removes the output's temp file, then ends
+    /// the process by the signal: the truncation handler hands it to the crash handler it was
+    /// put in front of. It put the default action back, and the temp file was left.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_fault_outside_the_watched_mapping_still_removes_the_temp_file() {
+        use std::os::unix::process::ExitStatusExt;
+        const CHILD: &str = "PROFCONV_TEST_OTHER_SIGBUS_CHILD";
+        let temp_of = |path: &Path| path.with_extension("tmp");
+        if let Some(path) = std::env::var_os(CHILD) {
+            let path = PathBuf::from(path);
+            remove_on_abort(Some(&temp_of(&path)));
+            let input = std::fs::File::open(&path).unwrap();
+            let m = MappedFile::new(&input).unwrap();
+            m.on_truncation("test: the input shrank\n", 4);
+            // Another file, mapped past its end: reading there is a SIGBUS at an address
+            // outside the watched mapping.
+            let other = path.with_extension("other");
+            let f = std::fs::File::options()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&other)
+                .unwrap();
+            f.set_len(1).unwrap();
+            // SAFETY: a fresh shared read-only mapping of two pages of a 1-byte file.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    8192,
+                    libc::PROT_READ,
+                    libc::MAP_SHARED,
+                    std::os::fd::AsRawFd::as_raw_fd(&f),
+                    0,
+                )
+            };
+            assert_ne!(p, libc::MAP_FAILED);
+            // SAFETY: inside the mapping; past the file's end, which faults (the point).
+            let byte = unsafe { std::ptr::read_volatile((p as *const u8).add(4096)) };
+            println!("read {byte} past the end");
+            std::process::exit(0);
+        }
+        let path = std::env::temp_dir().join(format!("profconv-bus-{}", std::process::id()));
+        std::fs::write(&path, vec![b'x'; 2 * MappedFile::MIN_SIZE as usize]).unwrap();
+        std::fs::write(temp_of(&path), b"half an output").unwrap();
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "host::tests::a_fault_outside_the_watched_mapping_still_removes_the_temp_file",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD, &path)
+            .output()
+            .unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let _ = std::fs::remove_file(path.with_extension("other"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGBUS),
+            "{:?}: {err}",
+            out.status
+        );
+        assert!(!err.contains("test: the input shrank"), "{err}");
+        let left = temp_of(&path).exists();
+        let _ = std::fs::remove_file(temp_of(&path));
+        assert!(!left, "the temp file was left behind");
+    }
+
     use crate::abi::{
         EmitFn, MAGIC, OptionDesc, ParseFn, PluginHeader, SniffFn, StrRef, caps, min_size,
     };

@@ -1,9 +1,15 @@
 /* A profconv plugin in C, written from docs/plugin-abi.md alone (with profconv_abi.h, the
    doc's tables transcribed, its sizes and offsets checked by _Static_assert): format "tabs"
    (lines `a/b/c<TAB>count`: read, write, detect, an option check) and "jstacks" (a JSON list of
-   stacks, write only). With `-O crash` the tabs writer crashes, for the host's fault handling.
+   stacks, write only). With `-O crash` the tabs writer crashes, for the host's fault handling;
+   with `-O probe` it first reads an unmapped address through a fault handler of its own, as a
+   runtime in a plugin does (Go, a JVM, a wasm engine: installed when the library is loaded,
+   recovering the faults it expects and handing the others to the handler in place before).
    Built and run by cli/tests/c_plugin.rs. */
+#define _XOPEN_SOURCE 700
 #include "profconv_abi.h"
+#include <setjmp.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -215,6 +221,30 @@ static Status tabs_parse(const OptionValue *o, size_t n, const InputStream *in, 
   return ST_OK;
 }
 
+/* ---------- a runtime's fault handler ---------- */
+static struct sigaction runtime_previous;
+static volatile sig_atomic_t probing;
+static sigjmp_buf probe_env;
+static void runtime_on_segv(int sig) {
+  if (probing) siglongjmp(probe_env, 1);
+  /* Not a fault it expects: to the handler in place before, which the fault meets on return. */
+  sigaction(sig, &runtime_previous, NULL);
+}
+__attribute__((constructor)) static void runtime_init(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = runtime_on_segv; sa.sa_flags = SA_ONSTACK; sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &runtime_previous);
+}
+/* Whether reading `p` faults, recovered by the handler above. */
+static int faults(const volatile int *p) {
+  int faulted = 1;
+  probing = 1;
+  if (sigsetjmp(probe_env, 1) == 0) { (void)*p; faulted = 0; }
+  probing = 0;
+  return faulted;
+}
+
 /* ---------- emit ---------- */
 typedef struct { const OutputStream *o; uint8_t buf[65536]; size_t n; Status st; } W;
 static void wflush(W *w) { if (w->n && w->st == ST_OK) w->st = w->o->write(w->o->ctx, w->buf, w->n); w->n = 0; }
@@ -276,6 +306,10 @@ static Status emit_common(int json, const OptionValue *o, size_t n, const Profil
 }
 static Status tabs_emit(const OptionValue *o, size_t n, const ProfileView *v, const OutputStream *out, const HostCallbacks *h) {
   StrRef crash;
+  if (opt_get(o, n, "probe", &crash) && !faults((const volatile int *)16)) {
+    report(h, ST_INTERNAL, "address 16 was readable", NONE64, NONE64, NONE64);
+    return ST_INTERNAL;
+  }
   if (opt_get(o, n, "crash", &crash)) {
     /* A plugin's bug: part of the output written, then a store through a null pointer. */
     out->write(out->ctx, (const uint8_t *)"partial\n", 8);
@@ -290,13 +324,14 @@ static const OptionDesc tabs_opts[] = {
   { S("sep"), KIND_STRING, PHASE_ANY, S("/"), S("frame separator in the path") },
   { S("value"), KIND_STRING, PHASE_EMIT, S(""), S("value type to write (default: first weight)") },
   { S("crash"), KIND_FLAG, PHASE_EMIT, S(""), S("write a line, then crash (test fixture)") },
+  { S("probe"), KIND_FLAG, PHASE_EMIT, S(""), S("first read an unmapped address, recovering (test fixture)") },
 };
 static const OptionDesc json_opts[] = {
   { S("value"), KIND_STRING, PHASE_EMIT, S(""), S("value type to write (default: first weight)") },
 };
 static FormatDesc formats[] = {
   { sizeof(FormatDesc), CAP_PARSE | CAP_EMIT | CAP_SNIFF, S("tabs"), S("slash paths with a TAB and a count (C plugin)"), S("tabs,tsv"),
-    tabs_opts, 3, tabs_sniff, tabs_parse, tabs_emit, tabs_sniff_checked, tabs_check },
+    tabs_opts, 4, tabs_sniff, tabs_parse, tabs_emit, tabs_sniff_checked, tabs_check },
   { sizeof(FormatDesc), CAP_EMIT, S("jstacks"), S("JSON list of stacks (C plugin)"), S("jstacks.json"),
     json_opts, 1, NULL, NULL, json_emit, NULL, NULL },
 };
@@ -306,5 +341,7 @@ static const PluginDescriptor desc = {
 };
 __attribute__((visibility("default"))) const PluginHeader *profconv_plugin_entry(const HostInfo *host) {
   (void)host;
+  /* A library's error path at load (test fixture): the host must still fail the run. */
+  if (getenv("CTABS_EXIT_AT_LOAD")) exit(0);
   return &desc.header;
 }
