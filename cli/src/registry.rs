@@ -320,9 +320,11 @@ impl Registry {
 /// What an input is, from its first bytes, when it is a profile of another tool that profconv
 /// does not read but can read once converted (a message starting with `the input is `, an
 /// error about the input); `None` otherwise. perf.data starts with `PERFILE2` (`PERFFILE` in
-/// perf's first versions).
+/// perf's first versions), reversed when recorded on a big-endian machine.
 fn foreign_profile_of(head: &[u8]) -> Option<&'static str> {
-    (head.starts_with(b"PERFILE2") || head.starts_with(b"PERFFILE")).then_some(
+    // perf writes the magic as a number in the recording machine's byte order.
+    let magic = [b"PERFILE2", b"2ELIFREP", b"PERFFILE", b"ELIFFREP"];
+    magic.iter().any(|m| head.starts_with(*m)).then_some(
         "the input is a perf.data file (the binary output of `perf record`), which profconv does \
          not read: fold its stacks first, e.g. `perf script -i FILE | inferno-collapse-perf > \
          FILE.folded` (or FlameGraph's stackcollapse-perf.pl), and convert that",

@@ -1446,7 +1446,15 @@ fn inputs_compressed_by_other_tools_say_what_they_are() {
 fn a_perf_data_file_says_what_it_is_and_how_to_fold_it() {
     let d = tmp();
     let bytes = b"PERFILE2h\x00\x00\x00\x00\x00\x00\x00\x88\x00\x00\x00\x00\x00\x00\x00";
-    for name in ["perf.data", "perf.data.old", "capture"] {
+    // Recorded on a big-endian machine, the magic is reversed.
+    let mut big_endian = bytes.to_vec();
+    big_endian[..8].copy_from_slice(b"2ELIFREP");
+    for (name, bytes) in [
+        ("perf.data", &bytes[..]),
+        ("perf.data.old", &bytes[..]),
+        ("capture", &bytes[..]),
+        ("ppc64.perf.data", &big_endian[..]),
+    ] {
         let path = write(d.path(), name, bytes);
         let out = run(&["tree", path.to_str().unwrap()]);
         let err = text(&out.stderr);
