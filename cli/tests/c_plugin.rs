@@ -129,6 +129,35 @@ fn a_plugin_written_in_c_converts_both_ways_and_passes_plugin_check() {
     );
 }
 
+/// Converts seed 001 to `work/out.tabs` (holding `old` first, if given) with the C plugin and
+/// `-O option`, in a directory `work` of `dir` that holds nothing else; `None` without a C
+/// compiler.
+fn convert_seed_to_tabs(
+    dir: &Path,
+    option: &str,
+    old: Option<&[u8]>,
+) -> Option<(std::process::Output, PathBuf)> {
+    let lib = build_c_plugin(dir)?;
+    let work = dir.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let input = write(&work, "seed.folded", SEED_001.as_bytes());
+    let target = work.join("out.tabs");
+    if let Some(old) = old {
+        std::fs::write(&target, old).unwrap();
+    }
+    let out = run(&[
+        "--plugin",
+        lib.to_str().unwrap(),
+        "convert",
+        input.to_str().unwrap(),
+        "-O",
+        option,
+        "-o",
+        target.to_str().unwrap(),
+    ]);
+    Some((out, work))
+}
+
 /// A plugin that crashes (a store through a null pointer, in C) still ends profconv by the
 /// signal, as it would have, but the half-written temp file beside the target is removed and
 /// the target is untouched; the temp file used to be left behind.
@@ -137,23 +166,10 @@ fn a_plugin_written_in_c_converts_both_ways_and_passes_plugin_check() {
 fn a_plugin_that_crashes_leaves_no_temp_file() {
     use std::os::unix::process::ExitStatusExt;
     let d = tmp();
-    let Some(lib) = build_c_plugin(d.path()) else {
+    let Some((out, work)) = convert_seed_to_tabs(d.path(), "crash", Some(b"old\n")) else {
         return;
     };
-    let work = d.path().join("work");
-    std::fs::create_dir(&work).unwrap();
-    let input = write(&work, "seed.folded", SEED_001.as_bytes());
-    let target = write(&work, "out.tabs", b"old\n");
-    let out = run(&[
-        "--plugin",
-        lib.to_str().unwrap(),
-        "convert",
-        input.to_str().unwrap(),
-        "-O",
-        "crash",
-        "-o",
-        target.to_str().unwrap(),
-    ]);
+    let target = work.join("out.tabs");
     assert_eq!(
         out.status.signal(),
         Some(libc_sigsegv()),
@@ -175,23 +191,10 @@ fn a_plugin_that_crashes_leaves_no_temp_file() {
 #[test]
 fn a_fault_a_plugin_recovers_from_is_no_crash() {
     let d = tmp();
-    let Some(lib) = build_c_plugin(d.path()) else {
+    let Some((out, work)) = convert_seed_to_tabs(d.path(), "probe", None) else {
         return;
     };
-    let work = d.path().join("work");
-    std::fs::create_dir(&work).unwrap();
-    let input = write(&work, "seed.folded", SEED_001.as_bytes());
     let target = work.join("out.tabs");
-    let out = run(&[
-        "--plugin",
-        lib.to_str().unwrap(),
-        "convert",
-        input.to_str().unwrap(),
-        "-O",
-        "probe",
-        "-o",
-        target.to_str().unwrap(),
-    ]);
     assert!(
         out.status.success(),
         "{:?}: {}",

@@ -217,20 +217,25 @@ mod tests {
     use super::*;
     use crate::{CallTree, render_tree};
 
-    #[test]
-    fn union_of_paths_with_both_columns() {
-        let x = crate::testing::stacks(&[(&["main", "a"], 3), (&["main", "b"], 1)]);
-        let y = crate::testing::stacks(&[(&["main", "b"], 5), (&["main", "c"], 2)]);
-        let d = combine(&x.view(), 0, &y.view(), 0).unwrap();
-        assert_eq!(d.view().meta("diff"), Some(DIFF_COLUMNS));
+    /// The combined profile's tree, first-seen order, both columns.
+    fn shown(d: &Profile) -> String {
         let t = CallTree::build(&d.view()).unwrap();
         let opts = crate::TreeTextOptions {
             all_values: true,
             order: crate::TreeOrder::FirstSeen,
             ..Default::default()
         };
+        render_tree(&d.view(), &t, &opts).unwrap()
+    }
+
+    #[test]
+    fn union_of_paths_with_both_columns() {
+        let x = crate::testing::stacks(&[(&["main", "a"], 3), (&["main", "b"], 1)]);
+        let y = crate::testing::stacks(&[(&["main", "b"], 5), (&["main", "c"], 2)]);
+        let d = combine(&x.view(), 0, &y.view(), 0).unwrap();
+        assert_eq!(d.view().meta("diff"), Some(DIFF_COLUMNS));
         assert_eq!(
-            render_tree(&d.view(), &t, &opts).unwrap(),
+            shown(&d),
             "main self=0 total=4 self_after=0 total_after=7\n  a self=3 total=3 self_after=0 total_after=0\n  b self=1 total=1 self_after=5 total_after=5\n  c self=0 total=0 self_after=2 total_after=2\n"
         );
     }
@@ -255,15 +260,6 @@ mod tests {
             let other = b.stack(root, g_frame);
             b.add_to_stack(other, &[line as i64]).unwrap();
             b.finish()
-        };
-        let opts = crate::TreeTextOptions {
-            all_values: true,
-            order: crate::TreeOrder::FirstSeen,
-            ..Default::default()
-        };
-        let shown = |d: &Profile| {
-            let t = CallTree::build(&d.view()).unwrap();
-            render_tree(&d.view(), &t, &opts).unwrap()
         };
         let (a, b) = (side(10), side(11));
         let d = combine(&a.view(), 0, &b.view(), 0).unwrap();
@@ -307,14 +303,8 @@ mod tests {
             0,
         )
         .unwrap();
-        let t = CallTree::build(&d.view()).unwrap();
-        let opts = crate::TreeTextOptions {
-            all_values: true,
-            order: crate::TreeOrder::FirstSeen,
-            ..Default::default()
-        };
         assert_eq!(
-            render_tree(&d.view(), &t, &opts).unwrap(),
+            shown(&d),
             "main self=0 total=105 self_after=0 total_after=305\n  fib self=100 total=100 self_after=300 total_after=300\n  memcpy self=5 total=5 self_after=5 total_after=5\n"
         );
     }
@@ -351,14 +341,8 @@ mod tests {
             b.finish()
         };
         let d = combine(&side("old", 5).view(), 0, &side("new", 50).view(), 0).unwrap();
-        let t = CallTree::build(&d.view()).unwrap();
-        let opts = crate::TreeTextOptions {
-            all_values: true,
-            order: crate::TreeOrder::FirstSeen,
-            ..Default::default()
-        };
         assert_eq!(
-            render_tree(&d.view(), &t, &opts).unwrap(),
+            shown(&d),
             "main self=0 total=105 self_after=0 total_after=150\n  init self=100 total=100 self_after=100 total_after=100\n  init self=5 total=5 self_after=50 total_after=50\n"
         );
     }

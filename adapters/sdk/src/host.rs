@@ -2012,6 +2012,17 @@ mod tests {
         }
     }
 
+    /// Runs test `name` of this binary alone in a child process, with `var` set to `path` (the
+    /// test then does what ends that process, and its parent checks how it ended).
+    #[cfg(target_os = "linux")]
+    fn run_test_as_child(name: &str, var: &str, path: &Path) -> std::process::Output {
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--nocapture", "--test-threads=1"])
+            .env(var, path)
+            .output()
+            .unwrap()
+    }
+
     /// A mapped file truncated under the reader: the read faults (SIGBUS) and the process ends
     /// with the watched message and code instead of the signal, and removes the output's temp
     /// file (made before the input is read). Runs itself as a child process (the ending is the
@@ -2039,16 +2050,11 @@ mod tests {
         let path = std::env::temp_dir().join(format!("profconv-shrink-{}", std::process::id()));
         std::fs::write(&path, vec![b'x'; 2 * MappedFile::MIN_SIZE as usize]).unwrap();
         std::fs::write(temp_of(&path), b"half an output").unwrap();
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "host::tests::a_mapped_file_that_shrinks_ends_the_process_with_a_message_not_sigbus",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD, &path)
-            .output()
-            .unwrap();
+        let out = run_test_as_child(
+            "host::tests::a_mapped_file_that_shrinks_ends_the_process_with_a_message_not_sigbus",
+            CHILD,
+            &path,
+        );
         std::fs::remove_file(&path).unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(4), "{:?}: {err}", out.status);
@@ -2105,16 +2111,11 @@ mod tests {
         let path = std::env::temp_dir().join(format!("profconv-bus-{}", std::process::id()));
         std::fs::write(&path, vec![b'x'; 2 * MappedFile::MIN_SIZE as usize]).unwrap();
         std::fs::write(temp_of(&path), b"half an output").unwrap();
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "host::tests::a_fault_outside_the_watched_mapping_still_removes_the_temp_file",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD, &path)
-            .output()
-            .unwrap();
+        let out = run_test_as_child(
+            "host::tests::a_fault_outside_the_watched_mapping_still_removes_the_temp_file",
+            CHILD,
+            &path,
+        );
         std::fs::remove_file(&path).unwrap();
         let _ = std::fs::remove_file(path.with_extension("other"));
         let err = String::from_utf8_lossy(&out.stderr);
