@@ -245,6 +245,10 @@ struct Parser_ {
     worker: bool,
     /// Set by such an error, which the line does not skip.
     scale_overflowed: bool,
+    /// Set when a batched line's sum overflowed ([`Self::flush`]): that error is the run's, also
+    /// when the flush was made by reading a later line (a count with more decimals), which
+    /// `skip-bad-lines` must not skip in its place.
+    sum_overflowed: bool,
     report: Report,
     /// Frames whose name (some spelling of it) was not UTF-8, a bit each.
     lossy_frames: Vec<u64>,
@@ -295,6 +299,7 @@ impl Parser_ {
             scale_from: [0; 2],
             worker: false,
             scale_overflowed: false,
+            sum_overflowed: false,
             report: Report::default(),
             lossy_frames: Vec::new(),
         }
@@ -421,7 +426,11 @@ impl Parser_ {
                 }
                 return Ok(());
             }
-            Err(e) if self.skip_bad_lines && !(self.worker && self.scale_overflowed) => {
+            Err(e)
+                if self.skip_bad_lines
+                    && !self.sum_overflowed
+                    && !(self.worker && self.scale_overflowed) =>
+            {
                 self.report.skipped += 1;
                 if self.report.skipped <= 5 {
                     self.report.notes.push(Note::Skipped(e));
@@ -569,6 +578,7 @@ impl Parser_ {
                     .at_offset(line.line_offset)
                     .at_line(line.line_no, line.lead as u64 + 1);
                 self.report.rewind(line.mark);
+                self.sum_overflowed = true;
                 self.batch.clear();
                 self.batch_frames.clear();
                 self.new_texts.clear();
@@ -2607,5 +2617,30 @@ mod tests {
         ] {
             same_with_threads(edge, false);
         }
+    }
+
+    /// Under `skip-bad-lines` a sum that overflows is still an error. Batched lines' sums are
+    /// added when the batch is put in the profile, which a later count with more decimals
+    /// does first: that overflow was taken for the later line's bad count, skipped in its
+    /// place (exit 0, the overflowing line named as skipped), and the batched lines after the
+    /// overflowing one were lost with it.
+    #[test]
+    fn an_overflowing_sum_stays_an_error_under_skip_bad_lines_in_batches() {
+        let text = b"big 9000000000000000000\nbig 9000000000000000000\nafter;x 5\nc 0.5\nd 1\n";
+        let skip = ParseOptions {
+            skip_bad_lines: true,
+            ..ParseOptions::default()
+        };
+        let batched = ParseOptions {
+            batch_from_stacks: 0,
+            ..skip
+        };
+        let e = outcome(text, batched, true);
+        assert!(
+            e.starts_with("error line 2, column 1: sum of counts: value overflow"),
+            "{e}"
+        );
+        same_in_batches(text, skip);
+        same_with_threads(text, true);
     }
 }
