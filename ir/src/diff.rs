@@ -4,8 +4,8 @@
 //! emitter draws a differential graph when metadata `diff` is [`DIFF_COLUMNS`]; other emitters
 //! show two value types (callgrind writes two events). Functions match by name, file and
 //! resource (by name alone when a side has neither, as folded stacks), not by line, and files
-//! and resources by their last path component (or as many last components as keep two
-//! functions of one name apart); frames by function: code moves between the two builds a diff
+//! and resources by their last path component (functions of one name in several places pair
+//! by the most trailing components in common); frames by function: code moves between the two builds a diff
 //! compares, and so do the builds' directories.
 
 use crate::builder::ProfileBuilder;
@@ -57,10 +57,10 @@ pub fn combine(
     // resources match by their last path component: two builds sit in two directories
     // (`build-old/prog` and `build-new/prog`, callgrind's `ob=` and `fl=`), and by full path
     // every function of one was "gone" and every one of the other "new"; a function name that
-    // one side has in two files of one name (`net/util.c`, `disk/util.c`) takes as many last
-    // components as tell them apart, on both sides (by the last one alone, the two were one
-    // function, with the sum of both). A side without any
-    // file or resource (folded stacks) matches the other by name alone. Frames match by
+    // one side has in two places (`net/util.c`, `disk/util.c`, `util.c`) pairs each with the
+    // other side's place that shares the most trailing components with it (by the last one
+    // alone, the two were one function, with the sum of both). A side without any file or
+    // resource (folded stacks) matches the other by name alone. Frames match by
     // function: the line or address of a call moves too, and a diff compares functions, as
     // inferno's and flamegraph.pl's do.
     let opt = |p: &ProfileRef<'_>, s: u32| (s != NONE).then(|| p.strings.get(s).to_string());
@@ -68,17 +68,18 @@ pub fn combine(
         (0..p.n_funcs()).any(|f| p.func_file[f] != NONE || p.func_resource[f] != NONE)
     };
     let by_name_only = !located(before) || !located(after);
-    // Per name, how many trailing path components tell its functions apart on each side (the
-    // last one, unless one side has two files of one name, `net/util.c` and `disk/util.c`).
-    let depth = match by_name_only {
+    // The functions of a name that one side has in two places or more (`util.c` and
+    // `net/util.c`), paired across the sides by the trailing components their files and
+    // resources share: each pair, and each place left unpaired, has an id of its own.
+    let namesakes = match by_name_only {
         true => std::collections::HashMap::new(),
-        false => path_depths(&[before, after]),
+        false => namesake_matches(&[before, after]),
     };
-    let place = |p: &ProfileRef<'_>, s: u32, k: usize| {
-        (s != NONE).then(|| path_tail(p.strings.get(s), k).to_string())
+    let place = |p: &ProfileRef<'_>, s: u32| {
+        (s != NONE).then(|| path_tail(p.strings.get(s), 1).to_string())
     };
-    let mut by_key: std::collections::HashMap<(String, Option<String>, Option<String>), u32> =
-        std::collections::HashMap::new();
+    type Key = (String, Option<String>, Option<String>, Option<u32>);
+    let mut by_key: std::collections::HashMap<Key, u32> = std::collections::HashMap::new();
     for (side, p, col, d, other) in [
         (0usize, before, before_col, vb.decimals, "after"),
         (1, after, after_col, va.decimals, "before"),
@@ -87,14 +88,20 @@ pub fn combine(
             .map(|f| {
                 let name = p.strings.get(p.func_name[f]).to_string();
                 let key = match by_name_only {
-                    true => (name, None, None),
+                    true => (name, None, None, None),
                     false => {
-                        let (kf, kr) = depth.get(name.as_str()).copied().unwrap_or((1, 1));
-                        let file = place(p, p.func_file[f], kf);
-                        (name, file, place(p, p.func_resource[f], kr))
+                        let path = |s: u32| (s != NONE).then(|| p.strings.get(s));
+                        let at = (path(p.func_file[f]), path(p.func_resource[f]));
+                        match namesakes.get(&(side, name.as_str(), at)) {
+                            Some(&id) => (name, None, None, Some(id)),
+                            None => {
+                                let file = place(p, p.func_file[f]);
+                                (name, file, place(p, p.func_resource[f]), None)
+                            }
+                        }
                     }
                 };
-                *by_key.entry(key).or_insert_with_key(|(name, _, _)| {
+                *by_key.entry(key).or_insert_with_key(|(name, _, _, _)| {
                     // The first side's file, line and resource stay with the function.
                     b.func_with(
                         name,
@@ -149,14 +156,40 @@ fn path_tail(path: &str, k: usize) -> &str {
     &path[cut + 1..]
 }
 
-/// Per function name that needs more than its files' and resources' last components, the
-/// fewest trailing components of its files and of its resources that keep each side's
-/// functions of that name apart (the same numbers for both sides, so that they still match
-/// each other).
-fn path_depths<'a>(
+/// Trailing path components (`/` or `\\` between them) that two optional paths share: both
+/// absent count as one (they agree), one absent as none.
+fn common_tail(a: Option<&str>, b: Option<&str>) -> usize {
+    match (a, b) {
+        (None, None) => 1,
+        (Some(a), Some(b)) => a
+            .rsplit(['/', '\\'])
+            .zip(b.rsplit(['/', '\\']))
+            .take_while(|(x, y)| x == y)
+            .count(),
+        _ => 0,
+    }
+}
+
+/// The number of components of an optional path.
+fn components(a: Option<&str>) -> usize {
+    a.map_or(0, |p| p.split(['/', '\\']).count())
+}
+
+/// Pairs of places with equal last components beyond which the pairing is not searched (each
+/// place then matches only a place of the very same paths).
+const PAIRS_SEARCHED: usize = 1 << 16;
+
+/// For each function name that a side has in two places or more (a static `init` in
+/// `util.c` and in `net/util.c`), an id per (side, name, place): a place of before and one of
+/// after with one id are one function. A before place and an after place pair when their
+/// files' and resources' last components are equal, and nothing pairs better with either:
+/// more trailing components of the files in common, then of the resources, then the nearer
+/// depths (two builds in two directories of one depth, `/home/u/old` and `/home/u/new`).
+/// By the fewest trailing components that tell a side's places apart, `old/util.c` and
+/// `net/util.c`, the first matched nothing of `new/util.c`.
+fn namesake_matches<'a>(
     sides: &[&'a ProfileRef<'a>],
-) -> std::collections::HashMap<&'a str, (usize, usize)> {
-    type Place<'a> = (Option<&'a str>, Option<&'a str>);
+) -> std::collections::HashMap<(usize, &'a str, Place<'a>), u32> {
     // Every function as (name, side, file, resource), sorted: a name's places are together,
     // and a name with one place on each side (nearly all) costs no more than the sort.
     let mut all: Vec<(&'a str, usize, Place<'a>)> = Vec::new();
@@ -169,48 +202,89 @@ fn path_depths<'a>(
     }
     all.sort_unstable();
     all.dedup();
-    let mut depth = std::collections::HashMap::new();
+    let mut ids = std::collections::HashMap::new();
     for group in all.chunk_by(|a, b| a.0 == b.0) {
-        let sides: Vec<&[(&str, usize, Place<'_>)]> = group.chunk_by(|a, b| a.1 == b.1).collect();
-        if sides.iter().all(|side| side.len() < 2) {
+        let name = group[0].0;
+        let of = |side: usize| -> Vec<Place<'a>> {
+            group.iter().filter(|g| g.1 == side).map(|g| g.2).collect()
+        };
+        let (before, after) = (of(0), of(1));
+        if before.len() < 2 && after.len() < 2 {
             continue;
         }
-        // Whether the last `kf` components of the files and `kr` of the resources of each
-        // side's places are all different.
-        let apart = |kf: usize, kr: usize| {
-            sides.iter().all(|side| {
-                let mut tails: Vec<Place<'_>> = side
-                    .iter()
-                    .map(|(_, _, (f, r))| {
-                        (f.map(|f| path_tail(f, kf)), r.map(|r| path_tail(r, kr)))
-                    })
-                    .collect();
-                tails.sort_unstable();
-                tails.windows(2).all(|w| w[0] != w[1])
-            })
-        };
-        // Whole paths are apart: past the deepest one, every tail is its whole path.
-        let deepest = |resource: bool| {
-            group
+        // Candidate pairs: equal last components (as a name with one place per side matches).
+        let last = |(f, r): Place<'a>| (f.map(|f| path_tail(f, 1)), r.map(|r| path_tail(r, 1)));
+        let mut after_by_last: std::collections::HashMap<_, Vec<usize>> =
+            std::collections::HashMap::new();
+        for (j, &a) in after.iter().enumerate() {
+            after_by_last.entry(last(a)).or_default().push(j);
+        }
+        let mut pairs = Vec::new();
+        for (i, &b) in before.iter().enumerate() {
+            let Some(js) = after_by_last.get(&last(b)) else {
+                continue;
+            };
+            let many = js.len().saturating_mul(before.len()) > PAIRS_SEARCHED;
+            for &j in js {
+                let a = after[j];
+                if many && a != b {
+                    continue;
+                }
+                let gap = |x: Option<&str>, y: Option<&str>| {
+                    std::cmp::Reverse(components(x).abs_diff(components(y)))
+                };
+                let score = (
+                    common_tail(b.0, a.0),
+                    common_tail(b.1, a.1),
+                    gap(b.0, a.0),
+                    gap(b.1, a.1),
+                );
+                pairs.push((std::cmp::Reverse(score), i, j));
+            }
+        }
+        pairs.sort_unstable();
+        // Best scores first; at each score, a pair whose places have no other pair left of
+        // that score (a tie pairs neither).
+        let (mut used_b, mut used_a) = (vec![false; before.len()], vec![false; after.len()]);
+        // How many open pairs of the level each place is in (counted, not searched: a level
+        // can hold thousands of pairs of one score).
+        let (mut in_b, mut in_a) = (vec![0u32; before.len()], vec![0u32; after.len()]);
+        let mut next = 0u32;
+        for level in pairs.chunk_by(|x, y| x.0 == y.0) {
+            let open: Vec<(usize, usize)> = level
                 .iter()
-                .filter_map(|(_, _, (f, r))| if resource { *r } else { *f })
-                .map(|p| p.matches(['/', '\\']).count() + 1)
-                .max()
-                .unwrap_or(1)
-        };
-        // The files' components first: the resources (the builds' objects, `build-old/prog`)
-        // take more only where the files cannot tell the functions apart.
-        let (files, resources) = (deepest(false), deepest(true));
-        let found = (1..=resources)
-            .flat_map(|kr| (1..=files).map(move |kf| (kf, kr)))
-            .find(|&(kf, kr)| apart(kf, kr))
-            .unwrap_or((files, resources));
-        if found != (1, 1) {
-            depth.insert(group[0].0, found);
+                .filter(|(_, i, j)| !used_b[*i] && !used_a[*j])
+                .map(|&(_, i, j)| (i, j))
+                .collect();
+            for &(i, j) in &open {
+                in_b[i] += 1;
+                in_a[j] += 1;
+            }
+            for &(i, j) in &open {
+                if in_b[i] == 1 && in_a[j] == 1 {
+                    (used_b[i], used_a[j]) = (true, true);
+                    ids.insert((0, name, before[i]), next);
+                    ids.insert((1, name, after[j]), next);
+                    next += 1;
+                }
+            }
+            for &(i, j) in &open {
+                (in_b[i], in_a[j]) = (0, 0);
+            }
+        }
+        for (side, places, used) in [(0, &before, &used_b), (1, &after, &used_a)] {
+            for (k, &place) in places.iter().enumerate() {
+                if !used[k] {
+                    ids.insert((side, name, place), next);
+                    next += 1;
+                }
+            }
         }
     }
-    depth
+    ids
 }
+
+type Place<'a> = (Option<&'a str>, Option<&'a str>);
 
 #[cfg(test)]
 mod tests {
@@ -345,6 +419,47 @@ mod tests {
             shown(&d),
             "main self=0 total=105 self_after=0 total_after=150\n  init self=100 total=100 self_after=100 total_after=100\n  init self=5 total=5 self_after=50 total_after=50\n"
         );
+    }
+
+    /// A function in a file at the root of its build directory keeps its match when a namesake
+    /// sits in a subdirectory (`/old/util.c` and `/old/net/util.c`, both with a static `init`),
+    /// on both sides or only in the new build: the fewest components that tell the two apart
+    /// (`old/util.c` and `net/util.c`) took in the build directory, and the first `init` was
+    /// "gone" from before and "new" in after.
+    #[test]
+    fn a_namesake_in_a_subdirectory_keeps_the_root_file_matched() {
+        let side = |dir: &str, net: bool, root: i64| {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("Ir", "count", ValueKind::Weight);
+            let prog = format!("/home/u/{dir}/prog");
+            let file = |f: &str| format!("/home/u/{dir}/{f}");
+            let main = b.func_with("main", Some(&file("main.c")), None, Some(&prog));
+            let init = b.func_with("init", Some(&file("util.c")), None, Some(&prog));
+            let (main, init) = (b.frame(main), b.frame(init));
+            let top = b.stack(NONE, main);
+            let s = b.stack(top, init);
+            b.add_to_stack(s, &[root]).unwrap();
+            if net {
+                let other = b.func_with("init", Some(&file("net/util.c")), None, Some(&prog));
+                let other = b.frame(other);
+                let s = b.stack(top, other);
+                b.add_to_stack(s, &[7]).unwrap();
+            }
+            b.finish()
+        };
+        for before_net in [true, false] {
+            let before = side("old", before_net, 100);
+            let d = combine(&before.view(), 0, &side("new", true, 90).view(), 0).unwrap();
+            let net_before = if before_net { 7 } else { 0 };
+            assert_eq!(
+                shown(&d),
+                format!(
+                    "main self=0 total={} self_after=0 total_after=97\n  init self=100 total=100 self_after=90 total_after=90\n  init self={net_before} total={net_before} self_after=7 total_after=7\n",
+                    100 + net_before
+                ),
+                "net/util.c in before: {before_net}"
+            );
+        }
     }
 
     /// A side whose values do not fit at the other side's decimals names itself and the scale
