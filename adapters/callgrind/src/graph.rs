@@ -101,6 +101,23 @@ impl Costs {
         self.stride = width;
     }
 
+    /// True when column `col` of every row times `factor` fits.
+    pub(crate) fn column_scales(&self, col: usize, factor: i64) -> bool {
+        (0..self.len()).all(|r| {
+            self.data[r * self.pitch + col]
+                .checked_mul(factor)
+                .is_some()
+        })
+    }
+
+    /// Multiplies column `col` of every row by `factor` (checked by [`Self::column_scales`]).
+    pub(crate) fn scale_column(&mut self, col: usize, factor: i64) {
+        for r in 0..self.len() {
+            let i = r * self.pitch + col;
+            self.data[i] = self.data[i].saturating_mul(factor);
+        }
+    }
+
     /// Keeps the columns whose `keep` is true, in their order.
     pub(crate) fn keep_columns(&mut self, keep: &[bool]) {
         let cols: Vec<usize> = (0..self.stride).filter(|&c| keep[c]).collect();
@@ -254,6 +271,48 @@ impl Graph {
         for sums in [&mut self.summary, &mut self.totals].into_iter().flatten() {
             let mut k = keep.iter();
             sums.retain(|_| *k.next().unwrap_or(&true));
+        }
+    }
+
+    /// Xdebug (PHP) names its two events by their units and writes no `event:` long names:
+    /// `Time_(10ns)` in units of 10 ns, `Memory_(bytes)` in bytes. Read as counts they had no
+    /// unit (speedscope shows such a file as a time and a size). The time becomes `Time` in
+    /// nanoseconds (its costs times 10, so that folded counts stay whole numbers, which
+    /// inferno needs), or, should that overflow or another event be named `Time`, keeps its
+    /// costs in microseconds with two decimals; the memory keeps its name, in bytes.
+    pub(crate) fn read_xdebug_units(&mut self) {
+        let taken = |g: &Self, name: &str| g.events.iter().any(|e| e.name == name);
+        for k in 0..self.events.len() {
+            if self.events[k].long_name.is_some() {
+                continue;
+            }
+            match self.events[k].name.as_str() {
+                "Memory_(bytes)" => self.events[k].long_name = Some("Memory (bytes)".into()),
+                "Time_(10ns)" => {
+                    let sums_fit = [&self.summary, &self.totals]
+                        .into_iter()
+                        .flatten()
+                        .all(|s| s.get(k).is_none_or(|v| v.checked_mul(10).is_some()));
+                    if !taken(self, "Time")
+                        && sums_fit
+                        && self.self_costs.column_scales(k, 10)
+                        && self.edge_costs.column_scales(k, 10)
+                    {
+                        self.self_costs.scale_column(k, 10);
+                        self.edge_costs.scale_column(k, 10);
+                        for sums in [&mut self.summary, &mut self.totals].into_iter().flatten() {
+                            if let Some(v) = sums.get_mut(k) {
+                                *v *= 10;
+                            }
+                        }
+                        self.events[k].name = "Time".into();
+                        self.events[k].long_name = Some("Time (nanoseconds)".into());
+                    } else {
+                        self.events[k].long_name = Some("Time (microseconds/10^2)".into());
+                    }
+                }
+                _ => {}
+            }
         }
     }
 

@@ -1307,6 +1307,7 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
             e.long_name = Some(long);
         }
     }
+    g.read_xdebug_units();
     let total = g.self_total();
     let n = g.events.len();
     for sums in [&mut g.summary, &mut g.totals].into_iter().flatten() {
@@ -1682,8 +1683,9 @@ mod tests {
                     fn=(1) php::microtime\n2 5 -112\nfl=(2) /var/www/index.php\nfn=(2) {main}\n\
                     0 100 512\ncfl=(1)\ncfn=(1)\ncalls=1 0\n2 5 -112\n";
         let (g, names, messages) = graph_with_messages(text);
-        assert_eq!(names, ["Time_(10ns)"]);
-        assert_eq!(g.self_total(), [105]);
+        // Xdebug's time, in units of 10 ns, is read in nanoseconds.
+        assert_eq!(names, ["Time"]);
+        assert_eq!(g.self_total(), [1050]);
         assert_eq!(
             messages,
             [

@@ -1261,8 +1261,8 @@ mod tests {
         let p = build_profile(&g, &BuildOptions::default(), &mut cx).unwrap();
         assert_eq!(
             first_seen_tree(&p.view(), true),
-            "{main} self=100 total=105 calls=0 self_Memory_(bytes)=200 total_Memory_(bytes)=200\n  \
-             php::strlen self=5 total=5 calls=1 self_Memory_(bytes)=0 total_Memory_(bytes)=0\n"
+            "{main} self=1000 total=1050 calls=0 self_Memory_(bytes)=200 total_Memory_(bytes)=200\n  \
+             php::strlen self=50 total=50 calls=1 self_Memory_(bytes)=0 total_Memory_(bytes)=0\n"
         );
         let extra: Vec<&String> = messages.iter().filter(|m| m.contains("calls=")).collect();
         assert_eq!(extra.len(), 1, "{messages:?}");
@@ -1283,8 +1283,57 @@ mod tests {
         let p = build_profile(&g, &BuildOptions::default(), &mut Context::silent()).unwrap();
         assert_eq!(
             first_seen_tree(&p.view(), true),
-            "{main} self=100 total=105 calls=0 self_Memory_(bytes)=200 total_Memory_(bytes)=200\n  \
-             php::strlen self=5 total=5 calls=3 self_Memory_(bytes)=0 total_Memory_(bytes)=0\n"
+            "{main} self=1000 total=1050 calls=0 self_Memory_(bytes)=200 total_Memory_(bytes)=200\n  \
+             php::strlen self=50 total=50 calls=3 self_Memory_(bytes)=0 total_Memory_(bytes)=0\n"
+        );
+    }
+
+    /// Xdebug names its events by their units and writes no `event:` long names: its time, in
+    /// units of 10 ns, is read as `Time` in nanoseconds (costs times 10: folded counts stay
+    /// whole, which inferno needs), its memory in bytes; speedscope shows such a file as a time
+    /// and a size, and through profconv it showed unitless counts. Where the time cannot be
+    /// multiplied (an event `Time` too, or a cost that would overflow) it is kept in
+    /// microseconds with two decimals.
+    #[test]
+    fn xdebug_time_and_memory_events_keep_their_units() {
+        let read = |text: &str| {
+            let mut cx = Context::silent();
+            let g = parse_graph(&mut Input::from_slice(text.as_bytes()), &mut cx).unwrap();
+            build_profile(&g, &BuildOptions::default(), &mut cx).unwrap()
+        };
+        let text = "version: 1\ncreator: xdebug 3.2.0 (PHP 8.2.0)\npositions: line\n\
+                    events: Time_(10ns) Memory_(bytes)\nfl=(1) /var/www/index.php\n\
+                    fn=(1) {main}\n1 100 200\ncfl=(1)\ncfn=(2) f\ncalls=1 0\n1 5 0\n\
+                    fn=(2)\n1 5 0\nsummary: 105 200\n";
+        let p = read(text);
+        let v = p.view();
+        let columns: Vec<(&str, &str, u32)> = (0..2)
+            .map(|c| {
+                let t = &v.value_types[c];
+                (v.strings.get(t.name), v.value_type_unit(c), t.decimals)
+            })
+            .collect();
+        assert_eq!(
+            columns,
+            [("Time", "nanoseconds", 0), ("Memory_(bytes)", "bytes", 0)]
+        );
+        assert_eq!(
+            first_seen_tree(&v, false),
+            "{main} self=1000 total=1050 calls=0\n  f self=50 total=50 calls=1\n"
+        );
+        // A cost that cannot be multiplied by 10: microseconds with two decimals, as written.
+        let big = text.replace("1 100 200", "1 1000000000000000000 200");
+        let p = read(&big);
+        let v = p.view();
+        assert_eq!(v.strings.get(v.value_types[0].name), "Time_(10ns)");
+        assert_eq!(
+            (v.value_type_unit(0), v.value_types[0].decimals),
+            ("microseconds", 2)
+        );
+        assert!(
+            first_seen_tree(&v, false).starts_with("{main} self=10000000000000000.00 "),
+            "{}",
+            first_seen_tree(&v, false)
         );
     }
 
