@@ -72,6 +72,12 @@ pub const FREE_CELLS: u64 = 1 << 20;
 /// creates one row of one value per event, so this allows a dozen events or so on the
 /// shortest cost lines, and any realistic file.
 pub const CELLS_PER_BYTE: u64 = 16;
+/// How Xdebug (2 and 3, and HHVM's Xdebug profiler) starts each profile it appends to an
+/// existing file (`xdebug.profiler_append=1`): `==== NEW PROFILING FILE ====...` on a line of its
+/// own, before the profile's `version:` line. Each profile numbers its compressed names from 1
+/// again. callgrind_annotate ignores the line with a warning, KCachegrind with an error message,
+/// and both read on (KCachegrind's `part:` line then starts a part with fresh name tables).
+const XDEBUG_NEW_PROFILE: &[u8] = b"==== NEW PROFILING FILE";
 /// The largest count or cost sum (2^63 - 1).
 const MAX_SUM: u64 = i64::MAX as u64;
 
@@ -452,6 +458,10 @@ impl Reader<'_, '_> {
                     show(line)
                 ),
             ));
+        }
+        if line.starts_with(XDEBUG_NEW_PROFILE) {
+            self.new_profile();
+            return Ok(());
         }
         let klen = line
             .iter()
@@ -953,6 +963,15 @@ impl Reader<'_, '_> {
         Ok(())
     }
 
+    /// Xdebug's `==== NEW PROFILING FILE ====` line (see [`XDEBUG_NEW_PROFILE`]): a new part
+    /// whose compressed names start afresh, as each of Xdebug's profiles numbers them from 1.
+    fn new_profile(&mut self) {
+        self.new_part();
+        for table in &mut self.compressed {
+            table.clear();
+        }
+    }
+
     /// A header line ends the previous part's body: positions and function state reset.
     fn new_part(&mut self) {
         if !self.in_body {
@@ -1288,7 +1307,16 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
         let keep: Vec<bool> = r.wrapped.iter().map(Option::is_none).collect();
         g.keep_events(&keep);
     }
-    let resolved = resolve_fileless_callees(&mut g);
+    let (resolved, other_object) = resolve_fileless_callees(&mut g);
+    if other_object > 0 {
+        r.cx.info(&format!(
+            "{other_object} call edge(s) into a function with no costs of its own in the caller's \
+             object were read as calls of the one function of that file and name that has them, \
+             in another object, as KCachegrind reads them (it knows a callee by its compressed \
+             id) and callgrind_annotate (it knows a function by file and name): pprof writes no \
+             `cob=`"
+        ));
+    }
     if resolved > 0 {
         r.cx.info(&format!(
             "{resolved} call edge(s) into a function of no file (`???`) with no costs of its own \
@@ -1335,7 +1363,16 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
 
 /// Redirects the calls into a function of no file that has no block of its own (no `fn=`, no
 /// inlined code) to the one function of that object and name that has one (of several, the one
-/// in the caller's file, if one is); returns how many call edges were redirected.
+/// in the caller's file, if one is), and the calls into a function of a file that has no block
+/// of its own to the one function of that file and name that has one, in another object;
+/// returns how many call edges were redirected, each way.
+///
+/// `go tool pprof -callgrind` writes `cfl=` and `cfn=` but never `cob=`, so a call from a
+/// program into a shared library (`main` into `libwork` of `libwork.so`) names the callee in
+/// the caller's object. KCachegrind knows the callee by its compressed id and
+/// callgrind_annotate by file and name, so both read the library's function; read as written,
+/// it was a function of no code, the call's cost left its caller's total and the library
+/// function was a root of its own.
 ///
 /// callgrind's dump (`fprint_bbcc`, `fprint_jcc` in `dump.c`) writes `fi=` for a call site
 /// before its call, but writes `cfi=` only when the callee's file differs from that of the last
@@ -1347,15 +1384,17 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
 /// callee's whole subtree was a root of its own and its caller lost that cost (the loader's
 /// `main` totalled 17 097 of its 28 158). A file without compression, or another writer, gives
 /// the same shape, and a function of no file and no code names nothing else.
-fn resolve_fileless_callees(g: &mut Graph) -> usize {
-    // (object, name) -> the functions with a block.
+fn resolve_fileless_callees(g: &mut Graph) -> (usize, usize) {
+    // (object, name) and (file, name) -> the functions with a block.
     let mut with_block: HashMap<(u32, u32), Vec<u32>> = HashMap::new();
+    let mut in_file: HashMap<(u32, u32), Vec<u32>> = HashMap::new();
     for (i, f) in g.funcs.iter().enumerate() {
         if f.has_block {
             with_block
                 .entry((f.object, f.name))
                 .or_default()
                 .push(i as u32);
+            in_file.entry((f.file, f.name)).or_default().push(i as u32);
         }
     }
     // The file a caller's code is in: an inlined piece's (`fi=???`) is its function's.
@@ -1374,8 +1413,17 @@ fn resolve_fileless_callees(g: &mut Graph) -> usize {
         .iter()
         .map(|e| {
             let f = &g.funcs[e.callee as usize];
-            if f.file != NONE || f.has_block || f.inlined_into != NONE {
+            if f.has_block || f.inlined_into != NONE {
                 return NONE;
+            }
+            if f.file != NONE {
+                // A callee with a file but no code in the object it was read in: the one
+                // function of that file and name with code, in another object (pprof writes no
+                // `cob=`, so its calls into a shared library name the caller's object).
+                return match in_file.get(&(f.file, f.name)).map(Vec::as_slice) {
+                    Some([only]) => *only,
+                    _ => NONE,
+                };
             }
             match with_block.get(&(f.object, f.name)).map(Vec::as_slice) {
                 Some([only]) => *only,
@@ -1395,8 +1443,14 @@ fn resolve_fileless_callees(g: &mut Graph) -> usize {
         .collect();
     let redirected = target.iter().filter(|&&t| t != NONE).count();
     if redirected == 0 {
-        return 0;
+        return (0, 0);
     }
+    let other_object = g
+        .edges
+        .iter()
+        .zip(&target)
+        .filter(|&(e, &t)| t != NONE && g.funcs[e.callee as usize].file != NONE)
+        .count();
     for (e, &t) in g.edges.iter().zip(&target) {
         if t != NONE && g.funcs[t as usize].line == 0 {
             g.funcs[t as usize].line = g.funcs[e.callee as usize].line;
@@ -1436,7 +1490,7 @@ fn resolve_fileless_callees(g: &mut Graph) -> usize {
     }
     g.edges = edges;
     g.edge_costs = costs;
-    redirected
+    (redirected - other_object, other_object)
 }
 
 /// Leaves out the calls of the synthetic caller named by a `desc: Root caller: NAME (…)` line

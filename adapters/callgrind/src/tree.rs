@@ -1451,6 +1451,60 @@ mod tests {
         );
     }
 
+    /// Xdebug with `xdebug.profiler_append=1` (PHP-FPM reuses a pid, so `cachegrind.out.%p`
+    /// collects many requests) starts each appended profile with `==== NEW PROFILING FILE ====`
+    /// and numbers its compressed names from 1 again. The file was refused at that line
+    /// (callgrind_annotate and KCachegrind read on); each profile is now a part of its own, with
+    /// fresh name tables, so `fn=(1)` of the second request is its own function, without a
+    /// warning that an id was redefined.
+    #[test]
+    fn xdebug_appended_profiles_are_parts_with_their_own_names() {
+        let profile = |script: &str, inner: &str, cost: u32| {
+            format!(
+                "\n==== NEW PROFILING FILE ==============================================\n\
+                 version: 1\ncreator: xdebug 3.2.0 (PHP 8.2.0)\ncmd: {script}\npart: 1\n\
+                 positions: line\n\nevents: Time_(10ns) Memory_(bytes)\n\n\
+                 fl=(1) php:internal\nfn=(1) php::{inner}\n2 {cost} 0\n\n\
+                 fl=(2) {script}\nfn=(2) {{main}}\n1 100 200\ncfl=(1)\ncfn=(1)\n\
+                 calls=1 0 0\n2 {cost} 0\n\nsummary: {} 200\n\n",
+                100 + cost
+            )
+        };
+        let text = profile("/var/www/a.php", "strlen", 5) + &profile("/var/www/b.php", "md5", 7);
+        let mut messages = Vec::new();
+        let mut sink = |_: u32, m: &str| messages.push(m.to_string());
+        let mut cx = Context::with_sink(&mut sink);
+        let g = parse_graph(&mut Input::from_slice(text.as_bytes()), &mut cx).unwrap();
+        let p = build_profile(&g, &BuildOptions::default(), &mut cx).unwrap();
+        assert_eq!(
+            first_seen_tree(&p.view(), false),
+            "{main} self=1000 total=1050 calls=0\n  php::strlen self=50 total=50 calls=1\n\
+             {main} self=1000 total=1070 calls=0\n  php::md5 self=70 total=70 calls=1\n"
+        );
+        assert!(
+            !messages.iter().any(|m| m.contains("redefined")),
+            "{messages:?}"
+        );
+    }
+
+    /// `go tool pprof -callgrind` writes no `cob=`: `main` (in `prog`) calling `libwork` (in
+    /// `libwork.so`) is `cfl=(1)` `cfn=(1)` under `ob=(3) prog`. KCachegrind reads id 1 as the
+    /// `libwork` defined under `ob=(2)`, callgrind_annotate as `lib.c:libwork`, and pprof
+    /// itself counts it in `main`'s cumulative time. It was a `libwork` of `prog` with no code:
+    /// `main` totalled 20 instead of 300, and the real `libwork` was a root of its own.
+    #[test]
+    fn a_pprof_call_into_another_object_without_cob_is_a_call_of_that_function() {
+        let text = "positions: instr line\nevents: cpu(ms)\n\n\
+                    ob=(2) /tmp/libwork.so\nfl=(1) /tmp/lib.c\nfn=(1) libwork\n\
+                    0x7f1469a2010f 2 280\n\n\
+                    ob=(3) prog\nfl=(2) /tmp/main.c\nfn=(7) main\n0x555a91c962f0 9 20\n\
+                    cfl=(1)\ncfn=(1)\ncalls=0 0x7f1469a2010f 2\n* * 280\n";
+        assert_eq!(
+            tree(text, BuildOptions::default()),
+            "main self=20 total=300\n  libwork self=280 total=280\n"
+        );
+    }
+
     /// A header's code inlined into two functions of one name in two files (two static `work`,
     /// as `gcc -O2` writes for glibc's fortify headers): each host gets its own piece, with its
     /// own costs. The piece was one function under the first host only: there `work` (a.c)
