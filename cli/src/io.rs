@@ -76,6 +76,16 @@ impl OpenInput {
     pub fn open(path: &Path) -> io::Result<OpenInput> {
         let mut file = None;
         let (name, raw, size): (String, Box<dyn Read>, Option<u64>) = if path == Path::new("-") {
+            // Open for writing only (`0>file`): Rust's stdin takes the EBADF of its reads for
+            // the end of the input, which was then an empty profile and exit 0.
+            #[cfg(unix)]
+            if profconv_plugin::host::write_only_descriptor(0) {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    "standard input is open for writing only, not for reading (Bad file \
+                     descriptor)",
+                ));
+            }
             // Fused: a terminal's end of input (Ctrl-D) is given once, and every read after it
             // (the head's, then the parser's) waited for another.
             let stdin = Fused {
@@ -91,7 +101,9 @@ impl OpenInput {
                     "is a directory",
                 ));
             }
-            let size = f.metadata().ok().map(|m| m.len());
+            // Only a regular file's length is its size: a FIFO's (`<(cmd)`, `mkfifo`) or a
+            // device's is 0 whatever it holds, and was passed on as a known size of 0.
+            let size = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
             file = f.try_clone().ok();
             // A FIFO or a descriptor's path (`/dev/fd/N` shares the open file on the BSDs and
             // macOS) may be non-blocking too.
@@ -1034,6 +1046,29 @@ mod tests {
         let mut out = Vec::new();
         read_bounded(&mut Cursor::new(vec![1u8; 100_000]), cap, &mut out).unwrap();
         assert_eq!(out, vec![1u8; 100_000]);
+    }
+
+    /// A FIFO named as the input (`<(cmd)`, `mkfifo`) has no known size: its length, 0, was
+    /// passed to the parser as the input's size (`InputStream::size_hint`), and no progress
+    /// spinner was drawn for it as for a pipe on stdin.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_named_as_the_input_has_no_known_size() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("in.folded");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::write(&fifo, b"a;b 1\n").unwrap())
+        };
+        let input = super::OpenInput::open(&fifo).unwrap();
+        writer.join().unwrap();
+        assert_eq!(input.head, b"a;b 1\n");
+        assert_eq!(input.size_hint, None);
     }
 
     /// A reader whose first `fill_buf` at `at` is interrupted (EINTR), as a signal can do.

@@ -443,8 +443,6 @@ const MAX_WHOLE_STREAM: u64 = 1 << 30;
 /// `(key, value)` option pairs for one format.
 type OptionList = Vec<(String, Option<String>)>;
 
-/// `-O KEY[=VALUE]` pairs, each routed to the formats that declare the key for what they do
-/// here: `formats` pairs each format with `true` where it reads, `false` where it writes.
 /// `-O KEY[=VALUE]` as its key and value.
 fn option_item(item: &str) -> (&str, Option<String>) {
     match item.split_once('=') {
@@ -477,6 +475,8 @@ fn check_emit_options_early(
     check_option_values(emitter, false, &mine, &output_name(out_path), run)
 }
 
+/// `-O KEY[=VALUE]` pairs, each routed to the formats that declare the key for what they do
+/// here: `formats` pairs each format with `true` where it reads, `false` where it writes.
 fn split_options(
     registry: &Registry,
     raw: &[String],
@@ -1211,8 +1211,12 @@ fn write_output(
         emitter
             .emit_with_threads(view, &mut gz, options, run.threads, &mut log)
             .map_err(|e| Failure::from_call(e, &out_name, &what))?;
-        gz.finish()
-            .map_err(|e| Failure::Io(format!("{out_name}: {e}")))?;
+        // The last bytes go out here: a reader that left before them (a FIFO's) is a closed
+        // pipe, as in the emitter's own writes and in the final flush, not an I/O error.
+        gz.finish().map_err(|e| match is_broken_pipe(&e) {
+            true => Failure::BrokenPipe,
+            false => Failure::Io(format!("{out_name}: {e}")),
+        })?;
     } else {
         emitter
             .emit_with_threads(view, sink.writer(), options, run.threads, &mut log)
@@ -1610,6 +1614,45 @@ fn list_formats(registry: &Registry, defaults_searched: bool) -> Result<(), Fail
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    /// A gzip output whose reader left before gzip's last bytes (written when it finishes) ends
+    /// quietly, as a closed pipe anywhere else does (`| head`, a FIFO's reader gone): it was an
+    /// I/O error, exit 4 (`Broken pipe`), only when the pipe closed at that moment.
+    #[cfg(unix)]
+    #[test]
+    fn a_gzip_output_whose_reader_left_before_its_last_bytes_is_a_broken_pipe() {
+        profconv_plugin::static_plugin!(
+            folded_entry,
+            name: "folded",
+            version: "test",
+            formats: [profconv_folded::Folded],
+        );
+        let plugin = profconv_plugin::host::load_static(folded_entry, "folded").unwrap();
+        let emitter = &plugin.formats[0];
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let file = std::fs::File::from(std::os::fd::OwnedFd::from(writer));
+        // Unbuffered: gzip's bytes reach the closed pipe when it finishes (the emitter writes
+        // none before, for an empty profile), not in the final flush.
+        let out = Output {
+            sink: io::Sink::Direct(std::io::BufWriter::with_capacity(1, Blocking(file))),
+            name: "p.folded.gz".into(),
+            gzip: true,
+        };
+        let profile = profconv_ir::ProfileBuilder::new().finish();
+        let run = Run {
+            quiet: true,
+            threads: 1,
+            max_whole_stream: MAX_WHOLE_STREAM,
+        };
+        match write_output(emitter, &profile.view(), out, &Vec::new(), run) {
+            Err(Failure::BrokenPipe) => {}
+            Ok(()) => panic!("written to a closed pipe"),
+            Err(Failure::Io(m) | Failure::Usage(m) | Failure::Input(m) | Failure::Plugin(m)) => {
+                panic!("not a broken pipe: {m}")
+            }
+        }
+    }
 
     /// `--version` names the plugin ABI the SDK speaks.
     #[test]

@@ -113,6 +113,92 @@ fn a_signal_during_a_conversion_removes_the_temp_file() {
     }
 }
 
+/// SIGBUS and SIGSEGV sent by another process (`kill -BUS`) end a conversion by the signal
+/// with the temp file removed, as the other ending signals do. With a mapped input (a file of
+/// 1 MiB or more) `kill -BUS` ended it and left the temp file; without one, both were dropped
+/// by the Rust runtime's fault handler and the conversion went on.
+#[cfg(unix)]
+#[test]
+fn a_fault_signal_sent_during_a_conversion_ends_it_and_removes_the_temp_file() {
+    use std::os::unix::process::ExitStatusExt;
+    let d = tmp();
+    let out_dir = d.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    // A file (mapped) and stdin (read): the SIGBUS handler differs.
+    for (signal, number, from_stdin) in [("BUS", 7, false), ("BUS", 7, true), ("SEGV", 11, false)] {
+        let mut lines = 200_000;
+        let mut caught = false;
+        for _ in 0..4 {
+            let input = write(d.path(), "big.folded", &many_stacks(lines));
+            let target = out_dir.join("big.svg");
+            profconv(); // builds the plugins
+            let mut cmd = Command::new("sh");
+            cmd.args(["-c", "ulimit -c 0; exec \"$@\"", "sh"])
+                .arg(env!("CARGO_BIN_EXE_profconv"))
+                .env_remove("PROFCONV_PLUGIN_PATH")
+                .env("XDG_DATA_HOME", "/nonexistent-profconv-test")
+                .arg("convert");
+            match from_stdin {
+                true => cmd
+                    .args(["-", "--from", "folded"])
+                    .stdin(std::fs::File::open(&input).unwrap()),
+                false => cmd.arg(&input).stdin(Stdio::null()),
+            };
+            let mut child = cmd
+                .arg("-o")
+                .arg(&target)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let start = Instant::now();
+            let mut seen = false;
+            while start.elapsed() < Duration::from_secs(120) {
+                if !temp_files(&out_dir).is_empty() {
+                    seen = true;
+                    break;
+                }
+                if child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            if seen {
+                let killed = Command::new("kill")
+                    .args(["-s", signal, &child.id().to_string()])
+                    .status()
+                    .unwrap();
+                assert!(killed.success(), "kill -s {signal}");
+            }
+            let out = child.wait_with_output().unwrap();
+            if out.status.success() {
+                // Finished before the signal (or, as it was, with the signal dropped): try a
+                // bigger input.
+                let _ = std::fs::remove_file(&target);
+                lines *= 2;
+                continue;
+            }
+            assert_eq!(
+                out.status.signal(),
+                Some(number),
+                "SIG{signal} (stdin: {from_stdin}): {:?} {}",
+                out.status,
+                text(&out.stderr)
+            );
+            let left = temp_files(&out_dir);
+            assert!(left.is_empty(), "SIG{signal} left temp files: {left:?}");
+            assert!(!target.exists(), "SIG{signal} left an output");
+            caught = true;
+            break;
+        }
+        assert!(
+            caught,
+            "SIG{signal} (stdin: {from_stdin}): the conversion always succeeded (too quick, or \
+             the signal was dropped)"
+        );
+    }
+}
+
 /// `diff - -` would read all of stdin as the first profile and an empty second one.
 #[test]
 fn diff_refuses_stdin_for_both_inputs() {

@@ -64,6 +64,37 @@ fn a_stdout_open_for_reading_only_is_an_error() {
     assert_eq!(std::fs::read(&ro).unwrap(), b"data\n");
 }
 
+/// A stdin open for writing only (`0>file`) is an error (exit 4, as `cat -` fails): Rust's
+/// stdin takes the EBADF of its reads for the end of the input, so `-` read as an empty input
+/// and every command ended with exit 0 (an empty output written over the target).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_stdin_open_for_writing_only_is_an_error() {
+    let d = tmp();
+    let wo = write(d.path(), "wo", b"data\n");
+    let out_file = d.path().join("out.folded");
+    let o = out_file.to_str().unwrap();
+    for args in [
+        vec!["convert", "-", "--from", "folded", "-o", o],
+        vec!["tree", "-", "--from", "folded"],
+        vec!["tree", "-"],
+    ] {
+        let out = profconv()
+            .args(&args)
+            .stdin(std::fs::OpenOptions::new().write(true).open(&wo).unwrap())
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{args:?}: {err}");
+        assert!(
+            err.contains("<stdin>: standard input is open for writing only, not for reading"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!out_file.exists());
+    assert_eq!(std::fs::read(&wo).unwrap(), b"data\n");
+}
+
 /// A descriptor's path written relatively, or with `..` in it, is that descriptor too: the
 /// output goes through it, after the shell's header. It was taken for a file and a temp file
 /// renamed over stdout's file, cutting the header and footer out.

@@ -1045,18 +1045,23 @@ fn install_fault_handlers() {
 /// The handler of [`FAULT_SIGNALS`]: removes the temp file of [`remove_on_abort`] and gives
 /// the signal back to the disposition that was in place. A fault (a bad load or store) returns
 /// to the instruction, which faults again into that disposition (the Rust runtime's: a stack
-/// overflow's report, else the default action, the process ended by the signal as before); a
-/// signal sent by `kill` is raised again for it.
+/// overflow's report, else the default action, the process ended by the signal as before). A
+/// signal sent by another process (`kill -SEGV`, `kill -BUS`) ends the process by its default
+/// action, as every other ending signal does ([`end_by_sent_signal`]): handed to the runtime's
+/// handler, which only knows faults, it was dropped, and the run went on.
 #[cfg(unix)]
 extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut c_void) {
+    // SAFETY: `info` is the kernel's for this signal (or null).
+    if info.is_null() || unsafe { (*info).si_code } <= 0 {
+        end_by_sent_signal(signal);
+        return;
+    }
     let path = REMOVE_ON_ABORT.load(std::sync::atomic::Ordering::SeqCst);
-    // SAFETY: `info` is the kernel's for this signal (or null); `path` came from
-    // `CString::into_raw` and is never freed; the previous action was set before this handler
-    // was installed (or the default action is put back); `unlink`, `sigaction` and `raise` are
-    // async-signal-safe.
+    // SAFETY: `path` came from `CString::into_raw` and is never freed; the previous action was
+    // set before this handler was installed (or the default action is put back); `unlink` and
+    // `sigaction` are async-signal-safe.
     unsafe {
-        let sent = info.is_null() || (*info).si_code <= 0;
-        if !sent && !path.is_null() {
+        if !path.is_null() {
             libc::unlink(path);
         }
         let k = FAULT_SIGNALS.iter().position(|&s| s == signal).unwrap_or(0);
@@ -1068,9 +1073,24 @@ extern "C" fn on_fault(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut 
                 libc::signal(signal, libc::SIG_DFL);
             }
         }
-        if sent {
-            libc::raise(signal);
+    }
+}
+
+/// A SIGSEGV or SIGBUS sent by another process, not raised by a fault: removes the pending
+/// temp file, then raises the signal again with its default action (it is blocked in the
+/// handler, so the process ends by it once the handler returns), as [`on_abort`] does for the
+/// other ending signals. Only async-signal-safe calls.
+#[cfg(unix)]
+fn end_by_sent_signal(signal: libc::c_int) {
+    let path = REMOVE_ON_ABORT.load(std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: `path` came from `CString::into_raw` and is never freed; `unlink`, `signal` and
+    // `raise` are async-signal-safe.
+    unsafe {
+        if !path.is_null() {
+            libc::unlink(path);
         }
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
     }
 }
 
@@ -1194,6 +1214,19 @@ pub fn read_only_descriptor(n: u32) -> bool {
     // that is not open it fails with EBADF (-1).
     let flags = unsafe { libc::fcntl(n, libc::F_GETFL) };
     flags >= 0 && flags & libc::O_ACCMODE == libc::O_RDONLY
+}
+
+/// Whether descriptor `n` is open for writing only (`0>file`): a read of it fails with EBADF,
+/// which Rust's stdin takes for the end of the input, so stdin read so would be an empty input
+/// with exit 0. False when it is not open, or open for reading.
+#[cfg(unix)]
+pub fn write_only_descriptor(n: u32) -> bool {
+    let Ok(n) = libc::c_int::try_from(n) else {
+        return false;
+    };
+    // SAFETY: as in `read_only_descriptor`.
+    let flags = unsafe { libc::fcntl(n, libc::F_GETFL) };
+    flags >= 0 && flags & libc::O_ACCMODE == libc::O_WRONLY
 }
 
 /// Descriptor `n` of this process as a file of its own: a duplicate (`F_DUPFD_CLOEXEC`) that
@@ -1517,23 +1550,25 @@ mod truncation {
                 libc::_exit(w.code);
             }
         }
+        // A signal sent by a process (`kill -BUS`) ends the process by its default action,
+        // the temp file removed first (it was left behind).
+        if code <= 0 {
+            super::end_by_sent_signal(libc::SIGBUS);
+            return;
+        }
         // Not a fault in the watched mapping: with the handler this one was put in front of
         // back (the crash handler, which removes the temp file, and the runtime's behind it),
-        // a fault runs again on return into it; a signal sent by a process is raised again
-        // with the default action, and ends the process as before.
-        // SAFETY: `sigaction`, `signal` and `raise` are async-signal-safe; `PREVIOUS` was set
-        // before this handler was installed.
+        // a fault runs again on return into it.
+        // SAFETY: `sigaction` and `signal` are async-signal-safe; `PREVIOUS` was set before this
+        // handler was installed.
         unsafe {
             match PREVIOUS.get() {
-                Some(previous) if code > 0 => {
+                Some(previous) => {
                     libc::sigaction(libc::SIGBUS, previous, std::ptr::null_mut());
                 }
-                _ => {
+                None => {
                     libc::signal(libc::SIGBUS, libc::SIG_DFL);
                 }
-            }
-            if code <= 0 {
-                libc::raise(libc::SIGBUS);
             }
         }
     }
