@@ -243,8 +243,16 @@ fn build(
     for (i, e) in edges.iter().enumerate() {
         has_caller[e.to as usize] |= !back[i];
     }
+    // Where a cycle nothing outside calls is entered: at its function with the most cost
+    // beyond what the calls into it bring (first event). cProfile's data, as pyprof2calltree
+    // writes it, is one such cycle: `exec` runs the script's `<module>`, whose imports run
+    // `exec` for each imported module's `<module>`; entered at the first function in file
+    // order, the script's `<module>` was drawn under `json`'s, which then had all of the cost.
+    let beyond_calls = beyond_calls(g, &self_of, &edges, &costs, nc);
+    let mut fallback: Vec<usize> = (0..nf).collect();
+    fallback.sort_by_key(|&f| std::cmp::Reverse(beyond_calls[f]));
     let mut color = vec![0u8; nf]; // 0 new, 1 on the search path, 2 done
-    let starts = (0..nf).filter(|&f| !has_caller[f]).chain(0..nf);
+    let starts = (0..nf).filter(|&f| !has_caller[f]).chain(fallback);
     let mut path: Vec<(u32, usize)> = Vec::new();
     for start in starts {
         if color[start] != 0 {
@@ -449,10 +457,14 @@ fn build(
         totals.clear();
         totals.extend(sums.iter().map(|&t| u64::try_from(t).ok()));
         if unit.iter().all(|&f| nodes_of[f as usize].is_empty()) {
-            // A root: one node, of the unit's first function with costs, weighing the unit's
-            // own cost.
+            // A root: one node, weighing the unit's own cost, of its function with costs that
+            // has the most cost beyond what the calls into it bring (the first such: a cycle
+            // nothing outside calls is entered there, as above).
             let has_items = |k: usize| !self_of[unit[k] as usize].is_empty() || !kept[k].is_empty();
-            let Some(first) = (0..unit.len()).find(|&k| has_items(k)) else {
+            let Some(first) = (0..unit.len())
+                .filter(|&k| has_items(k))
+                .min_by_key(|&k| std::cmp::Reverse(beyond_calls[unit[k] as usize]))
+            else {
                 continue;
             };
             nodes_of[unit[first] as usize].push(node_prefix.len() as u32);
@@ -1177,6 +1189,32 @@ fn group_by(n: usize, keys: impl Iterator<Item = u32>) -> Vec<Vec<u32>> {
     out
 }
 
+/// Per function, its self cost and the costs of its calls less the costs of the calls into it,
+/// in the first event: most for the function where a cycle nothing outside calls starts.
+fn beyond_calls(
+    g: &Graph,
+    self_of: &[Vec<u32>],
+    edges: &[TEdge],
+    costs: &[i64],
+    nc: usize,
+) -> Vec<i128> {
+    let mut beyond = vec![0i128; self_of.len()];
+    if nc == 0 {
+        return beyond;
+    }
+    for (f, selfs) in self_of.iter().enumerate() {
+        for &s in selfs {
+            beyond[f] += i128::from(g.self_costs.row(s as usize)[0]);
+        }
+    }
+    for e in edges {
+        let c = i128::from(costs[e.cost]);
+        beyond[e.from as usize] += c;
+        beyond[e.to as usize] -= c;
+    }
+    beyond
+}
+
 /// The unit and decimals of an event from its long name: profconv writes `name (unit)` or
 /// `name (unit/10^D)`; anything else is `count` with no decimals.
 fn unit_of(long: Option<&str>) -> (&str, u32) {
@@ -1335,6 +1373,44 @@ mod tests {
             "{}",
             first_seen_tree(&v, false)
         );
+    }
+
+    /// A recursion cycle that nothing outside calls starts at its function with the most cost
+    /// beyond what the calls into it bring: cProfile's data (pyprof2calltree) has `exec` run
+    /// the script's `<module>`, whose imports run `exec` again. Entered at the first function in
+    /// file order, the script was the root and `exec` under it; with the script's own
+    /// `<module>` after an imported module's, the import had the whole program's cost.
+    #[test]
+    fn a_cycle_nothing_calls_starts_where_its_cost_comes_from() {
+        let text = "events: T\nfn=script\n1 80\ncfn=exec\ncalls=1 1\n1 20\n\
+                    fn=exec\n1 4\ncfn=script\ncalls=1 1\n1 100\ncfn=inner\ncalls=1 1\n1 18\n\
+                    fn=inner\n1 18\n";
+        assert_eq!(
+            tree(text, BuildOptions::default()),
+            "exec self=4 total=102 calls=0\n  script self=80 total=80 calls=0\n  \
+             inner self=18 total=18 calls=1\n"
+        );
+    }
+
+    /// The same for a cycle too large to be one unit (its cycles broken by a depth-first
+    /// search): one run of 301 calls around 300 functions, entered at `f150`, is drawn from
+    /// `f150`, not from the first function in file order.
+    #[test]
+    fn a_large_cycle_nothing_calls_is_searched_from_where_its_cost_comes_from() {
+        let n = MAX_UNIT + 44;
+        let entry = n / 2;
+        let run: Vec<usize> = (0..=n).map(|p| (entry + p) % n).collect();
+        let mut text = String::from("events: T\n");
+        for f in 0..n {
+            let instances = if f == entry { 2 } else { 1 };
+            text += &format!("fn=f{f}\n1 {instances}\n");
+            if let Some(p) = run[..n].iter().position(|&x| x == f) {
+                text += &format!("cfn=f{}\ncalls=1 1\n1 {}\n", run[p + 1], n - p);
+            }
+        }
+        let shown = tree(&text, BuildOptions::default());
+        assert!(shown.starts_with(&format!("f{entry} ")), "{shown}");
+        assert!(shown.contains(&format!("total={}", n + 1)), "{shown}");
     }
 
     #[test]
