@@ -90,7 +90,8 @@ struct DiffArgs {
     /// after's total).
     #[arg(short = 'O', value_name = "KEY[=VALUE]")]
     options: Vec<String>,
-    /// Transforms applied to both profiles before comparing (see `convert --help`).
+    /// Transforms applied to the comparison, the two profiles combined (see `convert --help`;
+    /// `min-total` keeps a node large on either side).
     #[arg(long = "transform", short = 'T', value_name = "SPEC", value_parser = parse_transform)]
     transforms: Vec<Transform>,
 }
@@ -1401,22 +1402,27 @@ fn diff(registry: &Registry, args: &DiffArgs, run: Run) -> Result<(), Failure> {
     }
     let (before_name, before) = parse(before_in, before_parser, &opts[0], run)?;
     let (after_name, after) = parse(after_in, after_parser, &opts[1], run)?;
-    let before_t = apply_transforms(&before.view(), &args.transforms, &before_name, run.quiet)?;
-    let after_t = apply_transforms(&after.view(), &args.transforms, &after_name, run.quiet)?;
-    let bv = before_t
-        .as_ref()
-        .map_or_else(|| before.view(), Profile::view);
-    let av = after_t.as_ref().map_or_else(|| after.view(), Profile::view);
+    let (bv, av) = (before.view(), after.view());
     let bc = value_column(&bv, args.value.as_deref(), &before_name)?;
     let ac = value_column(&av, args.value.as_deref(), &after_name)?;
     check_comparable(&bv, bc, &before_name, &av, ac, &after_name, run.quiet)?;
-    let combined = profconv_ir::diff::combine(&bv, bc, &av, ac)
-        .map_err(|e| Failure::ir(&format!("{before_name} and {after_name}"), &e))?;
+    let both = format!("{before_name} and {after_name}");
+    let combined =
+        profconv_ir::diff::combine(&bv, bc, &av, ac).map_err(|e| Failure::ir(&both, &e))?;
     // The two profiles are in the combined one: freed before the emitter builds its own
     // tables (a third of a large diff's peak memory).
     drop((bv, av));
-    drop((before_t, after_t, before, after));
-    write_output(emitter, &combined.view(), out, &opts[2], run)
+    drop((before, after));
+    // The transforms reshape the combined profile, not each side: `min-total` then measures
+    // both columns together (a node small in `before` but grown in `after` stays on both
+    // sides), where applied to each side alone it merged the node in `before` only and the
+    // diff showed it as new, its parent as shrunk. The others act on call paths alone, so
+    // combined or apart they give the same columns.
+    let transformed = apply_transforms(&combined.view(), &args.transforms, &both, run.quiet)?;
+    let view = transformed
+        .as_ref()
+        .map_or_else(|| combined.view(), Profile::view);
+    write_output(emitter, &view, out, &opts[2], run)
 }
 
 fn tree(registry: &Registry, args: &TreeArgs, run: Run) -> Result<(), Failure> {

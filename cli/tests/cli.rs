@@ -986,6 +986,45 @@ fn diff_draws_a_differential_flamegraph_and_gives_other_formats_both_columns() {
     );
 }
 
+/// `diff -T min-total` measures the comparison, both columns, as `min-total` does on a
+/// differential profile read back: a node small in `before` but grown in `after` stays on both
+/// sides. Applied to each side alone it was merged in `before` only, and the diff showed the
+/// node as new (`main;mid 0 6`) and its caller as shrunk (`main 4 0`).
+#[test]
+fn diff_min_total_keeps_a_node_large_on_either_side() {
+    let d = tmp();
+    let before = write(
+        d.path(),
+        "before.folded",
+        b"main;big 96\nmain;mid 4\nmain;tiny 1\n",
+    );
+    let after = write(
+        d.path(),
+        "after.folded",
+        b"main;big 94\nmain;mid 6\nmain;tiny 1\n",
+    );
+    let (b, a) = (before.to_str().unwrap(), after.to_str().unwrap());
+    let out = run(&["diff", b, a, "-T", "min-total:5%", "--to", "folded"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // `tiny` is small on both sides: merged into `main` on both.
+    assert_eq!(
+        text(&out.stdout),
+        "main 1 1\nmain;big 96 94\nmain;mid 4 6\n"
+    );
+    // The same as the diff written and then transformed.
+    let diff = run(&["diff", b, a, "--to", "folded"]);
+    let combined = write(d.path(), "diff.folded", &diff.stdout);
+    let again = run(&[
+        "convert",
+        combined.to_str().unwrap(),
+        "-T",
+        "min-total:5%",
+        "--to",
+        "folded",
+    ]);
+    assert_eq!(text(&again.stdout), text(&out.stdout));
+}
+
 /// Each column keeps its unit: ticks against samples is a warning (compared as numbers); a count
 /// (calls into each node, never summed into its callers) is no cost to compare and is refused.
 #[test]
