@@ -5,7 +5,9 @@
 //! show two value types (callgrind writes two events). Functions match by name, file and
 //! resource (by name alone when a side has neither, as folded stacks), not by line, and files
 //! and resources by their last path component (functions of one name in several places pair
-//! by the most trailing components in common); frames by function: code moves between the two builds a diff
+//! by the most trailing components in common; a name in one place on each side pairs too
+//! when one side lacks the file, a build without debug information);
+//! frames by function: code moves between the two builds a diff
 //! compares, and so do the builds' directories.
 
 use crate::builder::ProfileBuilder;
@@ -209,11 +211,23 @@ fn namesake_matches<'a>(
             group.iter().filter(|g| g.1 == side).map(|g| g.2).collect()
         };
         let (before, after) = (of(0), of(1));
+        let last = |(f, r): Place<'a>| (f.map(|f| path_tail(f, 1)), r.map(|r| path_tail(r, 1)));
         if before.len() < 2 && after.len() < 2 {
+            // A name in one place on each side: the places' last components match (the key
+            // does that), or one side lacks the file (a build without debug information,
+            // callgrind's `fl=???`) in an object of one name. Without a file on either side,
+            // the object alone tells functions apart (libc's `memcpy` and a copy linked into
+            // the program).
+            if let ([b], [a]) = (&before[..], &after[..]) {
+                let ((bf, br), (af, ar)) = (last(*b), last(*a));
+                if br == ar && bf != af && (bf.is_none() || af.is_none()) {
+                    ids.insert((0, name, *b), 0);
+                    ids.insert((1, name, *a), 0);
+                }
+            }
             continue;
         }
         // Candidate pairs: equal last components (as a name with one place per side matches).
-        let last = |(f, r): Place<'a>| (f.map(|f| path_tail(f, 1)), r.map(|r| path_tail(r, 1)));
         let mut after_by_last: std::collections::HashMap<_, Vec<usize>> =
             std::collections::HashMap::new();
         for (j, &a) in after.iter().enumerate() {
@@ -460,6 +474,46 @@ mod tests {
                 "net/util.c in before: {before_net}"
             );
         }
+    }
+
+    /// A function that each side has in one place matches across a build with debug
+    /// information and one without (callgrind's `fl=???`: no file on one side): by name, file
+    /// and resource nothing of the program matched, and the whole of `main` was "gone" from
+    /// before and "new" in after. Functions without files in two different objects (`memcpy`
+    /// of libc and a copy linked into the program) stay two.
+    #[test]
+    fn a_function_in_one_place_per_side_matches_when_one_side_lacks_its_file() {
+        let side = |object: &str, file: Option<&str>, work: i64, copy_in: &str| {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("Ir", "count", ValueKind::Weight);
+            let main = b.func_with("main", file, None, Some(object));
+            let f = b.func_with("work", file, None, Some(object));
+            let copy = b.func_with("memcpy", None, None, Some(copy_in));
+            let (main, f, copy) = (b.frame(main), b.frame(f), b.frame(copy));
+            let root = b.stack(NONE, main);
+            let leaf = b.stack(root, f);
+            b.add_to_stack(leaf, &[work]).unwrap();
+            let copy = b.stack(root, copy);
+            b.add_to_stack(copy, &[5]).unwrap();
+            b.finish()
+        };
+        let libc = "/usr/lib/libc.so.6";
+        let expected = "main self=0 total=105 self_after=0 total_after=305\n  work self=100 total=100 self_after=300 total_after=300\n  memcpy self=5 total=5 self_after=5 total_after=5\n";
+        // Without debug information before, with it after.
+        let (no_debug, debug) = (
+            side("/tmp/old/prog", None, 100, libc),
+            side("/tmp/new/prog", Some("/tmp/src/prog.c"), 300, libc),
+        );
+        let d = combine(&no_debug.view(), 0, &debug.view(), 0).unwrap();
+        assert_eq!(shown(&d), expected);
+        // A function without a file is told apart by its object alone: libc's memcpy and a
+        // copy linked into the program stay two.
+        let statically = side("/tmp/new/prog", None, 300, "/tmp/new/prog");
+        let d = combine(&no_debug.view(), 0, &statically.view(), 0).unwrap();
+        assert_eq!(
+            shown(&d),
+            "main self=0 total=105 self_after=0 total_after=305\n  work self=100 total=100 self_after=300 total_after=300\n  memcpy self=5 total=5 self_after=0 total_after=0\n  memcpy self=0 total=0 self_after=5 total_after=5\n"
+        );
     }
 
     /// A side whose values do not fit at the other side's decimals names itself and the scale
