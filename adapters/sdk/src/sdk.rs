@@ -979,8 +979,14 @@ pub fn unknown_value_type(p: &ProfileRef<'_>, name: &str) -> PluginError {
         .map(|i| p.value_type_name(i))
         .collect();
     let name = crate::quote_input(name.as_bytes(), 40);
+    // A differential profile's columns are the two sides: the value type compared is chosen
+    // when the two profiles are combined.
+    let hint = match p.meta("diff") == Some(profconv_ir::diff::DIFF_COLUMNS) {
+        true => "; with `profconv diff`, --value NAME chooses the value type compared",
+        false => "",
+    };
     PluginError::bad_option(format!(
-        "option value={name}: no value type '{name}' in this profile (it has: {})",
+        "option value={name}: no value type '{name}' in this profile (it has: {}){hint}",
         if known.is_empty() {
             "none".to_string()
         } else {
@@ -1085,6 +1091,19 @@ mod tests {
                 .unwrap_err()
                 .message
                 .ends_with("(it has: none)")
+        );
+        // A differential profile (`profconv diff`) points at `--value`, which chooses the
+        // value type compared (the message named only the two sides).
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("before", "count", ValueKind::Weight);
+        b.add_value_type("after", "count", ValueKind::Weight);
+        b.add_meta("diff", profconv_ir::diff::DIFF_COLUMNS);
+        assert_eq!(
+            value_column(&b.finish().view(), Some("samples"))
+                .unwrap_err()
+                .message,
+            "option value=samples: no value type 'samples' in this profile (it has: before, \
+             after); with `profconv diff`, --value NAME chooses the value type compared"
         );
     }
 
