@@ -1035,3 +1035,118 @@ fn details_and_subtitles_stay_readable_in_chromium() {
         }
     }
 }
+
+/// The SVG inlined into an HTML page (its markup pasted into the page, as notebooks and report
+/// generators do): the script took the document's root, `<html>`, for the SVG, whose width it
+/// reads, so a click drew every frame 0 px wide at 0 and hovering showed nothing; and it found
+/// its buttons by id in the whole page, so the page's own search box (`id="search"`) became
+/// the Search button (a click in it asked for a regular expression), and `/` typed into it
+/// was taken for the search key; and its stylesheet styled the page's elements of those ids
+/// (the search box at 10 % opacity, a heading `id="title"` at 17 px). The page's elements are
+/// now left alone.
+#[test]
+fn an_svg_inlined_into_html_zooms_and_leaves_the_page_alone() {
+    let Some((browser, out_dir)) = browser_and_dir("inlined", "flamegraph-browser-inlined") else {
+        return;
+    };
+    let svg = draw(b"main;foo 3\nmain;bar 2\n", &[]);
+    let script = [
+        DRIVER_BY_NAME,
+        r##"
+  function run() {
+    try {
+      var prompts = 0;
+      window.prompt = function () { prompts++; return null; };
+      var svg = document.querySelector("svg");
+      mouse(node("foo"), "mouseover");
+      mouse(node("foo"), "click");
+      put("foo_rect", node("foo").rect.getAttribute("x") + " " + node("foo").rect.getAttribute("width"));
+      put("details", svg.querySelector("#details").textContent);
+      var box = document.querySelector("input");
+      box.dispatchEvent(new MouseEvent("click", {bubbles: true, cancelable: true}));
+      var slash = new KeyboardEvent("keydown", {key: "/", bubbles: true, cancelable: true});
+      box.dispatchEvent(slash);
+      put("prompts", prompts);
+      put("slash_kept", !slash.defaultPrevented);
+      put("page_title", document.querySelector("h1").textContent);
+      put("box_class", box.getAttribute("class"));
+      put("box_opacity", getComputedStyle(box).opacity);
+      put("page_title_size", getComputedStyle(document.querySelector("h1")).fontSize);
+"##,
+        DRIVER_END,
+    ]
+    .concat();
+    // The SVG's markup without its XML declaration, the driver appended inside it.
+    let svg = svg[svg.find("<svg").unwrap()..].replacen(
+        "</svg>",
+        &format!("<script type=\"text/ecmascript\"><![CDATA[{script}]]></script>\n</svg>"),
+        1,
+    );
+    let page = out_dir.join("inlined.html");
+    std::fs::write(
+        &page,
+        format!(
+            "<!DOCTYPE html>\n<html><body><h1 id=\"title\">Report</h1>\n\
+             <input id=\"search\" class=\"box\">\n{svg}</body></html>\n"
+        ),
+    )
+    .unwrap();
+    let body = driver_result(&browser, &out_dir, "profile-inlined", &page);
+    assert_results(
+        &body,
+        &[
+            ("foo_rect", "10 1180"),
+            (
+                "details",
+                "Function: \u{2068}foo\u{2069} (3 samples, 60.00%; 100.00% of the zoomed frame)",
+            ),
+            ("prompts", "0"),
+            ("slash_kept", "true"),
+            ("page_title", "Report"),
+            ("box_class", "box"),
+            // The page's own style: the SVG's stylesheet is for the SVG's elements.
+            ("box_opacity", "1"),
+            ("page_title_size", "32px"),
+        ],
+    );
+}
+
+/// Ctrl-Shift-I (Ctrl-Alt-I, Cmd-Option-I) opens the browser's developer tools: the viewer took
+/// it for Ctrl-I, cancelled it (which keeps them closed in Chromium) and toggled the
+/// case-insensitive search instead. Ctrl-I alone still toggles it.
+#[test]
+fn ctrl_shift_i_is_left_to_the_browser() {
+    let Some((browser, out_dir)) = browser_and_dir("ctrl-shift-i", "flamegraph-browser-keys")
+    else {
+        return;
+    };
+    let svg = draw(b"main;foo 3\nmain;bar 2\n", &[]);
+    let script = [
+        DRIVER_BY_NAME,
+        r#"
+  function key(k, mods) {
+    var e = new KeyboardEvent("keydown", Object.assign({key: k, bubbles: true, cancelable: true}, mods));
+    document.documentElement.dispatchEvent(e);
+    return (e.defaultPrevented ? "cancelled" : "kept") + " " + fg_ignorecase;
+  }
+  function run() {
+    try {
+      put("ctrl_shift_i", key("I", {ctrlKey: true, shiftKey: true}));
+      put("ctrl_alt_i", key("i", {ctrlKey: true, altKey: true}));
+      put("cmd_option_i", key("i", {metaKey: true, altKey: true}));
+      put("ctrl_i", key("i", {ctrlKey: true}));
+"#,
+        DRIVER_END,
+    ]
+    .concat();
+    let body = drive(&browser, &out_dir, "keys", &svg, &script);
+    assert_results(
+        &body,
+        &[
+            ("ctrl_shift_i", "kept false"),
+            ("ctrl_alt_i", "kept false"),
+            ("cmd_option_i", "kept false"),
+            ("ctrl_i", "cancelled true"),
+        ],
+    );
+}

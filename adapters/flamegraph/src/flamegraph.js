@@ -18,8 +18,16 @@ var fg_base = 0; // the level of the "all" frame under everything
 var fg_term = null; // the current search, or null
 var fg_ignorecase = false;
 
+// The SVG's own elements, found under its root: inlined into an HTML page the document is the
+// page, whose root is <html> (not the SVG, which has the settings) and whose own elements may
+// have these ids (a search box id="search").
+function fg_part(id) { return fg_svg.querySelector("#" + id); }
+
 function fg_init(evt) {
-  fg_svg = document.documentElement;
+  // The <svg> whose onload calls this: the document's root when the file is opened (or shown
+  // by <object>/<embed>), the element itself when it is inlined into an HTML page.
+  var root = evt && evt.target;
+  fg_svg = root && root.localName === "svg" ? root : document.documentElement;
   var conf = function (name) { return fg_svg.getAttribute("fg:" + name); };
   var fontsize = +conf("fontsize") || 12;
   fg_charw = fontsize * (+conf("fontwidth") || 0.6);
@@ -28,13 +36,13 @@ function fg_init(evt) {
   fg_nametype = conf("nametype") || "";
   fg_searchcolor = conf("searchcolor") || fg_searchcolor;
   fg_plotw = +fg_svg.getAttribute("width") - 2 * fg_xpad;
-  fg_frames = document.getElementById("frames");
+  fg_frames = fg_part("frames");
   fg_total = +fg_frames.getAttribute("fg:total") || 1;
-  fg_details = document.getElementById("details");
-  fg_matched = document.getElementById("matched");
-  fg_unzoom = document.getElementById("unzoom");
-  fg_search = document.getElementById("search");
-  fg_ic = document.getElementById("ignorecase");
+  fg_details = fg_part("details");
+  fg_matched = fg_part("matched");
+  fg_unzoom = fg_part("unzoom");
+  fg_search = fg_part("search");
+  fg_ic = fg_part("ignorecase");
 
   // fg:x and fg:w are exact integers that may pass 2^53, where the sum of two doubles is
   // rounded and a frame ending where its parent ends can seem to stick out of it: which frames
@@ -97,12 +105,17 @@ function fg_init(evt) {
 }
 
 function fg_keydown(e) {
+  // Keys typed into a field of the page the SVG is inlined into are that field's ("/" in a
+  // search box).
+  var t = e.target;
+  if (t && (t.isContentEditable || /^(input|textarea|select)$/i.test(t.localName || ""))) return;
   var ctrl = e.ctrlKey || e.metaKey;
   if ((ctrl && (e.key === "f" || e.key === "F")) || e.key === "F3" ||
       (e.key === "/" && !ctrl && !e.altKey)) {
     e.preventDefault();
     fg_search_prompt();
-  } else if (ctrl && (e.key === "i" || e.key === "I")) {
+  } else if (ctrl && !e.shiftKey && !e.altKey && (e.key === "i" || e.key === "I")) {
+    // Not Ctrl-Shift-I: the browser's developer tools, which a cancelled key keeps closed.
     e.preventDefault();
     fg_toggle_ignorecase();
   } else if (e.key === "Escape") {
@@ -137,7 +150,7 @@ function fg_measure_font() {
 // image is too narrow to leave it a word (then it keeps the whole line it has in the file, where
 // it is cut to the image's width for the picture without script).
 function fg_fit_title(fontsize, fontwidth) {
-  var title = document.getElementById("title");
+  var title = fg_part("title");
   if (!title) return;
   var charw = fontsize * Math.max(fontwidth, 0.6);
   var titlew = charw / fontsize * (fontsize + 5); // the title's font is 5 px larger (svg.rs)

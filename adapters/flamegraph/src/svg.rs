@@ -294,6 +294,7 @@ fn write_head<W: Write>(
     root.push_attribute(("viewBox", &num[r_vb.0..r_vb.1]));
     root.push_attribute(("xmlns", "http://www.w3.org/2000/svg"));
     root.push_attribute(("xmlns:fg", FG_NAMESPACE));
+    root.push_attribute(("class", ROOT_CLASS));
     root.push_attribute(("onload", "fg_init(evt)"));
     root.push_attribute(("fg:fontsize", &num[r_fs.0..r_fs.1]));
     root.push_attribute(("fg:fontwidth", &num[r_fw.0..r_fw.1]));
@@ -456,25 +457,33 @@ fn ui_text<W: Write>(
 const TITLE_EXTRA: f64 = 5.0;
 
 /// The stylesheet.
+/// The class of the root `<svg>`, which scopes the stylesheet to the graph.
+const ROOT_CLASS: &str = "profconv-fg";
+
 fn stylesheet(o: &FlameOptions, t: &Theme) -> String {
     let fs = o.font_size;
     let mut font = String::new();
     css_font_family(&o.font_type, &mut font);
+    // Every selector starts with the root's class ([`ROOT_CLASS`]): the SVG's markup pasted
+    // into an HTML page brings its stylesheet into the whole page, where `#search`, `#title`
+    // or `.hide` also named the page's own elements (its search box drawn at 10 % opacity).
+    // A class, not the type selector `svg`, which Inkscape does not match on the root (the
+    // static picture lost its title's size and showed the hidden buttons).
     let mut css = String::new();
     let _ = write!(
         css,
-        "\ntext {{ font-family: {font}; font-size: {fs}px; fill: {ui}; }}\n\
-         #title {{ text-anchor: middle; font-size: {title}px; }}\n\
-         #subtitle {{ text-anchor: middle; }}\n\
-         #unzoom, #search, #ignorecase {{ cursor: pointer; }}\n\
-         #search, #ignorecase {{ opacity: 0.1; }}\n\
-         #search:hover, #search.show, #ignorecase:hover, #ignorecase.show {{ opacity: 1; }}\n\
-         #matched, #search, #ignorecase {{ text-anchor: end; }}\n\
-         #frames g {{ cursor: pointer; }}\n\
-         #frames g:hover rect {{ stroke: {stroke}; stroke-width: 0.5; }}\n\
-         #frames text {{ fill: {frame}; pointer-events: none; }}\n\
-         .hide {{ display: none; }}\n\
-         .parent {{ opacity: 0.5; }}\n",
+        "\n.profconv-fg text {{ font-family: {font}; font-size: {fs}px; fill: {ui}; }}\n\
+         .profconv-fg #title {{ text-anchor: middle; font-size: {title}px; }}\n\
+         .profconv-fg #subtitle {{ text-anchor: middle; }}\n\
+         .profconv-fg #unzoom, .profconv-fg #search, .profconv-fg #ignorecase {{ cursor: pointer; }}\n\
+         .profconv-fg #search, .profconv-fg #ignorecase {{ opacity: 0.1; }}\n\
+         .profconv-fg #search:hover, .profconv-fg #search.show, .profconv-fg #ignorecase:hover, .profconv-fg #ignorecase.show {{ opacity: 1; }}\n\
+         .profconv-fg #matched, .profconv-fg #search, .profconv-fg #ignorecase {{ text-anchor: end; }}\n\
+         .profconv-fg #frames g {{ cursor: pointer; }}\n\
+         .profconv-fg #frames g:hover rect {{ stroke: {stroke}; stroke-width: 0.5; }}\n\
+         .profconv-fg #frames text {{ fill: {frame}; pointer-events: none; }}\n\
+         .profconv-fg .hide {{ display: none; }}\n\
+         .profconv-fg .parent {{ opacity: 0.5; }}\n",
         ui = t.ui_text,
         title = fs + TITLE_EXTRA,
         stroke = t.hover_stroke,

@@ -1012,3 +1012,25 @@ fn the_static_title_takes_the_whole_width() {
     let title = &parse_svg(&svg).texts[0].1;
     assert_eq!(title, &format!("{}…", &long[..36]));
 }
+
+/// The stylesheet is scoped to the graph by its root's class: pasted into an HTML page it
+/// styled the page's own `#search` and `#title`, and scoped by the type selector `svg`
+/// Inkscape (which does not match it on the root) lost the title's size and showed the hidden
+/// buttons in the static picture.
+#[test]
+fn the_stylesheet_is_scoped_by_the_root_class() {
+    let p = folded(&[("main;a", 3)]);
+    let (svg, _) = emit(&p, &opts(&[]));
+    let svg = String::from_utf8(svg).unwrap();
+    let root = svg.lines().find(|l| l.starts_with("<svg ")).unwrap();
+    assert!(root.contains(" class=\"profconv-fg\" "), "{root}");
+    let css = &svg[svg.find("<style").unwrap()..svg.find("</style>").unwrap()];
+    let rules: Vec<&str> = css.lines().filter(|l| l.contains('{')).collect();
+    assert!(!rules.is_empty());
+    for rule in rules {
+        let selectors = &rule[..rule.find('{').unwrap()];
+        for s in selectors.split(',') {
+            assert!(s.trim().starts_with(".profconv-fg "), "{rule}");
+        }
+    }
+}
