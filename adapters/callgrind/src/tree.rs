@@ -80,12 +80,14 @@ pub const NODE_CELLS: usize = 1 << 24;
 /// item over every node, is nodes × items: the limit is `WORK_PER_NODE` per node of the (possibly
 /// lowered) `max_nodes`, or of the default [`crate::DEFAULT_MAX_NODES`] (lowered the same way)
 /// when that is more, plus [`WORK_PER_ITEM`] per self-cost position and call edge of the graph.
-/// An item costing at most `WORK_PER_ITEM` is always split. Past the limit, a call edge is not
-/// split (no child, as past `max_nodes`), and a function's self costs are split as one item, at
-/// its first position, unless all of its splits still fit; a warning counts both. A call edge
+/// An item costing at most `WORK_PER_ITEM` is always split. The limit applies to the call edges'
+/// splits and, separately, to the self costs' splits, so that lines split near the roots do not
+/// leave the calls below without children. Past it, a call edge is not split (no child, as past
+/// `max_nodes`), and a function's self costs are split as one item, at its first position,
+/// unless all of its unit's self-cost splits still fit; a warning counts both. A call edge
 /// that can make no node (`max_depth` or `max_nodes` reached) is split only to count the nodes
 /// it does not make, within a limit of its own of the same size, past which it is skipped
-/// (uncounted, says the warning). The work then stays within three times the limit plus the
+/// (uncounted, says the warning). The work then stays within four times the limit plus the
 /// nodes made.
 pub const WORK_PER_NODE: usize = 4;
 /// See [`WORK_PER_NODE`].
@@ -426,6 +428,7 @@ fn build(
     };
     split.dense_only = tuning.dense_only;
     let (mut work, mut count_work) = (0usize, 0usize);
+    let (mut self_spent, mut edge_spent) = (0usize, 0usize);
     let (mut unsplit_edges, mut merged_funcs) = (0u64, 0u64);
     let (mut uncounted_deep, mut uncounted_full) = (0u64, 0u64);
     for &c in &order {
@@ -552,25 +555,20 @@ fn build(
         let all_deep = nodes
             .iter()
             .all(|&n| node_depth[n as usize] + 1 >= opts.max_depth);
-        let all_work = self_work.iter().fold(0usize, |a, &w| a.saturating_add(w));
-        let all_work = if all_deep || node_prefix.len() >= max_nodes {
-            all_work
-        } else {
-            edge_work
-                .iter()
-                .flatten()
-                .fold(all_work, |a, &c| a.saturating_add(c))
-        };
+        let unit_self = self_work.iter().fold(0usize, |a, &w| a.saturating_add(w));
 
         for (k, &f) in unit.iter().enumerate() {
             let fu = f as usize;
             let first_pos = first_pos_of[fu];
             // Self costs are split by position when that is cheap (a few shares per position,
-            // as for a root) or when all of the unit's splits fit in the work limit; else as
-            // one item (so the call edges get the work first).
+            // as for a root) or when the unit's self-cost splits fit in their own work limit;
+            // else as one item. The call edges have a limit of their own: splitting lines only
+            // places costs within a frame, and must not leave later calls without children
+            // (their callees' whole subtrees would become roots).
             let cheap = self_work[k] <= self_of[fu].len().saturating_mul(WORK_PER_ITEM);
-            if self_of[fu].len() <= 1 || cheap || work.saturating_add(all_work) <= max_work {
+            if self_of[fu].len() <= 1 || cheap || self_spent.saturating_add(unit_self) <= max_work {
                 work = work.saturating_add(self_work[k]);
+                self_spent = self_spent.saturating_add(self_work[k]);
                 for &s in &self_of[fu] {
                     let item = &g.selfs[s as usize];
                     split.split(g.self_costs.row(s as usize), &mut parts);
@@ -600,6 +598,7 @@ fn build(
                     }
                 }
                 work = work.saturating_add(split.cost(&merged));
+                self_spent = self_spent.saturating_add(split.cost(&merged));
                 split.split(&merged, &mut parts);
                 for (j, sh) in parts.iter() {
                     let fr = frame(&mut b, f, first_pos.0, first_pos.1);
@@ -640,13 +639,14 @@ fn build(
                         continue;
                     }
                     count_work += cost;
-                } else if cost > WORK_PER_ITEM && work.saturating_add(cost) > max_work {
+                } else if cost > WORK_PER_ITEM && edge_spent.saturating_add(cost) > max_work {
                     // Past the work limit: no child, as past max-nodes.
                     cut_into[edges[e as usize].to as usize] = true;
                     unsplit_edges += 1;
                     continue;
                 } else {
                     work = work.saturating_add(cost);
+                    edge_spent = edge_spent.saturating_add(cost);
                 }
                 let edge = &edges[e as usize];
                 split.split(edge_cost(e), &mut parts);
@@ -1902,6 +1902,52 @@ mod tests {
         let (p, _, messages) = built(&text, BuildOptions::default(), Tuning::default());
         assert!(messages.is_empty(), "{messages:?}");
         assert_eq!(self_costs(&p).1[&("X".to_string(), 3)], 1_000_000);
+    }
+
+    #[test]
+    fn self_lines_do_not_take_the_work_of_later_call_edges() {
+        // X has 256 nodes and 60 lines of self cost: splitting them by line takes a share per
+        // node and line. Its callee K0 (256 nodes) calls W. The lines of X fit in the work
+        // limit, but took what K0's call into W needed: the call was not split, and W, with
+        // everything below it, became a root of its own (a gcc run's `main` kept 46 % of the
+        // program). Self lines only place costs within a frame; the calls make the tree.
+        let mut text = fan(8, 1, 1_000_000_000).replace("fn=X\n1 1\n", "fn=X\n");
+        for line in 1..=60 {
+            text = text.replace("fn=X\n", &format!("fn=X\n{} 1000000\n", 61 - line));
+        }
+        text = text.replace(
+            "fn=K0\n1 500000000\n2 500000000\n",
+            "fn=K0\n1 400000000\n2 400000000\ncfn=W\ncalls=3 1\n3 200000000\nfn=W\n1 200000000\n",
+        );
+        assert!(text.contains("cfn=W"), "{text}");
+        let (_, all, messages) = built(&text, BuildOptions::default(), Tuning::default());
+        assert!(messages.is_empty(), "{messages:?}");
+        // A limit that X's lines fit in, with room for the calls but not for both.
+        let tight = Tuning {
+            max_work: Some(all.work - 800),
+            ..Tuning::default()
+        };
+        let (p, stats, messages) = built(&text, BuildOptions::default(), tight);
+        assert!(
+            messages
+                .iter()
+                .all(|m| !m.contains("call edge(s) were not split")),
+            "{messages:?} {stats:?} {all:?}"
+        );
+        let t = CallTree::build(&p.view()).unwrap();
+        let v = p.view();
+        let name = |n: usize| v.func_name_str(t.func[n]).to_string();
+        let w_nodes: Vec<usize> = (0..t.len()).filter(|&n| name(n) == "W").collect();
+        assert_eq!(w_nodes.len(), 256);
+        for n in w_nodes {
+            let parent = t.parent[n];
+            assert!(
+                parent != NONE && name(parent as usize) == "K0",
+                "W at a root"
+            );
+        }
+        // The lines of X are split as far as the limit allows; its self cost stays exact.
+        assert_eq!(self_costs(&p).0["X"], 60_000_000);
     }
 
     #[test]
