@@ -320,32 +320,68 @@ pub fn to_profile(
     let mut b = b.into_bulk();
     b.reserve_stacks(2 * n);
     b.reserve_samples(n);
-    // Per node: the stack its own frame is pushed on, its own stack, and the last call place
-    // (frame, stack) made under it, which its next children from the same place share.
-    let mut prefix = vec![NONE; n];
-    let mut own_stack = vec![NONE; n];
-    let mut last_call = vec![(NONE, NONE); n];
+    // The other links (recursion, clique members), by the node they reach, each node's in walk
+    // order: their costs go into that node's row, their calls as recursive calls, added while
+    // the row is made (adding them afterwards into rows at random places cost a cache miss
+    // per column and link).
+    let mut links: Vec<u64> = t
+        .link_csds
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            let callee = f.csd.get(c as usize).map_or(0, |r| r.callee);
+            let k = t.node_of.get(callee as usize).copied().unwrap_or(NONE);
+            (u64::from(k) << 32) | i as u64
+        })
+        .collect();
+    links.sort_unstable();
+    let mut next_link = 0;
+    // The first link (in walk order) whose costs cannot be added: the error the links give,
+    // reported after the tree edges' (whose errors come first).
+    let mut link_error: Option<(usize, PluginError)> = None;
+    // The nodes on the path from the root to the current one, each with its own stack, the
+    // stack its own frame is pushed on, and the last call place (frame, stack) made under it,
+    // which its next children from the same place share. Nodes are in depth-first preorder
+    // (as `build_tree` numbers them), so a node's parent is on the path of the node before.
+    let mut path: Vec<PathEntry> = Vec::new();
     let mut row = [0i64; COLUMNS.len()];
     let mut ms = Measures::default();
     for k in 0..n {
         let parent = t.parent[k];
         let pre = if parent == NONE {
+            path.clear();
             NONE
         } else {
-            let par = parent as usize;
+            while path.last().is_some_and(|e| e.node != parent) {
+                path.pop();
+            }
+            let Some(e) = path.last_mut() else {
+                return Err(PluginError::internal(format!(
+                    "the proc-dynamic tree is not in depth-first preorder at node {k}"
+                )));
+            };
             let fr = call_frame[k];
-            if fr == own_frame[par] {
-                own_stack[par] // a call site without a line
-            } else if last_call[par].0 == fr {
-                last_call[par].1
+            if fr == e.own_frame {
+                e.own_stack // a call site without a line
+            } else if e.last_frame == fr {
+                e.last_stack
             } else {
-                let s = b.push_stack(prefix[par], fr).map_err(ir_error)?;
-                last_call[par] = (fr, s);
+                let s = b.push_stack(e.prefix, fr).map_err(ir_error)?;
+                e.last_frame = fr;
+                e.last_stack = s;
                 s
             }
         };
-        prefix[k] = pre;
-        own_stack[k] = b.push_stack(pre, own_frame[k]).map_err(ir_error)?;
+        let own = own_frame[k];
+        let own_stack = b.push_stack(pre, own).map_err(ir_error)?;
+        path.push(PathEntry {
+            node: k as u32,
+            own_frame: own,
+            own_stack,
+            prefix: pre,
+            last_frame: NONE,
+            last_stack: NONE,
+        });
         // The tree edge's costs and calls (the root has none, but gets its row: every node
         // exists in the IR, whatever its values).
         if t.csd[k] == 0 {
@@ -354,18 +390,73 @@ pub fn to_profile(
             f.measures_into(t.csd[k], &mut ms)?;
         }
         fill_row(&mut row, &ms, ms.calls, 0);
-        b.push_row(own_stack[k], &row).map_err(ir_error)?;
+        while let Some(&key) = links.get(next_link) {
+            if key >> 32 != k as u64 {
+                break;
+            }
+            next_link += 1;
+            let i = key as u32 as usize;
+            if link_error.as_ref().is_some_and(|e| e.0 < i) {
+                continue;
+            }
+            let c = t.link_csds[i];
+            if let Err(e) = add_link(f, t, k, c, &mut row, &mut ms) {
+                link_error = Some((i, e));
+            }
+        }
+        b.push_row(own_stack, &row).map_err(ir_error)?;
     }
-    // The other links: their costs into the row of the node they reach, their calls as
-    // recursive calls.
-    for &c in &t.link_csds {
-        let k = t.node_of[f.csd[c as usize].callee as usize];
-        f.measures_into(c, &mut ms)?;
-        fill_row(&mut row, &ms, 0, ms.calls);
-        b.add_to_row(k, &row)
-            .map_err(|e| link_overflow(e, t.pd[k as usize], f.csd[c as usize].offset))?;
+    if let Some((_, e)) = link_error {
+        return Err(e);
+    }
+    if next_link != links.len() {
+        return Err(PluginError::internal(
+            "a recursion link reaches no node of the tree".to_string(),
+        ));
     }
     Ok(b.finish())
+}
+
+/// A node on the path from the root in the stacks and rows pass of [`to_profile`].
+struct PathEntry {
+    node: u32,
+    own_frame: u32,
+    own_stack: u32,
+    /// The stack its own frame is pushed on.
+    prefix: u32,
+    /// The last call place made under it: its frame and stack.
+    last_frame: u32,
+    last_stack: u32,
+}
+
+/// Adds the costs of link `c` (a call-site-dynamic reaching node `k` that is not its tree
+/// edge) into `k`'s row, its calls as recursive calls; on an overflow, the row is unchanged.
+fn add_link(
+    f: &DeepFile<'_>,
+    t: &PdTree,
+    k: usize,
+    c: u32,
+    row: &mut [i64; COLUMNS.len()],
+    ms: &mut Measures,
+) -> Result<(), PluginError> {
+    f.measures_into(c, ms)?;
+    let mut add = [0i64; COLUMNS.len()];
+    fill_row(&mut add, ms, 0, ms.calls);
+    let mut sum = *row;
+    for (s, &v) in sum.iter_mut().zip(&add) {
+        match s.checked_add(v) {
+            Some(x) => *s = x,
+            None => {
+                return Err(PluginError::invalid_input(format!(
+                    "the values of proc-dynamic {} overflow 64 bits",
+                    t.pd[k]
+                ))
+                .at_offset(f.csd[c as usize].offset));
+            }
+        }
+    }
+    *row = sum;
+    Ok(())
 }
 
 /// How many nodes ahead the naming walk over the tree starts loading records. A node's
@@ -400,17 +491,6 @@ fn prefetch_proc_head(f: &DeepFile<'_>, t: &PdTree, k: usize) {
 #[cold]
 fn ir_error(e: IrError) -> PluginError {
     PluginError::internal(format!("building the IR: {e}"))
-}
-
-#[cold]
-fn link_overflow(e: IrError, pd: u32, at: u64) -> PluginError {
-    match e {
-        IrError::Overflow(_) => {
-            PluginError::invalid_input(format!("the values of proc-dynamic {pd} overflow 64 bits"))
-                .at_offset(at)
-        }
-        e => ir_error(e),
-    }
 }
 
 #[inline]

@@ -277,6 +277,36 @@ fn node_costs_that_overflow_name_the_call_site_dynamic() {
 }
 
 #[test]
+fn link_costs_that_overflow_the_row_name_the_link() {
+    // The IR row of t.f/2 gets its tree edge's i64::MAX quanta, then the link's 3 while the
+    // row is made: an error at the link's record, naming the proc-dynamic.
+    let bytes = self_recursion_with_quanta(i64::MAX as u64);
+    let f = read_file(&bytes).expect("read");
+    let e = err(&bytes);
+    assert_eq!(e.byte_offset, Some(f.csd[2].offset), "{e}");
+    assert!(
+        e.message
+            .contains("the values of proc-dynamic 2 overflow 64 bits"),
+        "{e}"
+    );
+    // Three less fits: the link's costs and calls are in the row.
+    let p = parse_deep(
+        &self_recursion_with_quanta(i64::MAX as u64 - 3),
+        &DeepOptions::default(),
+        &mut Context::silent(),
+    )
+    .expect("parse");
+    let v = p.view();
+    let col = |name: &str| {
+        let k = COLUMNS.iter().position(|c| c.0 == name).expect("a column");
+        v.sample_values[k].to_vec()
+    };
+    assert_eq!(col("quanta"), vec![0, i64::MAX]);
+    assert_eq!(col("calls"), vec![0, 1]);
+    assert_eq!(col("recursive_calls"), vec![0, 4]);
+}
+
+#[test]
 fn totals_that_overflow_name_the_proc_dynamic() {
     // One node holds i64::MAX quanta of its own, its child 1 more (a chain root → f → f: the
     // second f's quanta come from CSD 2).
