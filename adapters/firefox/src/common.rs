@@ -126,7 +126,11 @@ pub fn unit_kind(unit: &str) -> UnitKind {
     };
     match unit.to_ascii_lowercase().as_str() {
         "ns" | "nanosecond" | "nanoseconds" | "nsec" => t(-6, "nanoseconds"),
-        "us" | "µs" | "microsecond" | "microseconds" | "usec" => t(-3, "microseconds"),
+        // Both micro signs: U+00B5 (MICRO SIGN) and U+03BC (GREEK SMALL LETTER MU, what NFKC
+        // normalization and Greek keyboards give).
+        "us" | "\u{b5}s" | "\u{3bc}s" | "microsecond" | "microseconds" | "usec" => {
+            t(-3, "microseconds")
+        }
         "ms" | "millisecond" | "milliseconds" | "msec" => t(0, "milliseconds"),
         "s" | "sec" | "second" | "seconds" => t(3, "seconds"),
         "b" | "byte" | "bytes" => UnitKind::Bytes,
@@ -458,6 +462,18 @@ mod tests {
         let p = b.finish();
         assert_eq!(stack_rank(&p.view()), (0..100).collect::<Vec<u32>>());
         assert!(stack_rank(&ProfileBuilder::new().finish().view()).is_empty());
+    }
+
+    /// A unit written with the Greek letter mu (U+03BC) is microseconds, as with the micro sign
+    /// (U+00B5): a callgrind event `Time (μs)` was written as unitless samples.
+    #[test]
+    fn microseconds_with_either_mu_are_a_time() {
+        let micro = UnitKind::Time {
+            exp10_to_ms: -3,
+            speedscope: "microseconds",
+        };
+        assert_eq!(unit_kind("\u{b5}s"), micro);
+        assert_eq!(unit_kind("\u{3bc}s"), micro);
     }
 
     #[test]

@@ -631,6 +631,12 @@ pub fn build_profile<'r, 'p>(
     }
     drop((by_thread, rank, axis));
     let n = raw.len() as u32;
+    // The profiler opens on this thread: the first with a sample on a stack (not a run with no
+    // call, or one that a transform such as focus-func emptied).
+    let selected = raw
+        .iter()
+        .position(|r| r.iter().any(|s| s.stack != NONE))
+        .unwrap_or(0) as u32;
     let meta = Meta {
         preprocessed_profile_version: PROCESSED_PROFILE_VERSION,
         version: GECKO_VERSION,
@@ -647,7 +653,7 @@ pub fn build_profile<'r, 'p>(
         marker_schema: [],
         categories: cats.list,
         initial_visible_threads: (n > 1).then(|| (0..n).collect()),
-        initial_selected_threads: (n > 1).then(|| vec![0]),
+        initial_selected_threads: (n > 1).then(|| vec![selected]),
     };
     Ok(FxProfile {
         meta,

@@ -488,12 +488,21 @@ fn build_file<'r, 'p>(
             bound.deep
         ));
     }
+    // speedscope opens on this profile: the first that shows anything (a run with no call, or
+    // one that a transform such as focus-func emptied, opened as "No symbols found").
+    let active = profiles
+        .iter()
+        .position(|prof| match prof {
+            Profile::Evented(e) => !e.events.is_empty(),
+            Profile::Sampled(s) => !s.samples.stacks.is_empty(),
+        })
+        .unwrap_or(0);
     Ok(File {
         schema: SCHEMA,
         shared: Shared { frames },
         profiles,
         name: product_name(p),
-        active_profile_index: 0,
+        active_profile_index: active as u32,
         exporter: concat!("profconv ", env!("CARGO_PKG_VERSION")),
     })
 }

@@ -418,6 +418,44 @@ fn speedscope_of_many_runs_has_one_profile_per_run() {
     }
 }
 
+/// A run with no call before one with calls (a trace starting with `R`, or runs that
+/// `-T focus-func` emptied): both viewers open on the run that shows something, not on an
+/// empty first one (speedscope said "No symbols found").
+#[test]
+fn the_viewers_open_on_the_first_thread_with_samples() {
+    let mut b = ProfileBuilder::new();
+    let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);
+    let calls = b.add_value_type("calls", "count", ValueKind::Count);
+    let f = b.func("f");
+    let f = b.frame(f);
+    b.add_thread("run 1 (reboot)");
+    b.add_thread("run 2 (yield)");
+    let mut t = TraceBuilder::new(&b, vec![ticks], Some(calls), true);
+    t.enter(&mut b, f, &[10]).unwrap();
+    t.exit(&mut b, &[20]).unwrap();
+    b.set_flags(flags::ORDERED);
+    b.add_meta("time_unit", "ticks");
+    let p = b.finish();
+    let (_, v) = speedscope(&p, &[]);
+    assert_eq!(v["profiles"][0]["events"].as_array().unwrap().len(), 0);
+    assert_eq!(v["activeProfileIndex"], 1);
+    let (_, v) = firefox(&p, &[]);
+    assert_eq!(thread(&v, 0)["samples"]["length"], 0);
+    assert_eq!(v["meta"]["initialSelectedThreads"], serde_json::json!([1]));
+    // With every thread empty, the first.
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("ticks", "ticks", ValueKind::Weight);
+    b.add_thread("a");
+    b.add_thread("b");
+    b.set_flags(flags::ORDERED);
+    let p = b.finish();
+    assert_eq!(speedscope(&p, &[]).1["activeProfileIndex"], 0);
+    assert_eq!(
+        firefox(&p, &[]).1["meta"]["initialSelectedThreads"],
+        serde_json::json!([0])
+    );
+}
+
 #[test]
 fn speedscope_seed_001_is_sampled() {
     let (json, v) = speedscope(&seed_001(), &[]);
