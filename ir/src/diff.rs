@@ -177,9 +177,60 @@ fn components(a: Option<&str>) -> usize {
     a.map_or(0, |p| p.split(['/', '\\']).count())
 }
 
-/// Pairs of places with equal last components beyond which the pairing is not searched (each
-/// place then matches only a place of the very same paths).
+/// Pairs of places of one last component beyond which every pair is not scored (each place
+/// then has one candidate, [`pairs_by_tails`]).
 const PAIRS_SEARCHED: usize = 1 << 16;
+
+/// The candidate pairs of many places of one last component: by the fewest trailing
+/// components (of files and resources alike) that tell each side's places apart, the places
+/// of the two sides whose tails are equal (`m7/util.c` of `/old` and of `/new`), as indices
+/// into `before` and `after`. A tail that two places of one side share pairs neither.
+fn pairs_by_tails(before: &[Place<'_>], after: &[Place<'_>]) -> Vec<(usize, usize)> {
+    let tails = |places: &[Place<'_>], k: usize| -> Vec<(Option<String>, Option<String>)> {
+        places
+            .iter()
+            .map(|(f, r)| {
+                let cut = |p: Option<&str>| p.map(|p| path_tail(p, k).to_string());
+                (cut(*f), cut(*r))
+            })
+            .collect()
+    };
+    let apart = |t: &[(Option<String>, Option<String>)]| {
+        let mut sorted: Vec<_> = t.iter().collect();
+        sorted.sort_unstable();
+        sorted.windows(2).all(|w| w[0] != w[1])
+    };
+    let deepest = before
+        .iter()
+        .chain(after)
+        .map(|(f, r)| components(*f).max(components(*r)))
+        .max()
+        .unwrap_or(1);
+    let mut k = 1;
+    let (tb, ta) = loop {
+        let (tb, ta) = (tails(before, k), tails(after, k));
+        if k >= deepest || (apart(&tb) && apart(&ta)) {
+            break (tb, ta);
+        }
+        k += 1;
+    };
+    type Tail = (Option<String>, Option<String>);
+    fn count(t: &[Tail]) -> std::collections::HashMap<&Tail, u32> {
+        let mut n = std::collections::HashMap::new();
+        for x in t {
+            *n.entry(x).or_default() += 1;
+        }
+        n
+    }
+    let (nb, na) = (count(&tb), count(&ta));
+    let at: std::collections::HashMap<&(Option<String>, Option<String>), usize> =
+        ta.iter().enumerate().map(|(j, t)| (t, j)).collect();
+    tb.iter()
+        .enumerate()
+        .filter(|(_, t)| nb[t] == 1 && na.get(t) == Some(&1))
+        .map(|(i, t)| (i, at[t]))
+        .collect()
+}
 
 /// For each function name that a side has in two places or more (a static `init` in
 /// `util.c` and in `net/util.c`), an id per (side, name, place): a place of before and one of
@@ -228,32 +279,43 @@ fn namesake_matches<'a>(
             continue;
         }
         // Candidate pairs: equal last components (as a name with one place per side matches).
-        let mut after_by_last: std::collections::HashMap<_, Vec<usize>> =
-            std::collections::HashMap::new();
-        for (j, &a) in after.iter().enumerate() {
-            after_by_last.entry(last(a)).or_default().push(j);
-        }
-        let mut pairs = Vec::new();
+        // Every pair of a bucket is scored; a bucket too large for that (hundreds of places of
+        // one last component on each side) has one candidate per place, by the fewest trailing
+        // components that tell each side's places apart ([`pairs_by_tails`]).
+        let mut buckets: std::collections::BTreeMap<_, (Vec<usize>, Vec<usize>)> =
+            std::collections::BTreeMap::new();
         for (i, &b) in before.iter().enumerate() {
-            let Some(js) = after_by_last.get(&last(b)) else {
-                continue;
+            buckets.entry(last(b)).or_default().0.push(i);
+        }
+        for (j, &a) in after.iter().enumerate() {
+            buckets.entry(last(a)).or_default().1.push(j);
+        }
+        let score = |b: Place<'a>, a: Place<'a>| {
+            let gap = |x: Option<&str>, y: Option<&str>| {
+                std::cmp::Reverse(components(x).abs_diff(components(y)))
             };
-            let many = js.len().saturating_mul(before.len()) > PAIRS_SEARCHED;
-            for &j in js {
-                let a = after[j];
-                if many && a != b {
-                    continue;
+            std::cmp::Reverse((
+                common_tail(b.0, a.0),
+                common_tail(b.1, a.1),
+                gap(b.0, a.0),
+                gap(b.1, a.1),
+            ))
+        };
+        let mut pairs = Vec::new();
+        for (is, js) in buckets.values() {
+            if is.len().saturating_mul(js.len()) <= PAIRS_SEARCHED {
+                for &i in is {
+                    for &j in js {
+                        pairs.push((score(before[i], after[j]), i, j));
+                    }
                 }
-                let gap = |x: Option<&str>, y: Option<&str>| {
-                    std::cmp::Reverse(components(x).abs_diff(components(y)))
-                };
-                let score = (
-                    common_tail(b.0, a.0),
-                    common_tail(b.1, a.1),
-                    gap(b.0, a.0),
-                    gap(b.1, a.1),
-                );
-                pairs.push((std::cmp::Reverse(score), i, j));
+            } else {
+                let bs: Vec<Place<'a>> = is.iter().map(|&i| before[i]).collect();
+                let as_: Vec<Place<'a>> = js.iter().map(|&j| after[j]).collect();
+                for (x, y) in pairs_by_tails(&bs, &as_) {
+                    let (i, j) = (is[x], js[y]);
+                    pairs.push((score(before[i], after[j]), i, j));
+                }
             }
         }
         pairs.sort_unstable();
@@ -282,8 +344,21 @@ fn namesake_matches<'a>(
                     next += 1;
                 }
             }
+            // A place in a tie stays unpaired: paired at a later level, with a place that
+            // shares fewer components with it, `net/util.c` took `util.c` while two other
+            // `net/util.c` tied for it.
             for &(i, j) in &open {
                 (in_b[i], in_a[j]) = (0, 0);
+                if !used_b[i] {
+                    used_b[i] = true;
+                    ids.insert((0, name, before[i]), next);
+                    next += 1;
+                }
+                if !used_a[j] {
+                    used_a[j] = true;
+                    ids.insert((1, name, after[j]), next);
+                    next += 1;
+                }
             }
         }
         for (side, places, used) in [(0, &before, &used_b), (1, &after, &used_a)] {
@@ -474,6 +549,68 @@ mod tests {
                 "net/util.c in before: {before_net}"
             );
         }
+    }
+
+    /// A name in more than 256 files of one last component on each side (a static `init` in
+    /// `m1/util.c` … `m300/util.c`), two builds in two directories: each pairs with its
+    /// namesake by `mK/util.c`, as it did before `namesake_matches` (past PAIRS_SEARCHED only
+    /// identical paths paired, and all 300 were "gone" and "new").
+    #[test]
+    fn many_namesakes_of_one_last_component_still_pair_across_build_directories() {
+        let side = |dir: &str| {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("Ir", "count", ValueKind::Weight);
+            let main = b.func_with("main", Some("/main.c"), None, Some("prog"));
+            let main = b.frame(main);
+            let top = b.stack(NONE, main);
+            for k in 1..=300 {
+                let f = b.func_with(
+                    "init",
+                    Some(&format!("/{dir}/m{k}/util.c")),
+                    None,
+                    Some("prog"),
+                );
+                let f = b.frame(f);
+                let s = b.stack(top, f);
+                b.add_to_stack(s, &[k]).unwrap();
+            }
+            b.finish()
+        };
+        let d = combine(&side("old").view(), 0, &side("new").view(), 0).unwrap();
+        assert_eq!(shown(&d).lines().count(), 301, "{}", shown(&d));
+    }
+
+    /// A place that ties for two places of the other side stays unpaired: it was paired at a
+    /// later level with a place sharing fewer components (`vendor/net/util.c` with `r/util.c`,
+    /// while `p/net/util.c` and `q/net/util.c` tied for it).
+    #[test]
+    fn a_namesake_in_a_tie_is_not_paired_with_a_worse_match() {
+        let side = |places: &[(&str, i64)]| {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("Ir", "count", ValueKind::Weight);
+            let main = b.func_with("main", Some("/main.c"), None, Some("prog"));
+            let main = b.frame(main);
+            let top = b.stack(NONE, main);
+            for (file, v) in places {
+                let f = b.func_with("init", Some(file), None, Some("prog"));
+                let f = b.frame(f);
+                let s = b.stack(top, f);
+                b.add_to_stack(s, &[*v]).unwrap();
+            }
+            b.finish()
+        };
+        let before = side(&[("/o/vendor/net/util.c", 10)]);
+        let after = side(&[
+            ("/n/p/net/util.c", 20),
+            ("/n/q/net/util.c", 30),
+            ("/n/r/util.c", 40),
+        ]);
+        let d = combine(&before.view(), 0, &after.view(), 0).unwrap();
+        let paired = shown(&d)
+            .lines()
+            .filter(|l| l.contains("init self=10") && !l.contains("self_after=0 "))
+            .count();
+        assert_eq!(paired, 0, "{}", shown(&d));
     }
 
     /// A function that each side has in one place matches across a build with debug
