@@ -442,17 +442,26 @@ fn progress_bar(name: &str, size: Option<u64>) -> Option<indicatif::ProgressBar>
     if !shows_progress(size) {
         return None;
     }
+    // Hidden where indicatif would hide it (`TERM=dumb`).
+    if ProgressDrawTarget::stderr().is_hidden() {
+        return None;
+    }
+    let target = || ProgressDrawTarget::term_like_with_hz(Box::new(BarTerm::stderr()), 20);
+    // One row of the terminal: the name takes the room the rest leaves (`wide_msg`, cut short
+    // if need be), and the rest fits 80 columns (69 of them, numbers padded so that the name
+    // does not shift as they grow). A line that wraps is two rows, and what erases the bar with
+    // a single `\r\x1b[2K` (the handler of a file truncated under the parse) left its first.
     let bar = match size {
-        Some(total) => ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr())
-            .with_style(
-                ProgressStyle::with_template(
-                    "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
-                )
-                .ok()?
-                .progress_chars("=> "),
-            ),
-        None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(
-            ProgressStyle::with_template("{msg} {spinner} {bytes} {bytes_per_sec}").ok()?,
+        Some(total) => ProgressBar::with_draw_target(Some(total), target()).with_style(
+            ProgressStyle::with_template(
+                "{wide_msg} [{bar:20}] {bytes:>10}/{total_bytes} {bytes_per_sec:>12} eta {eta:>3}",
+            )
+            .ok()?
+            .progress_chars("=> "),
+        ),
+        None => ProgressBar::with_draw_target(None, target()).with_style(
+            ProgressStyle::with_template("{wide_msg} {spinner} {bytes:>10} {bytes_per_sec:>12}")
+                .ok()?,
         ),
     };
     // Control characters escaped: a file name must not drive the terminal or break the bar.
@@ -463,6 +472,70 @@ fn progress_bar(name: &str, size: Option<u64>) -> Option<indicatif::ProgressBar>
         *drawn = Some(bar.downgrade());
     }
     Some(bar)
+}
+
+/// Stderr as the progress bar's terminal, two columns narrower than it is. indicatif pads the
+/// bar's line to the width it is given and leaves the cursor at its end: on the full width the
+/// cursor waits in the last column, and the `^C` a terminal echoes for Ctrl-C (or a key typed
+/// ahead) went onto the next row, whose clearing (`on_interrupt`, the next redraw) then left
+/// the bar's own row on the screen. Two columns keep the echo on the bar's row.
+///
+/// Nothing is drawn while profconv is in the background of the terminal (`profconv … &`, or
+/// Ctrl-Z then `bg`): the bar was drawn over the shell's prompt and what the user typed after
+/// it, and with `stty tostop` its first draw stopped the conversion ("Stopped (tty output)").
+/// Back in the foreground (`fg`), it is drawn again, on the row the cursor is on.
+#[derive(Debug)]
+struct BarTerm(console::Term);
+
+impl BarTerm {
+    fn stderr() -> BarTerm {
+        BarTerm(console::Term::buffered_stderr())
+    }
+
+    /// `draw` unless the process is in the background of the terminal.
+    fn unless_background(
+        &self,
+        draw: impl FnOnce(&console::Term) -> io::Result<()>,
+    ) -> io::Result<()> {
+        #[cfg(unix)]
+        if profconv_plugin::host::in_background_of(2) {
+            return Ok(());
+        }
+        draw(&self.0)
+    }
+}
+
+impl indicatif::TermLike for BarTerm {
+    fn width(&self) -> u16 {
+        self.0.size().1.saturating_sub(2).max(1)
+    }
+    fn height(&self) -> u16 {
+        self.0.size().0
+    }
+    fn move_cursor_up(&self, n: usize) -> io::Result<()> {
+        self.unless_background(|t| t.move_cursor_up(n))
+    }
+    fn move_cursor_down(&self, n: usize) -> io::Result<()> {
+        self.unless_background(|t| t.move_cursor_down(n))
+    }
+    fn move_cursor_right(&self, n: usize) -> io::Result<()> {
+        self.unless_background(|t| t.move_cursor_right(n))
+    }
+    fn move_cursor_left(&self, n: usize) -> io::Result<()> {
+        self.unless_background(|t| t.move_cursor_left(n))
+    }
+    fn write_line(&self, s: &str) -> io::Result<()> {
+        self.unless_background(|t| t.write_line(s))
+    }
+    fn write_str(&self, s: &str) -> io::Result<()> {
+        self.unless_background(|t| t.write_str(s))
+    }
+    fn clear_line(&self) -> io::Result<()> {
+        self.unless_background(|t| t.clear_line())
+    }
+    fn flush(&self) -> io::Result<()> {
+        self.unless_background(|t| t.flush())
+    }
 }
 
 /// The progress bar being drawn, if any: weak, so that the bar still clears itself when its

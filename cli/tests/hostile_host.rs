@@ -1056,6 +1056,98 @@ fn warnings_are_printed_above_the_progress_bar() {
     );
 }
 
+/// The progress bar is one line of an 80-column terminal (`script` gives no size: 80 is the
+/// default), the file's name cut short to fit: it was 81 columns and the name, so it wrapped
+/// onto a second row ("… MiB/s e" / "ta 1s"), and the message of a file truncated under the
+/// parse, which erases one row only, left the bar's first row above it. It also leaves the
+/// last two columns free: padded to the full width, it left the cursor in the last column,
+/// so the `^C` the terminal echoes for Ctrl-C went onto the next row, and clearing that row
+/// (on the interrupt) left the bar on the screen.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_progress_bar_fits_on_one_line_of_an_80_column_terminal() {
+    let d = tmp();
+    let line = format!("a;{} 1\n", "b".repeat(1020));
+    let name = "a-profile-with-a-rather-long-name-from-the-nightly-run.folded";
+    write(d.path(), name, line.repeat(66_000).as_bytes());
+    let exe = env!("CARGO_BIN_EXE_profconv");
+    for input in [name.to_string(), format!("- < {name}")] {
+        let command = format!(
+            "'{exe}' convert -j1 --from folded {input} --to folded -o /dev/null; echo \"exit=$?\""
+        );
+        let Some(out) = on_terminal(d.path(), &command) else {
+            return;
+        };
+        let screen = text(&out.stdout);
+        assert!(screen.contains("exit=0"), "{screen:?}");
+        // The text of each line drawn: escape sequences left out, cut at carriage returns.
+        let mut drawn = String::new();
+        let mut chars = screen.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\x1b' => {
+                    // `ESC [ parameters letter`
+                    for c in chars.by_ref() {
+                        if c.is_ascii_alphabetic() {
+                            break;
+                        }
+                    }
+                    drawn.push('\r');
+                }
+                c => drawn.push(c),
+            }
+        }
+        // Its padding to the width given is counted: the cursor stops where it ends.
+        let bars: Vec<&str> = drawn
+            .split(['\r', '\n'])
+            .filter(|s| s.contains("MiB/s"))
+            .collect();
+        assert!(!bars.is_empty(), "no bar was drawn: {screen:?}");
+        for bar in bars {
+            assert!(
+                bar.chars().count() <= 78,
+                "{input}: wider than 78 columns: {bar:?}"
+            );
+        }
+        // A bar of one row is erased in place; one of several, by moving the cursor up.
+        assert!(
+            !screen.contains("\x1b[1A"),
+            "{input}: the bar wrapped: {screen:?}"
+        );
+    }
+}
+
+/// A conversion in the background of the terminal (`profconv … &` with job control, or
+/// Ctrl-Z then `bg`) draws no progress bar: it was drawn over the shell's prompt and what the
+/// user typed after it, and with `stty tostop` its first draw stopped the conversion ("Stopped
+/// (tty output)") until brought back with `fg`.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_conversion_in_the_background_draws_no_progress_bar() {
+    let d = tmp();
+    let line = format!("a;{} 1\n", "b".repeat(1020));
+    write(d.path(), "big.folded", line.repeat(66_000).as_bytes());
+    let exe = env!("CARGO_BIN_EXE_profconv");
+    // `set -m`: the job gets a process group of its own, which is not the terminal's
+    // foreground one; `tostop` stops it at its first write to the terminal (then undone, and
+    // the job continued, so that a stopped one ends too).
+    let command = format!(
+        "stty tostop; set -m; '{exe}' convert -j1 big.folded --to folded -o bg.folded & \
+         sleep 1; jobs -l; stty -tostop; kill -CONT $!; wait $!; echo \"exit=$?\""
+    );
+    let Some(out) = on_terminal(d.path(), &command) else {
+        return;
+    };
+    let screen = text(&out.stdout);
+    assert!(screen.contains("exit=0"), "{screen:?}");
+    assert!(!screen.contains("MiB/"), "a bar was drawn: {screen:?}");
+    assert!(!screen.contains("Stopped"), "{screen:?}");
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("bg.folded")).unwrap(),
+        line.replace(" 1\n", " 66000\n")
+    );
+}
+
 /// A large file read by a parser that tells how far it has read (folded, PVM) is mapped on a
 /// terminal too, and the progress bar follows the parser (it was read through the bar instead,
 /// a copy more: 5 % more CPU on a 1 GB file); the output is the one written without a bar.
@@ -1076,7 +1168,7 @@ fn a_mapped_file_still_gets_a_progress_bar() {
     let screen = text(&out.stdout);
     assert!(screen.contains("exit=0"), "{screen:?}");
     assert!(
-        screen.contains("big.folded [") && screen.contains("MiB/"),
+        screen.contains("big.folded ") && screen.contains("] ") && screen.contains("MiB/"),
         "no bar was drawn: {screen:?}"
     );
     assert_eq!(

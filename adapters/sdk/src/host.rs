@@ -1229,6 +1229,23 @@ pub fn write_only_descriptor(n: u32) -> bool {
     flags >= 0 && flags & libc::O_ACCMODE == libc::O_WRONLY
 }
 
+/// Whether descriptor `n` is a terminal whose foreground is another process group than this
+/// process's: a job run with `&` from an interactive shell, or stopped and resumed with `bg`.
+/// What such a process draws on the terminal lands on the shell's prompt and on what the user
+/// types there (and with `stty tostop` the write stops the process). False for a descriptor
+/// that is not a terminal, or not this process's controlling terminal.
+#[cfg(unix)]
+pub fn in_background_of(n: u32) -> bool {
+    let Ok(n) = libc::c_int::try_from(n) else {
+        return false;
+    };
+    // SAFETY: `tcgetpgrp` reads and writes no memory of the process; given a descriptor that
+    // is not the controlling terminal, it fails (-1).
+    let foreground = unsafe { libc::tcgetpgrp(n) };
+    // SAFETY: `getpgrp` takes nothing and cannot fail.
+    foreground > 0 && foreground != unsafe { libc::getpgrp() }
+}
+
 /// Descriptor `n` of this process as a file of its own: a duplicate (`F_DUPFD_CLOEXEC`) that
 /// shares the open file, its position and its flags with `n`, so that writes to it land where
 /// the process's other writes to `n` land, as the shell's `> /dev/fd/N` writes (opening
