@@ -778,6 +778,8 @@ const ROOT: Places = 1;
 const LEAF: Places = 2;
 /// The func is on the stack of some sample: its name is written.
 const WRITTEN: Places = 4;
+/// The func is a whole stack of some sample, root and leaf (its name alone before the count).
+const ALONE: Places = 8;
 
 /// True when a name, at the start of a line, would not read back as itself: it is empty (the
 /// line would be a count without a stack), a comment (`#`, or `#` and whitespace), a number
@@ -813,8 +815,9 @@ fn places(p: &ProfileRef<'_>) -> Vec<Places> {
             let name = p.func_name_str(f).as_bytes();
             let root = if troubles_a_root(name) { ROOT } else { 0 };
             let leaf = if troubles_a_leaf(name) { LEAF } else { 0 };
-            let rewritten = root | leaf != 0 || name.iter().copied().any(unwritable);
-            root | leaf | if rewritten { WRITTEN } else { 0 }
+            let alone = if troubles_alone(name) { ALONE } else { 0 };
+            let rewritten = root | leaf | alone != 0 || name.iter().copied().any(unwritable);
+            root | leaf | alone | if rewritten { WRITTEN } else { 0 }
         })
         .collect();
     if need.iter().all(|&n| n == 0) {
@@ -826,6 +829,9 @@ fn places(p: &ProfileRef<'_>) -> Vec<Places> {
     for &s in p.sample_stack.iter() {
         let f = p.stack_func(s) as usize;
         at[f] |= need[f] & LEAF;
+        if p.stack_prefix[s as usize] == NONE {
+            at[f] |= need[f] & ALONE;
+        }
         let mut s = s;
         while !std::mem::replace(&mut seen[s as usize], true) {
             let f = p.stack_func(s) as usize;
@@ -851,9 +857,13 @@ fn needs_rewrite(name: &[u8], at: Places) -> bool {
         || name.iter().copied().any(unwritable)
 }
 
-/// Where the last space or tab of `name` is, when what follows it is a count.
+/// Where the last space or tab of `name` is, when what follows it is a count. A line break
+/// counts as a space: it is written as one (`retry\n2` is written `retry 2`, which would end
+/// its line in two counts).
 fn spaced_count(name: &[u8]) -> Option<usize> {
-    let sp = name.iter().rposition(|&b| b == b' ' || b == b'\t')?;
+    let sp = name
+        .iter()
+        .rposition(|&b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))?;
     count(&name[sp + 1..]).is_ok().then_some(sp)
 }
 
@@ -899,7 +909,8 @@ fn push_name(path: &mut Vec<u8>, name: &str, at: Places) {
         return;
     }
     let start = path.len();
-    if at & ROOT != 0 && needs_root_mark(name) {
+    let marked = is_marked(name, at);
+    if marked {
         path.push(ROOT_MARK);
     }
     path.extend(name.iter().map(|&b| match b {
@@ -907,7 +918,7 @@ fn push_name(path: &mut Vec<u8>, name: &str, at: Places) {
         b'\n' | b'\r' => b' ',
         b => b,
     }));
-    if at & ROOT != 0 && !needs_root_mark(name) {
+    if at & ROOT != 0 && !marked {
         let mut i = start;
         loop {
             if path[i..].starts_with(profconv_plugin::UTF8_BOM) {
@@ -970,16 +981,30 @@ pub fn rewritten_names(p: &ProfileRef<'_>) -> usize {
 /// func is called.
 const ROOT_MARK: u8 = b'_';
 
-/// True for a root name written with [`ROOT_MARK`] before it.
+/// True for a root name that may be written with [`ROOT_MARK`] before it ([`is_marked`]).
 fn needs_root_mark(name: &[u8]) -> bool {
-    name.is_empty() || is_comment(name) || count(name).is_ok()
+    is_comment(name) || troubles_alone(name)
 }
 
-/// How many names of roots are written with [`ROOT_MARK`] before them ([`needs_root_mark`]).
+/// True for a name that cannot be a whole stack: empty (the line would be a count without a
+/// stack) or a number (`42 7` reads as two counts). As a root with callees it reads back
+/// (`42;f 7`, `;f 7`).
+fn troubles_alone(name: &[u8]) -> bool {
+    name.is_empty() || count(name).is_ok()
+}
+
+/// True when a func's name is written with [`ROOT_MARK`] before it: it is a root and a comment
+/// (every line of its stacks would be skipped), or it is a whole stack alone and empty or a
+/// number.
+fn is_marked(name: &[u8], at: Places) -> bool {
+    at & ROOT != 0 && is_comment(name) || at & ALONE != 0 && troubles_alone(name)
+}
+
+/// How many names of roots are written with [`ROOT_MARK`] before them ([`is_marked`]).
 pub fn marked_roots(p: &ProfileRef<'_>) -> usize {
     let at = places(p);
     let names: std::collections::HashSet<&str> = (0..p.n_funcs())
-        .filter(|&f| at[f] & ROOT != 0 && needs_root_mark(p.func_name_str(f as u32).as_bytes()))
+        .filter(|&f| is_marked(p.func_name_str(f as u32).as_bytes(), at[f]))
         .map(|f| p.func_name_str(f as u32))
         .collect();
     names.len()
@@ -1362,6 +1387,7 @@ mod tests {
         let mut b = ProfileBuilder::new();
         b.add_value_type("samples", "count", ValueKind::Weight);
         b.add_stack(&["42", "f"], &[1]).unwrap();
+        b.add_stack(&["42"], &[1]).unwrap();
         b.add_stack(&["main", "f"], &[1]).unwrap();
         let p = b.finish();
         assert_eq!(marked_roots(&p.view()), 1);
@@ -1419,6 +1445,54 @@ mod tests {
         assert_eq!(
             sorted_lines(&emit(&back, EmitOptions::default())),
             sorted_lines(&text)
+        );
+    }
+
+    /// A line break before a number that ends a leaf's name is written as a space, so it is a
+    /// space before a number like any other: written `_` (a PVM name `retry\n2`, or a folded
+    /// frame `retry\r2`, was written `retry 2`, and the line `main;retry 2 10` read back as a
+    /// differential line: the frame `retry`, before 2, after 10).
+    #[test]
+    fn a_line_break_before_a_number_ending_a_leaf_is_rewritten_too() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&["main", "retry\n2"], &[10]).unwrap();
+        b.add_stack(&["main", "work"], &[3]).unwrap();
+        b.add_stack(&["4\r5"], &[1]).unwrap();
+        let p = b.finish();
+        assert_eq!(rewritten_names(&p.view()), 2);
+        let text = emit(&p, EmitOptions::default());
+        assert_eq!(text, "4_5 1\nmain;retry_2 10\nmain;work 3\n");
+        let back = parse(text.as_bytes());
+        assert_eq!(back.view().meta("diff"), None);
+        assert_eq!(back.samples.values[0].iter().sum::<i64>(), 14);
+        // A folded frame with a `\r` before its number (kept inside a line) reads back as one
+        // frame with its count, first line or not.
+        let p = parse(b"a;retry\r2 10\na;work 3\n");
+        let text = emit(&p, EmitOptions::default());
+        assert_eq!(text, "a;retry_2 10\na;work 3\n");
+        assert_eq!(parse(text.as_bytes()).view().meta("diff"), None);
+    }
+
+    /// A root named by a number or with no name reads back as itself when it has callees
+    /// (`1234;main;f 3`: a process id as the root; `;a 5`): only a line of its own (`1234 7`, ` 7`)
+    /// would read as counts. Such a root is written as it is unless it is a whole stack
+    /// somewhere, so folded → folded keeps the input (it was written `_1234;main;f 3`, with a
+    /// warning about "a line of its own" that no line was).
+    #[test]
+    fn a_number_or_empty_root_with_callees_only_is_written_as_it_is() {
+        let p = parse(b"1234;main;f 3\n1234;main;g 2\n;a 5\n");
+        assert_eq!(marked_roots(&p.view()), 0);
+        assert_eq!(rewritten_names(&p.view()), 0);
+        let text = emit(&p, EmitOptions::default());
+        assert_eq!(text, "1234;main;f 3\n1234;main;g 2\n;a 5\n");
+        assert_eq!(emit(&parse(text.as_bytes()), EmitOptions::default()), text);
+        // Alone on a line somewhere, it is marked on every line.
+        let p = parse(b"1234;main;f 3\n1234 1\n");
+        assert_eq!(marked_roots(&p.view()), 1);
+        assert_eq!(
+            emit(&p, EmitOptions::default()),
+            "_1234 1\n_1234;main;f 3\n"
         );
     }
 
