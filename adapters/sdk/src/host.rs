@@ -1207,13 +1207,7 @@ pub fn may_write(path: &Path) -> bool {
 /// with exit 0. False when it is not open, or open for writing.
 #[cfg(unix)]
 pub fn read_only_descriptor(n: u32) -> bool {
-    let Ok(n) = libc::c_int::try_from(n) else {
-        return false;
-    };
-    // SAFETY: `fcntl(F_GETFL)` reads and writes no memory of the process; given a descriptor
-    // that is not open it fails with EBADF (-1).
-    let flags = unsafe { libc::fcntl(n, libc::F_GETFL) };
-    flags >= 0 && flags & libc::O_ACCMODE == libc::O_RDONLY
+    access_mode(n) == Some(libc::O_RDONLY)
 }
 
 /// Whether descriptor `n` is open for writing only (`0>file`): a read of it fails with EBADF,
@@ -1221,12 +1215,18 @@ pub fn read_only_descriptor(n: u32) -> bool {
 /// with exit 0. False when it is not open, or open for reading.
 #[cfg(unix)]
 pub fn write_only_descriptor(n: u32) -> bool {
-    let Ok(n) = libc::c_int::try_from(n) else {
-        return false;
-    };
-    // SAFETY: as in `read_only_descriptor`.
+    access_mode(n) == Some(libc::O_WRONLY)
+}
+
+/// The access mode (`O_RDONLY`, `O_WRONLY`, `O_RDWR`) descriptor `n` is open with; `None` when
+/// it is not open.
+#[cfg(unix)]
+fn access_mode(n: u32) -> Option<libc::c_int> {
+    let n = libc::c_int::try_from(n).ok()?;
+    // SAFETY: `fcntl(F_GETFL)` reads and writes no memory of the process; given a descriptor
+    // that is not open it fails with EBADF (-1).
     let flags = unsafe { libc::fcntl(n, libc::F_GETFL) };
-    flags >= 0 && flags & libc::O_ACCMODE == libc::O_WRONLY
+    (flags >= 0).then_some(flags & libc::O_ACCMODE)
 }
 
 /// Whether descriptor `n` is a terminal whose foreground is another process group than this
