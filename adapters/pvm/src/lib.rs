@@ -772,6 +772,21 @@ mod tests {
         };
         assert!(tree_of(&p).contains("  café self=2"), "{}", tree_of(&p));
         assert!(w.iter().any(|m| m.contains("Latin-1")), "{w:?}");
+        // An internal phase's name too (it was read as Latin-1 without a warning).
+        let input = b"PVMTRACE 1\nC 0 internal:d\xe9code\nE 1\n".to_vec();
+        let mut warnings = Vec::new();
+        let mut sink = |_: u32, m: &str| warnings.push(m.to_string());
+        let p = parse_pvm(
+            &mut Input::from_slice(&input),
+            &ParseOptions::default(),
+            &mut Context::with_sink(&mut sink),
+        )
+        .unwrap();
+        assert_eq!(tree_of(&p), "%interpreter(décode) self=1 total=1 calls=1\n");
+        assert!(
+            warnings.iter().any(|m| m.contains("Latin-1")),
+            "{warnings:?}"
+        );
         assert_eq!(
             tree("PVMTRACE 1\nC 0 fnx:636166e9\nE 1\n"),
             "café self=1 total=1 calls=1\n"
@@ -881,6 +896,43 @@ mod tests {
             "%interpreter(decode) self=3 total=3 calls=1\n%interpreter(link) self=6 total=6 calls=1\n\
              %interpreter(init) self=2 total=2 calls=1\nkernel_run self=108 total=108 calls=1\n"
         );
+    }
+
+    /// A trace whose `PVMTRACE 1` header is missing is read as the debugger's output (spec
+    /// B.8), whose message named only `<stack> <ticks>`: it names the header too, when the first
+    /// line is shaped like a pvmtrace record (and only then).
+    #[test]
+    fn a_trace_without_its_header_names_the_header() {
+        for text in [
+            "C 0 kernel_run\nE 5\n",
+            "# c\nN 1 foo\nC 0 direct:1\n",
+            "C\t+0 f\n",
+        ] {
+            let e = parse_opts(text, ParseOptions::default()).0.unwrap_err();
+            assert!(e.message.contains("`PVMTRACE 1` header"), "{text:?}: {e}");
+        }
+        let e = parse_opts("kernel_run 5\nkernel_run x\n", ParseOptions::default())
+            .0
+            .unwrap_err();
+        assert!(!e.message.contains("PVMTRACE"), "{e}");
+        let e = parse_opts("kernel_run x\n", ParseOptions::default())
+            .0
+            .unwrap_err();
+        assert!(!e.message.contains("PVMTRACE"), "{e}");
+    }
+
+    /// A flame chart's pre-order error says how the variant was chosen: given with
+    /// `-O variant=flamechart`, not told "from its first lines", which nothing was.
+    #[test]
+    fn a_forced_flame_chart_says_it_was_forced() {
+        let text = "kernel_run 5\nkernel_run;a;b 3\n";
+        let forced = ParseOptions {
+            variant: Some(InputVariant::Debugger(DebuggerVariant::Flamechart)),
+            ..ParseOptions::default()
+        };
+        let e = parse_opts(text, forced).0.unwrap_err();
+        assert!(e.message.contains("(-O variant=flamechart)"), "{e}");
+        assert!(!e.message.contains("from its first lines"), "{e}");
     }
 
     /// A tick or time that cannot be held says against which base: stored as they are, a

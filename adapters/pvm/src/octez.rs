@@ -73,6 +73,20 @@ pub(crate) fn entry(piece: &[u8]) -> Option<(&[u8], u64)> {
     Some((stack, v))
 }
 
+/// Whether `line` starts like a pvmtrace record: a record name, blanks, then a tick (digits or
+/// `+digits`).
+fn looks_like_record(line: &[u8]) -> bool {
+    let Some(sp) = line.iter().position(|&c| c == b' ' || c == b'\t') else {
+        return false;
+    };
+    let rest = line[sp..].trim_ascii_start();
+    let rest = rest.strip_prefix(b"+").unwrap_or(rest);
+    matches!(
+        &line[..sp],
+        b"N" | b"C" | b"E" | b"X" | b"R" | b"T" | b"SB" | b"SE"
+    ) && rest.first().is_some_and(u8::is_ascii_digit)
+}
+
 /// Trailing spaces, tabs and CR removed.
 pub(crate) fn trim_end(line: &[u8]) -> &[u8] {
     let mut end = line.len();
@@ -142,6 +156,8 @@ struct Reader {
     m: Model,
     diag: Diag,
     variant: Variant,
+    /// The variant was given (`-O variant=`), not told from the first lines.
+    forced: bool,
     cols: Cols,
     /// The previous entry's stack text, and per frame of it (end offset, stack id).
     prev: Vec<u8>,
@@ -178,11 +194,19 @@ impl Reader {
                     sp + 1,
                 ),
             };
+            // A pvmtrace without its header (`C 0 kernel_run` as the first line) is told
+            // apart only by that header: say so rather than only what a debugger line is.
+            let hint = if self.entries == 0 && looks_like_record(piece) {
+                "; if this is a pvmtrace, its first line that is not blank or a comment must be \
+                 the `PVMTRACE 1` header"
+            } else {
+                ""
+            };
             return Err(self.err(
                 no,
                 offset,
                 col + at,
-                format!("expected `<stack> <ticks>` (the debugger's profile output): {why}"),
+                format!("expected `<stack> <ticks>` (the debugger's profile output): {why}{hint}"),
             ));
         };
         let ticks = i64::try_from(ticks).map_err(|_| {
@@ -208,7 +232,10 @@ impl Reader {
                 no,
                 offset,
                 col,
-                format!("{what}; the input was read as the debugger's flame chart output from its first lines: use -O variant=folded to read it as merged stacks"),
+                format!(
+                    "{what}; the input was read as the debugger's flame chart output {}: use -O variant=folded to read it as merged stacks",
+                    if self.forced { "(-O variant=flamechart)" } else { "from its first lines" }
+                ),
             ));
         }
         let is_top = memchr::memchr(b';', text).is_none();
@@ -346,6 +373,7 @@ pub(crate) fn parse_octez(
         m,
         diag: Diag::new(opts.strict),
         variant,
+        forced: forced.is_some(),
         cols: Cols {
             ticks,
             calls,

@@ -1221,11 +1221,11 @@ fn parse_id(text: &[u8]) -> Result<Id<'_>, (&[u8], String)> {
         if body.is_empty() {
             return Err(empty());
         }
-        let (phase, _) = latin1_or_utf8(body);
+        let (phase, lossy) = latin1_or_utf8(body);
         return Ok(Id::Name(
             format!("%interpreter({phase})").into(),
             Kind::Internal,
-            false,
+            lossy,
         ));
     }
     if let Some(body) = text.strip_prefix(b"fnx:") {
