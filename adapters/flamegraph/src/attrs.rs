@@ -282,12 +282,32 @@ impl FlameOptions {
     }
 
     /// The smallest value drawn, for a graph whose root frames add up to `total`.
+    ///
+    /// A frame exactly as wide as the option says is drawn (only narrower ones are not): the
+    /// threshold is the smallest whole value whose width, computed in the option's own unit
+    /// (`w × plot / total` pixels, `w × 100 / total` percent), reaches the option. The product
+    /// `px / plot × total` rounds either way, and 0.1 px of 177 000 samples came out above 15,
+    /// so a frame of 15 (0.1 px exactly) was pruned.
     pub fn min_value(&self, total: i64) -> f64 {
-        let total = total as f64;
-        match self.min_width {
-            MinWidth::Pixels(px) => px / self.plot_width() * total,
-            MinWidth::Percent(pc) => pc / 100.0 * total,
+        let t = total as f64;
+        let (limit, per_total) = match self.min_width {
+            MinWidth::Pixels(px) => (px, self.plot_width()),
+            MinWidth::Percent(pc) => (pc, 100.0),
+        };
+        let estimate = limit / per_total * t;
+        // Whole values are exact as doubles below 2^52 (and one more or less is too).
+        if total <= 0 || estimate.is_nan() || estimate >= 4.5e15 {
+            return estimate;
         }
+        let reaches = |w: f64| w * per_total / t >= limit;
+        let mut v = estimate.ceil();
+        while v >= 1.0 && reaches(v - 1.0) {
+            v -= 1.0;
+        }
+        while !reaches(v) {
+            v += 1.0;
+        }
+        v
     }
 }
 
@@ -411,6 +431,29 @@ mod tests {
         }
         let e = FlameOptions::from_options(&opts(&[("flamechart", None), ("reverse", None)]));
         assert!(e.unwrap_err().message.contains("cannot be combined"));
+    }
+
+    /// A frame exactly at the minimum width is drawn: 15 of 177 000 is 0.1 px of 1180, and
+    /// 11 of 1000 is 1.1 %, but the thresholds were computed as 15.000000000000002 and
+    /// 11.000000000000002.
+    #[test]
+    fn a_frame_exactly_at_the_minimum_width_is_drawn() {
+        let o = FlameOptions::default();
+        assert_eq!(o.min_value(177_000), 15.0);
+        assert_eq!(o.min_value(82_600), 7.0);
+        let pc = |p: f64| FlameOptions {
+            min_width: MinWidth::Percent(p),
+            ..FlameOptions::default()
+        };
+        assert_eq!(pc(1.1).min_value(1000), 11.0);
+        assert_eq!(pc(2.7).min_value(1000), 27.0);
+        // Just below the threshold stays pruned, and a threshold between two values is the
+        // next whole value.
+        assert_eq!(pc(1.1).min_value(999), 11.0);
+        assert_eq!(pc(0.0).min_value(1000), 0.0);
+        assert_eq!(o.min_value(0), 0.0);
+        // Past 2^52 the estimate is used as it is.
+        assert!(o.min_value(i64::MAX) > 7.8e14);
     }
 
     #[test]

@@ -85,7 +85,11 @@ pub fn strip_annotation(name: &str) -> &str {
 /// What is hashed for the shade: the name without annotation and without a DTrace
 /// ``module` `` prefix, so one function has one colour whichever module reported it.
 pub fn colour_key(name: &str) -> &str {
-    let name = strip_annotation(name);
+    without_module(strip_annotation(name))
+}
+
+/// `name` without a DTrace ``module` `` prefix (`libstd.dylib`std::fs::File::sync_all`).
+fn without_module(name: &str) -> &str {
     match name.rfind('`') {
         Some(i) if i + 1 < name.len() => &name[i + 1..],
         _ => name,
@@ -216,6 +220,9 @@ fn rust(name: &str) -> Hue {
     if name.ends_with("_[k]") {
         return Hue::Orange;
     }
+    // DTrace names a frame `module`function` (macOS, cargo-flamegraph): the standard library's
+    // frames were drawn as other Rust code.
+    let name = without_module(name);
     let n = name.trim_start_matches(['<', '&']);
     let n = n.strip_prefix("dyn ").unwrap_or(n);
     if ["core::", "std::", "alloc::"]
@@ -315,6 +322,29 @@ mod tests {
             hue(Palette::Js, "LazyCompile:~f /app/x.js:3_[j]"),
             Hue::Green
         );
+    }
+
+    /// DTrace's `module`function` names (inferno-collapse-dtrace keeps the module) are
+    /// coloured by the function: `std::` orange, other Rust aqua, C yellow, as without it.
+    #[test]
+    fn the_rust_palette_looks_past_a_dtrace_module() {
+        for (name, want) in [
+            ("cru-ds-fdsync-v1`std::fs::File::sync_all", Hue::Orange),
+            (
+                "inferno-collapse-dtrace.exe`alloc::alloc::alloc",
+                Hue::Orange,
+            ),
+            (
+                "prog`<core::str::Chars as core::iter::Iterator>::next",
+                Hue::Orange,
+            ),
+            ("prog`serde_json::de::from_str", Hue::Aqua),
+            ("libsystem_kernel.dylib`__psynch_cvwait", Hue::Yellow),
+        ] {
+            assert_eq!(hue(Palette::Rust, name), want, "{name}");
+            let bare = &name[name.rfind('`').unwrap() + 1..];
+            assert_eq!(hue(Palette::Rust, bare), want, "{bare}");
+        }
     }
 
     #[test]
