@@ -391,6 +391,18 @@ fn merged_from_totals<T: Total>(
         (p.func_name_str(p.stack_func(s)).as_bytes(), end, w(s), s)
     };
     let before = |a: u32, b: u32| drawn_before(order, key(a), key(b));
+    // Functions of one name (one per file: callgrind, Deep.data) that are siblings are placed
+    // in the call tree's first-seen order, which counts stacks of no width that this path
+    // leaves out: a group with two of them takes the call tree's path (as a repeated function
+    // does), so that which path a profile takes cannot swap them.
+    let shared_names = {
+        let mut names: Vec<&str> = (0..p.n_funcs() as u32)
+            .map(|f| p.func_name_str(f))
+            .collect();
+        names.sort_unstable();
+        names.windows(2).any(|w| w[0] == w[1])
+    };
+    let mut group_names: Vec<&str> = Vec::new();
     placed.sort_by_key(|&s| parent_key(s));
     let mut layout = Layout {
         total,
@@ -414,6 +426,14 @@ fn merged_from_totals<T: Total>(
         funcs.sort_unstable();
         if funcs.windows(2).any(|f| f[0] == f[1]) {
             return None;
+        }
+        if shared_names {
+            group_names.clear();
+            group_names.extend(funcs.iter().map(|&f| p.func_name_str(f)));
+            group_names.sort_unstable();
+            if group_names.windows(2).any(|w| w[0] == w[1]) {
+                return None;
+            }
         }
         drawn.clear();
         undrawn.clear();
@@ -791,8 +811,10 @@ mod tests {
         let ((slow, _), fast) = both(&p, 0.0, SortOrder::Name);
         assert!(fast.is_none());
         assert_eq!(key(&slow), [(main, 0, 0, 5), (work, 1, 0, 5)]);
-        // Two functions of one name (different files) are two frames either way, in
-        // first-seen order.
+        // Two functions of one name (different files) are two frames, in first-seen order,
+        // by the call tree: the stack table's first-seen order leaves out stacks of no width
+        // (`f` of one.c at line 1 had none, and this path put two.c first; which path a
+        // profile takes, a repeated function elsewhere, swapped them).
         let mut b = ProfileBuilder::new();
         b.add_value_type("samples", "count", ValueKind::Weight);
         let f1 = b.func_with("f", Some("one.c"), None, None);
@@ -804,8 +826,25 @@ mod tests {
         }
         let p = b.finish();
         let ((slow, _), fast) = both(&p, 0.0, SortOrder::Name);
-        assert_eq!(key(&slow), key(&fast.unwrap().0));
+        assert!(fast.is_none());
         assert_eq!(key(&slow), [(f2, 0, 0, 1), (f1, 0, 1, 4)]);
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        let f1 = b.func_with("f", Some("one.c"), None, None);
+        let f2 = b.func_with("f", Some("two.c"), None, None);
+        let at = [
+            b.frame_at(f1, Some(1), None),
+            b.frame(f2),
+            b.frame_at(f1, Some(2), None),
+        ];
+        for (fr, n) in at.into_iter().zip([0, 5, 3]) {
+            let s = b.stack(NONE, fr);
+            b.add_to_stack(s, &[n]).unwrap();
+        }
+        let p = b.finish();
+        let ((slow, _), fast) = both(&p, 0.0, SortOrder::Name);
+        assert!(fast.is_none());
+        assert_eq!(key(&slow), [(f1, 0, 0, 3), (f2, 0, 3, 5)]);
     }
 
     fn chart(p: &Profile) -> Vec<String> {
