@@ -1500,16 +1500,7 @@ fn event_names(p: &ProfileRef<'_>, cols: &[usize]) -> Vec<String> {
         .iter()
         .map(|&c| {
             let name = p.value_type_name(c);
-            let mut n: String = name
-                .chars()
-                .map(|ch| match ch.is_ascii_alphanumeric() || ch == '_' {
-                    true => ch,
-                    false => '_',
-                })
-                .collect();
-            if !n.starts_with(|ch: char| ch.is_ascii_alphabetic()) {
-                n.insert(0, 'e');
-            }
+            let n = event_base_name(name);
             let same = n == name;
             (n, same)
         })
@@ -1537,6 +1528,23 @@ fn event_names(p: &ProfileRef<'_>, cols: &[usize]) -> Vec<String> {
         names[k] = Some(n);
     }
     names.into_iter().map(Option::unwrap_or_default).collect()
+}
+
+/// An event short name for the value type `name`, before `_2`, `_3`, … make it unique:
+/// characters other than letters, digits and `_` replaced by `_`, and `e` put first when it
+/// does not start with a letter.
+pub(crate) fn event_base_name(name: &str) -> String {
+    let mut n: String = name
+        .chars()
+        .map(|ch| match ch.is_ascii_alphanumeric() || ch == '_' {
+            true => ch,
+            false => '_',
+        })
+        .collect();
+    if !n.starts_with(|ch: char| ch.is_ascii_alphabetic()) {
+        n.insert(0, 'e');
+    }
+    n
 }
 
 /// A name on one line: line breaks become spaces.
