@@ -1230,7 +1230,9 @@ fn unit_of(long: Option<&str>) -> (&str, u32) {
     };
     if let Some((unit, d)) = inner.rsplit_once("/10^") {
         if let Ok(d) = d.parse::<u32>() {
-            if (1..=18).contains(&d) && !unit.is_empty() {
+            // An empty unit too: the writer writes `x (/10^2)` for a value type without one,
+            // whose decimals were lost (read as the unit `/10^2`, values 100 times too large).
+            if (1..=18).contains(&d) {
                 return (unit, d);
             }
         }
@@ -2200,5 +2202,6 @@ mod tests {
         assert_eq!(unit_of(Some("time (nanoseconds/10^3)")), ("nanoseconds", 3));
         assert_eq!(unit_of(Some("Instruction Fetch")), ("count", 0));
         assert_eq!(unit_of(None), ("count", 0));
+        assert_eq!(unit_of(Some("x (/10^2)")), ("", 2));
     }
 }
