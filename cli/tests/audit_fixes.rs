@@ -48,7 +48,7 @@ fn a_signal_during_a_conversion_removes_the_temp_file() {
             // Through `sh` only to write no core file (SIGQUIT dumps one where allowed); `exec`
             // keeps the process id the signal goes to.
             profconv(); // builds the plugins
-            let mut child = Command::new("sh")
+            let child = Command::new("sh")
                 .args(["-c", "ulimit -c 0; exec \"$@\"", "sh"])
                 .arg(env!("CARGO_BIN_EXE_profconv"))
                 .env_remove("PROFCONV_PLUGIN_PATH")
@@ -64,26 +64,7 @@ fn a_signal_during_a_conversion_removes_the_temp_file() {
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap();
-            let start = Instant::now();
-            let mut seen = false;
-            while start.elapsed() < Duration::from_secs(120) {
-                if !temp_files(&out_dir).is_empty() {
-                    seen = true;
-                    break;
-                }
-                if child.try_wait().unwrap().is_some() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            if seen {
-                let killed = Command::new("kill")
-                    .args(["-s", signal, &child.id().to_string()])
-                    .status()
-                    .unwrap();
-                assert!(killed.success(), "kill -s {signal}");
-            }
-            let out = child.wait_with_output().unwrap();
+            let (out, seen) = signal_once_the_temp_file_exists(child, &out_dir, signal);
             if out.status.success() {
                 // Finished before the signal: clean up and try a bigger input.
                 let _ = std::fs::remove_file(&target);
@@ -144,33 +125,14 @@ fn a_fault_signal_sent_during_a_conversion_ends_it_and_removes_the_temp_file() {
                     .stdin(std::fs::File::open(&input).unwrap()),
                 false => cmd.arg(&input).stdin(Stdio::null()),
             };
-            let mut child = cmd
+            let child = cmd
                 .arg("-o")
                 .arg(&target)
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap();
-            let start = Instant::now();
-            let mut seen = false;
-            while start.elapsed() < Duration::from_secs(120) {
-                if !temp_files(&out_dir).is_empty() {
-                    seen = true;
-                    break;
-                }
-                if child.try_wait().unwrap().is_some() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            if seen {
-                let killed = Command::new("kill")
-                    .args(["-s", signal, &child.id().to_string()])
-                    .status()
-                    .unwrap();
-                assert!(killed.success(), "kill -s {signal}");
-            }
-            let out = child.wait_with_output().unwrap();
+            let (out, _) = signal_once_the_temp_file_exists(child, &out_dir, signal);
             if out.status.success() {
                 // Finished before the signal (or, as it was, with the signal dropped): try a
                 // bigger input.
@@ -1184,4 +1146,33 @@ fn a_bad_max_whole_stream_is_refused_on_every_run() {
     let out = with(" 4096 ");
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), support::SEED_001_TREE);
+}
+
+/// Waits until `child` has made its temp file in `out_dir` (or has ended), then sends it
+/// `signal` (`kill -s`); its output, and whether the signal was sent.
+fn signal_once_the_temp_file_exists(
+    mut child: std::process::Child,
+    out_dir: &std::path::Path,
+    signal: &str,
+) -> (std::process::Output, bool) {
+    let start = Instant::now();
+    let mut seen = false;
+    while start.elapsed() < Duration::from_secs(120) {
+        if !temp_files(out_dir).is_empty() {
+            seen = true;
+            break;
+        }
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if seen {
+        let killed = Command::new("kill")
+            .args(["-s", signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success(), "kill -s {signal}");
+    }
+    (child.wait_with_output().unwrap(), seen)
 }
