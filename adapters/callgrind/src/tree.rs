@@ -1315,11 +1315,7 @@ mod tests {
                     fl=(1) php:internal\nfn=(1) php::strlen\n2 5 0\n\n\
                     fl=(2) /var/www/index.php\nfn=(2) {main}\n1 100 200\ncfl=(1)\ncfn=(1)\n\
                     calls=1 0 0\n2 5 0\n\nsummary: 105 200\n";
-        let mut messages = Vec::new();
-        let mut sink = |_: u32, m: &str| messages.push(m.to_string());
-        let mut cx = Context::with_sink(&mut sink);
-        let g = parse_graph(&mut Input::from_slice(text.as_bytes()), &mut cx).unwrap();
-        let p = build_profile(&g, &BuildOptions::default(), &mut cx).unwrap();
+        let (p, messages) = read_with_messages(text);
         assert_eq!(
             first_seen_tree(&p.view(), true),
             "{main} self=1000 total=1050 calls=0 self_Memory_(bytes)=200 total_Memory_(bytes)=200\n  \
@@ -1357,11 +1353,7 @@ mod tests {
     /// microseconds with two decimals.
     #[test]
     fn xdebug_time_and_memory_events_keep_their_units() {
-        let read = |text: &str| {
-            let mut cx = Context::silent();
-            let g = parse_graph(&mut Input::from_slice(text.as_bytes()), &mut cx).unwrap();
-            build_profile(&g, &BuildOptions::default(), &mut cx).unwrap()
-        };
+        let read = |text: &str| read_with_messages(text).0;
         let text = "version: 1\ncreator: xdebug 3.2.0 (PHP 8.2.0)\npositions: line\n\
                     events: Time_(10ns) Memory_(bytes)\nfl=(1) /var/www/index.php\n\
                     fn=(1) {main}\n1 100 200\ncfl=(1)\ncfn=(2) f\ncalls=1 0\n1 5 0\n\
@@ -1570,11 +1562,7 @@ mod tests {
             )
         };
         let text = profile("/var/www/a.php", "strlen", 5) + &profile("/var/www/b.php", "md5", 7);
-        let mut messages = Vec::new();
-        let mut sink = |_: u32, m: &str| messages.push(m.to_string());
-        let mut cx = Context::with_sink(&mut sink);
-        let g = parse_graph(&mut Input::from_slice(text.as_bytes()), &mut cx).unwrap();
-        let p = build_profile(&g, &BuildOptions::default(), &mut cx).unwrap();
+        let (p, messages) = read_with_messages(&text);
         assert_eq!(
             first_seen_tree(&p.view(), false),
             "{main} self=1000 total=1050 calls=0\n  php::strlen self=50 total=50 calls=1\n\
@@ -1754,6 +1742,17 @@ mod tests {
     };
 
     /// `build` of `text`: the profile, its stats and the messages.
+    /// The profile of `text` with the default options, and the messages of reading and
+    /// building it.
+    fn read_with_messages(text: &str) -> (Profile, Vec<String>) {
+        let mut messages = Vec::new();
+        let mut sink = |_: u32, m: &str| messages.push(m.to_string());
+        let mut cx = Context::with_sink(&mut sink);
+        let g = parse_graph(&mut Input::from_slice(text.as_bytes()), &mut cx).unwrap();
+        let p = build_profile(&g, &BuildOptions::default(), &mut cx).unwrap();
+        (p, messages)
+    }
+
     fn built(text: &str, opts: BuildOptions, tuning: Tuning) -> (Profile, Stats, Vec<String>) {
         let g = parse_graph(
             &mut Input::from_slice(text.as_bytes()),
