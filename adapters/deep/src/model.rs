@@ -760,6 +760,8 @@ fn read_header(data: &[u8]) -> Result<Header<'_>, PluginError> {
     }
     let counts_at = flags_at + 8;
     let mut nums = [0u64; 5];
+    // Where the last of them (the root proc-dynamic id) starts: a `num` can take several bytes.
+    let mut root_at = 0;
     for (k, what) in [
         "the clock ticks per second (a variable-length number)",
         "the instrumentation quanta (a variable-length number)",
@@ -770,6 +772,7 @@ fn read_header(data: &[u8]) -> Result<Header<'_>, PluginError> {
     .into_iter()
     .enumerate()
     {
+        root_at = data.len() - i.len();
         let (rest, v) = context(what, num).parse(i).map_err(err)?;
         nums[k] = v;
         i = rest;
@@ -788,7 +791,7 @@ fn read_header(data: &[u8]) -> Result<Header<'_>, PluginError> {
         .filter(|&r| r >= 1 && r as u64 <= n_pd)
         .ok_or_else(|| {
             invalid(
-                (records_at - 1) as u64,
+                root_at as u64,
                 format!(
                     "the root proc-dynamic id {} does not name one of the {n_pd} proc-dynamic records",
                     nums[4]

@@ -802,3 +802,19 @@ fn call_sites_without_line_or_goal_are_named_by_number() {
         ]
     );
 }
+
+#[test]
+fn a_root_id_of_several_bytes_is_reported_at_its_first_byte() {
+    // Root proc-dynamic id 1000 (`87 68`) in a file of 3 proc-dynamics: the error names the
+    // byte where the id starts, as every other field's error does.
+    let mut bytes = chain(2);
+    let root_at = bytes
+        .windows(5)
+        .position(|w| w == [100, 0, 2, 2, 1])
+        .expect("ticks, quanta, call seqs, root")
+        + 4;
+    bytes.splice(root_at..root_at + 1, [0x87, 0x68]);
+    let e = err(&bytes);
+    assert!(e.message.contains("root proc-dynamic id 1000"), "{e}");
+    assert_eq!(e.byte_offset, Some(root_at as u64));
+}
