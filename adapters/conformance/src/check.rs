@@ -16,8 +16,9 @@ use std::time::Duration;
 
 /// A sniff score at or above this claims the input; other formats' samples must stay below.
 const SNIFF_CLAIM: u32 = 50;
-/// Longest a single parse or emit call may take before the kit calls it hung.
-const CALL_TIMEOUT: Duration = Duration::from_secs(20);
+/// Longest a single parse or emit call may take before the kit calls it hung (shorter in this
+/// crate's unit tests, which wait for it).
+const CALL_TIMEOUT: Duration = Duration::from_secs(if cfg!(test) { 2 } else { 20 });
 /// Failures listed per check line before "and N more".
 const MAX_LISTED: usize = 4;
 
@@ -968,9 +969,9 @@ fn check_threads(report: &mut Report, f: &FormatHandle, mine: &[(Sample, Parsed)
     let mut done = Vec::new();
     if f.can_parse() {
         if let Some((s, parsed)) = mine.first() {
-            let barrier = Arc::new(Barrier::new(2));
-            let results = two_threads(&barrier, f, |fh| {
-                parse_now(fh, &s.bytes, &s.name).map(|p| p.tree.into_bytes())
+            let (bytes, sample) = (s.bytes.clone(), s.name.clone());
+            let results = two_threads(f, move |fh| {
+                parse_now(fh, &bytes, &sample).map(|p| p.tree.into_bytes())
             });
             compare_pair(&mut bad, "parse", &s.name, results, parsed.tree.as_bytes());
             done.push("parse");
@@ -979,8 +980,7 @@ fn check_threads(report: &mut Report, f: &FormatHandle, mine: &[(Sample, Parsed)
     if f.can_emit() && emit_ok {
         if let Some((input, p)) = emit_inputs(mine).into_iter().next() {
             if let Some(Ok(expected)) = emit_timed(f, &p) {
-                let barrier = Arc::new(Barrier::new(2));
-                let results = two_threads(&barrier, f, |fh| {
+                let results = two_threads(f, move |fh| {
                     let mut out = Vec::new();
                     fh.emit(&p.view(), &mut out, &[], &mut |_, _| {})
                         .map(|()| out)
@@ -1012,21 +1012,26 @@ fn check_threads(report: &mut Report, f: &FormatHandle, mine: &[(Sample, Parsed)
 
 type ThreadResult = Option<Result<Vec<u8>, CallError>>;
 
-/// Runs `call` on two threads that start together; `None` for a thread that panicked.
-fn two_threads<'a>(
-    barrier: &Arc<Barrier>,
-    f: &'a FormatHandle,
-    call: impl Fn(&FormatHandle) -> Result<Vec<u8>, CallError> + Sync + 'a,
-) -> [ThreadResult; 2] {
-    std::thread::scope(|scope| {
-        let handles = [0, 1].map(|_| {
-            let (barrier, call) = (barrier.clone(), &call);
-            scope.spawn(move || {
-                barrier.wait();
-                call(f)
-            })
-        });
-        handles.map(|h| h.join().ok())
+/// Runs `call` on two threads that start together; `None` for a thread that panicked. `None`
+/// for both when they do not both finish within [`CALL_TIMEOUT`] (a plugin that deadlocks when
+/// called twice at once): the threads are left behind, as [`timed`] leaves a hung call.
+fn two_threads(
+    f: &FormatHandle,
+    call: impl Fn(&FormatHandle) -> Result<Vec<u8>, CallError> + Send + Sync + 'static,
+) -> Option<[ThreadResult; 2]> {
+    let f = f.clone();
+    timed(move || {
+        let barrier = Barrier::new(2);
+        std::thread::scope(|scope| {
+            let handles = [0, 1].map(|_| {
+                let (barrier, call, f) = (&barrier, &call, &f);
+                scope.spawn(move || {
+                    barrier.wait();
+                    call(f)
+                })
+            });
+            handles.map(|h| h.join().ok())
+        })
     })
 }
 
@@ -1034,9 +1039,16 @@ fn compare_pair(
     bad: &mut Vec<String>,
     what: &str,
     input: &str,
-    results: [ThreadResult; 2],
+    results: Option<[ThreadResult; 2]>,
     expected: &[u8],
 ) {
+    let Some(results) = results else {
+        bad.push(format!(
+            "{what} {input}: no answer within {CALL_TIMEOUT:?} on two threads at once (a \
+             deadlock?)"
+        ));
+        return;
+    };
     for (i, r) in results.into_iter().enumerate() {
         match r {
             None => bad.push(format!("{what} {input}: thread {i} died")),
@@ -1051,9 +1063,15 @@ fn compare_pair(
 
 #[cfg(test)]
 mod tests {
-    use super::option_problems;
+    use super::{
+        CALL_TIMEOUT, Outcome, Report, Sample, check_threads, option_problems, parse_timed,
+    };
     use profconv_plugin::abi::option_kind;
     use profconv_plugin::host::OptionInfo;
+    use profconv_plugin::ir::{Profile, ProfileBuilder, ValueKind};
+    use profconv_plugin::{Context, Format, Input, Options, PluginError};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
 
     fn option(key: &str, kind: u32, default: &str) -> OptionInfo {
         OptionInfo {
@@ -1097,5 +1115,76 @@ mod tests {
             );
         }
         assert_eq!(problems.len(), 5, "{problems:?}");
+    }
+
+    /// A parser that waits forever when it is entered while another call is inside it (a lock
+    /// never released, as a plugin's deadlock under two threads).
+    struct OneAtATime;
+
+    static INSIDE: AtomicU32 = AtomicU32::new(0);
+
+    impl Format for OneAtATime {
+        const ID: &'static str = "one-at-a-time";
+        const CAN_PARSE: bool = true;
+
+        fn parse(
+            _: &mut Input<'_>,
+            _: &Options,
+            _: &mut Context<'_>,
+        ) -> Result<Profile, PluginError> {
+            if INSIDE.fetch_add(1, Ordering::SeqCst) > 0 {
+                loop {
+                    std::thread::park();
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            INSIDE.fetch_sub(1, Ordering::SeqCst);
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("samples", "count", ValueKind::Weight);
+            b.add_stack(&["main"], &[1])?;
+            Ok(b.finish())
+        }
+    }
+
+    profconv_plugin::static_plugin!(
+        one_at_a_time_entry,
+        name: "one-at-a-time",
+        version: "test",
+        formats: [OneAtATime],
+    );
+
+    /// A parser that deadlocks when two threads call it at once fails the two-threads check
+    /// within the call timeout: the kit hung (printing nothing, as the report is printed at the
+    /// end), though it promises no hang.
+    #[test]
+    fn a_parser_that_deadlocks_on_two_threads_fails_instead_of_hanging() {
+        let plugin =
+            profconv_plugin::host::load_static(one_at_a_time_entry, "one-at-a-time").unwrap();
+        let f = plugin.formats[0].clone();
+        let sample = Sample {
+            name: "x.sample".into(),
+            format: None,
+            bytes: Arc::new(b"x".to_vec()),
+        };
+        let parsed = parse_timed(&f, &sample)
+            .expect("an answer")
+            .expect("a profile");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut report = Report {
+                path: "one-at-a-time".into(),
+                checks: Vec::new(),
+            };
+            check_threads(&mut report, &f, &[(sample, parsed)], false);
+            let _ = tx.send(report);
+        });
+        let report = rx
+            .recv_timeout(CALL_TIMEOUT * 5)
+            .expect("the two-threads check hung");
+        let r = report
+            .check("one-at-a-time: two threads")
+            .expect("the check");
+        assert_eq!(r.outcome, Outcome::Fail, "{report}");
+        assert!(r.detail.contains("deadlock"), "{report}");
     }
 }
