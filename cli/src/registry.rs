@@ -357,7 +357,9 @@ fn best_by_name(name: &str, declared: &[&[String]]) -> Vec<usize> {
             // shorter extension that ends in `.gz` (`json.gz`): a `.gz` file is read
             // decompressed, and written through gzip.
             let len = if let Some(prefix) = ext.strip_suffix('*') {
-                name.starts_with(prefix).then_some((false, prefix.len()))
+                // A lone `*` is no prefix: it claimed every name (`-o out.xyz` was written in
+                // that plugin's format instead of asking for `--to`).
+                (!prefix.is_empty() && name.starts_with(prefix)).then_some((false, prefix.len()))
             } else if name.ends_with(&format!(".{ext}")) {
                 Some((after_prefix(ext.len()), ext.len()))
             } else {
@@ -406,5 +408,17 @@ mod name_tests {
         assert_eq!(best("p.json.gz"), [3]);
         assert_eq!(best("p.speedscope.json.gz"), [4]);
         assert_eq!(best("p.txt"), Vec::<usize>::new());
+    }
+
+    /// An extension `*` alone (an empty prefix) matches no name: it claimed every one.
+    #[test]
+    fn a_lone_star_extension_claims_no_name() {
+        let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (tabs, svg) = (owned(&["tabs", "*"]), owned(&["svg"]));
+        let declared: Vec<&[String]> = vec![&tabs, &svg];
+        let best = |name| best_by_name(name, &declared);
+        assert_eq!(best("out.xyz"), Vec::<usize>::new());
+        assert_eq!(best("out.svg"), [1]);
+        assert_eq!(best("in.tabs"), [0]);
     }
 }
