@@ -242,10 +242,16 @@ struct Reader<'c, 'x> {
     extra_call_fields: u64,
     first_extra_call_field: (u64, usize, usize),
     unknown_headers: u64,
+    /// How many of callgrind's debugging position lines (`rec=`, `frfn=`, `bb=`, `ln=`) were
+    /// ignored, and the line of the first (one warning at the end).
+    debug_lines: u64,
+    first_debug_line: u64,
     /// Whether the current part has a `totals:` line, and how many parts had one: fewer than
-    /// the parts with costs, and the totals cannot be checked.
+    /// the parts with costs, and the totals cannot be checked. The same for `summary:`.
     part_totals: bool,
     parts_with_totals: u64,
+    part_summary: bool,
+    parts_with_summary: u64,
     /// The synthetic caller profconv's callgrind writer names in a `desc: Root caller: NAME (…)`
     /// line (see [`resolve_root_caller`]).
     root_caller: Option<String>,
@@ -502,20 +508,16 @@ impl Reader<'_, '_> {
 
     /// `(ID) name`, `(ID)` or `name`; `col` is where `v` starts in the line.
     fn name(&mut self, kind: Kind, key: &str, v: &[u8], col: usize) -> Result<u32, PluginError> {
-        // As callgrind_annotate (`^\((\d+)\)\s*(.*)$`) and KCachegrind read it: a name that does
-        // not start with `(ID)` right after the `=` is the whole value, blanks included.
-        if v.first() != Some(&b'(') || !v.get(1).is_some_and(|c| c.is_ascii_digit()) {
+        // As callgrind_annotate (`^\((\d+)\)\s*(.*)$`) reads it: a name that does not start
+        // with `(ID)` right after the `=` (`(anonymous namespace)::f`, `(0x1234)`, `(2 more)`,
+        // an unclosed `(12`) is the whole value, blanks included.
+        let digits = v.iter().skip(1).take_while(|c| c.is_ascii_digit()).count();
+        if v.first() != Some(&b'(') || digits == 0 || v.get(1 + digits) != Some(&b')') {
             return Ok(self.intern(v));
         }
-        let Some(close) = v.iter().position(|&c| c == b')') else {
-            return Err(self.err(
-                col,
-                format!("expected `(ID)` or `(ID) name` after `{key}=`: the `(` is not closed"),
-            ));
-        };
+        let close = 1 + digits;
         let id = std::str::from_utf8(&v[1..close])
             .ok()
-            .filter(|d| d.bytes().all(|c| c.is_ascii_digit()))
             .and_then(|d| d.parse::<u64>().ok())
             .ok_or_else(|| {
                 self.err(
@@ -636,6 +638,20 @@ impl Reader<'_, '_> {
             b"calls" => self.calls(v, col)?,
             // Jumps (--collect-jumps) carry no cost; their names still define ids.
             b"jump" | b"jcnd" => {}
+            // What callgrind's undocumented dump options add (`--mangle-names=no`: `rec=` and,
+            // with `--separate-callers`, `frfn=`; `--dump-bbs=yes`: `bb=`, `ln=`): carrying no
+            // cost, they are ignored with one warning, as callgrind_annotate and KCachegrind
+            // skip them (each with a message per line) and read on. `frfn=` (the caller of the
+            // context) defines a compressed function name that later `cfn=` lines use.
+            b"rec" | b"frfn" | b"bb" | b"ln" => {
+                if key == b"frfn" {
+                    self.name(Kind::Function, "frfn", written, col)?;
+                }
+                self.debug_lines += 1;
+                if self.debug_lines == 1 {
+                    self.first_debug_line = self.line_no;
+                }
+            }
             b"jfi" => {
                 self.name(Kind::File, "jfi", written, col)?;
             }
@@ -979,6 +995,7 @@ impl Reader<'_, '_> {
         }
         self.in_body = false;
         self.part_totals = false;
+        self.part_summary = false;
         self.ob = NONE;
         self.file = NONE;
         self.fn_name = NONE;
@@ -1172,6 +1189,10 @@ impl Reader<'_, '_> {
                     self.part_totals = true;
                     self.parts_with_totals += 1;
                 }
+                if key == b"summary" && !self.part_summary {
+                    self.part_summary = true;
+                    self.parts_with_summary += 1;
+                }
                 let t = target.get_or_insert_with(Vec::new);
                 if t.len() < n {
                     t.resize(n, 0);
@@ -1237,8 +1258,12 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
         extra_call_fields: 0,
         first_extra_call_field: (0, 0, 0),
         unknown_headers: 0,
+        debug_lines: 0,
+        first_debug_line: 0,
         part_totals: false,
         parts_with_totals: 0,
+        part_summary: false,
+        parts_with_summary: 0,
         root_caller: None,
         wrapped: Vec::new(),
     };
@@ -1270,6 +1295,15 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
              subposition(s) of `positions:`, first at line {line}, column {col}: the extra fields \
              are ignored, as callgrind_annotate does (Xdebug writes `calls=1 0 0`)",
             r.extra_call_fields
+        ));
+    }
+    if r.debug_lines > 0 {
+        r.cx.warn(&format!(
+            "{} position line(s) of callgrind's debugging dump options (`rec=`, `frfn=`, `bb=`, \
+             `ln=`), first at line {}, were ignored, as callgrind_annotate and KCachegrind \
+             ignore them (`rec=` numbers the recursion levels of the functions after it: they are \
+             read as one function)",
+            r.debug_lines, r.first_debug_line
         ));
     }
     if r.zero_calls > 0 {
@@ -1351,12 +1385,14 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
             "`totals:` says {t:?} but the self costs add up to {total:?}; the self costs are used"
         ));
     }
-    if let Some(s) = &g.summary {
-        if s.iter().zip(&total).any(|(s, t)| s < t) {
-            r.cx.warn(&format!(
-                "`summary:` {s:?} is below the sum of the self costs {total:?}"
-            ));
-        }
+    // Likewise: a part without a `summary:` line (Xdebug's appended profiles) is not below it.
+    if let Some(s) = &g.summary
+        && r.parts_with_summary >= u64::from(g.parts)
+        && s.iter().zip(&total).any(|(s, t)| s < t)
+    {
+        r.cx.warn(&format!(
+            "`summary:` {s:?} is below the sum of the self costs {total:?}"
+        ));
     }
     Ok(g)
 }
@@ -1693,6 +1729,51 @@ mod tests {
         );
     }
 
+    /// A name that starts with `(` but not with `(ID)` (digits, then `)`) is a plain name, as
+    /// callgrind_annotate reads it (`^\((\d+)\)`): `(0x1234)` was refused as a bad id, which
+    /// refused the whole file, and an unclosed `(12` too.
+    #[test]
+    fn names_in_parentheses_that_are_not_ids_are_plain_names() {
+        let text = "events: Ir\nfl=a.c\nfn=(0x1234)\n1 1\nfn=(2 more)\n2 2\nfn=(12\n3 3\n\
+                    fn=(7) f\n4 4\nfn=(7)\n5 5\n";
+        let (g, _, messages) = graph_with_messages(text);
+        let names: Vec<String> = (0..g.funcs.len() as u32)
+            .map(|f| g.annotate_name(f))
+            .collect();
+        assert_eq!(names, ["a.c:(0x1234)", "a.c:(2 more)", "a.c:(12", "a.c:f"]);
+        assert_eq!(g.self_total(), [15]);
+        assert!(messages.is_empty(), "{messages:?}");
+    }
+
+    /// callgrind's undocumented dump options write position lines of their own:
+    /// `--mangle-names=no` a `rec=` before the functions of each recursion level and, with
+    /// `--separate-callers`, a `frfn=` naming the context's caller (which defines a compressed
+    /// function name a later `cfn=` uses); `--dump-bbs=yes` `bb=` and `ln=`. callgrind_annotate
+    /// and KCachegrind skip them and read on; profconv refused the whole file (`unknown
+    /// position line`). They are ignored with one warning, and `frfn=`'s name is defined.
+    #[test]
+    fn callgrind_debugging_position_lines_are_ignored_with_one_warning() {
+        let text = "positions: line\nevents: Ir\n\nfrfn=(253) start\nfl=(1) a.c\n\
+                    fn=(259) main\n0 12\ncfn=(253)\ncalls=1 242\n0 64\n\nrec=1\n\n\
+                    fn=(253)\nbb=0xb0d70 6 1\nln=38\n38 64\nfrfn=(spontaneous)\nrec=0\n";
+        let (g, _, messages) = graph_with_messages(text);
+        let names: Vec<String> = (0..g.funcs.len() as u32)
+            .map(|f| g.annotate_name(f))
+            .collect();
+        assert_eq!(names, ["a.c:main", "a.c:start"]);
+        assert_eq!(g.edges.len(), 1);
+        assert_eq!(g.self_total(), [76]);
+        assert_eq!(
+            messages,
+            [
+                "6 position line(s) of callgrind's debugging dump options (`rec=`, `frfn=`, `bb=`, \
+              `ln=`), first at line 4, were ignored, as callgrind_annotate and KCachegrind \
+              ignore them (`rec=` numbers the recursion levels of the functions after it: they \
+              are read as one function)"
+            ]
+        );
+    }
+
     /// callgrind 3.19 writes a forked child's negative `sysCpuTime` as its 2^64 complement
     /// (`--collect-systime=nsec`); callgrind_annotate reads the file, so profconv reads the
     /// other events and leaves that one out, saying where it was.
@@ -1830,7 +1911,6 @@ mod tests {
                 "expected a cost",
                 3,
             ),
-            ("events: A\nfn=(1\n", "not closed", 2),
         ];
         for (text, want, line) in cases {
             let e = graph(text).unwrap_err();
@@ -1923,6 +2003,21 @@ mod tests {
         let mut want = vec![0i64; 40];
         want[0] = 2;
         assert_eq!(g.self_costs.row(1), &want[..]);
+    }
+
+    /// `summary:` below the self costs is warned about, but only when every part gives one: a
+    /// part without it (Xdebug's appended profiles, a hand-joined file) was counted as zeros,
+    /// and a correct file was said to be inconsistent.
+    #[test]
+    fn a_summary_is_checked_only_when_every_part_has_one() {
+        let one =
+            "events: A\nsummary: 3\nfl=a.c\nfn=m\n1 3\npart: 2\nevents: A\nfl=a.c\nfn=m\n1 7\n";
+        assert_eq!(graph_with_messages(one).2, Vec::<String>::new());
+        let both = one.replace("part: 2\nevents: A\n", "part: 2\nevents: A\nsummary: 2\n");
+        assert_eq!(
+            graph_with_messages(&both).2,
+            ["`summary:` [5] is below the sum of the self costs [10]"]
+        );
     }
 
     #[test]
