@@ -205,8 +205,8 @@ pub mod caps {
     /// The parser reads its input as a stream; without it the host supplies the whole input.
     pub const STREAMING_INPUT: u32 = 8;
     /// ABI 1.3: a streaming parser that also reads a whole input in place, in order, and
-    /// releases it behind it ([`HostCallbacks::release_input`]): the host may map a file and
-    /// pass it as [`InputStream::whole`] instead of streaming it. Without this bit a streaming
+    /// releases it behind it ([`HostCallbacks::release_input`](super::HostCallbacks::release_input)): the host may map a file and
+    /// pass it as [`InputStream::whole`](super::InputStream::whole) instead of streaming it. Without this bit a streaming
     /// parser is always streamed to.
     pub const RELEASES_WHOLE_INPUT: u32 = 16;
 }

@@ -15,7 +15,7 @@
 //!
 //! The profile crosses the boundary as borrowed columns (no serialization, no copy); the side
 //! that allocated memory frees it. Every entry point catches panics and reports them as errors.
-//! With the `host` feature, [`host`] loads plugins and calls them safely.
+//! With the `host` feature, the `host` module loads plugins and calls them safely.
 //!
 //! See `docs/plugin-guide.md` for a step-by-step guide and `examples/plugin-template/` for a
 //! complete out-of-tree plugin; check a built plugin with `profconv plugin-check` (crate

@@ -27,12 +27,18 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 ///     const CAN_PARSE: bool = true;
 ///
 ///     fn parse(input: &mut Input<'_>, _: &Options, _: &mut Context<'_>) -> Result<Profile, PluginError> {
-///         let mut text = String::new();
-///         input.read_to_string(&mut text)?;
+///         // Bytes, not `read_to_string`: text that is not UTF-8 then gets its line and column.
+///         let mut bytes = Vec::new();
+///         input.read_to_end(&mut bytes)?;
 ///         let mut b = ProfileBuilder::new();
 ///         b.add_value_type("samples", "count", ValueKind::Weight);
-///         for line in text.lines().filter(|l| !l.is_empty()) {
-///             b.add_stack(&[line], &[1]).map_err(PluginError::from)?;
+///         for (i, raw) in bytes.split(|&c| c == b'\n').enumerate() {
+///             let line = std::str::from_utf8(raw).map_err(|e| {
+///                 PluginError::invalid_input("not UTF-8").at_line(i as u64 + 1, e.valid_up_to() as u64 + 1)
+///             })?;
+///             if !line.is_empty() {
+///                 b.add_stack(&[line], &[1]).map_err(PluginError::from)?;
+///             }
 ///         }
 ///         Ok(b.finish())
 ///     }
@@ -674,7 +680,12 @@ unsafe fn host_callbacks(host: *const HostCallbacks) -> Option<HostCallbacks> {
 fn guarded(host: Option<&HostCallbacks>, f: impl FnOnce() -> Result<(), PluginError>) -> Status {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => Status::OK,
-        Ok(Err(e)) => {
+        Ok(Err(mut e)) => {
+            // `status` is a public field: an error that says OK would read as a success (an
+            // emitter's partial output put in place, exit 0, its message dropped).
+            if e.status == Status::OK {
+                e.status = Status::INTERNAL;
+            }
             report(host, &e);
             e.status
         }
@@ -940,7 +951,8 @@ pub fn value_column(p: &ProfileRef<'_>, name: Option<&str>) -> Result<Option<usi
 /// [`value_column`] for an emitter that writes one value column. Of a differential profile
 /// (`profconv diff`: metadata `diff` = [`DIFF_COLUMNS`](crate::ir::diff::DIFF_COLUMNS)) with no
 /// column named, that is the `after` column (the profile as it is now, whose shape the
-/// differential flame graph draws), with a warning that `before` is left out.
+/// differential flame graph draws), with a warning that `before` is left out. A `Count` column
+/// is warned about as [`warn_if_counts`] says (for emitters that show totals).
 pub fn one_value_column(
     p: &ProfileRef<'_>,
     name: Option<&str>,
@@ -1049,6 +1061,40 @@ mod tests {
         input.host = Some(&new);
         input.release(5);
         assert_eq!(released, 5);
+    }
+
+    /// An error whose status was set to OK is still a failure, reported with its message: it
+    /// made an emitter's partial output the run's result, with exit 0 and the message dropped.
+    #[test]
+    fn an_error_with_status_ok_is_not_a_success() {
+        unsafe extern "C" fn report(
+            ctx: *mut c_void,
+            code: Status,
+            m: StrRef,
+            _: u64,
+            _: u64,
+            _: u64,
+        ) {
+            // SAFETY: the test passes a `(Status, String)` as the context; `m` is valid here.
+            unsafe { *(ctx as *mut (Status, String)) = (code, m.to_string_lossy()) };
+        }
+        unsafe extern "C" fn log(_: *mut c_void, _: u32, _: StrRef) {}
+        let mut got = (Status::OK, String::new());
+        let host = HostCallbacks {
+            struct_size: size_of::<HostCallbacks>() as u32,
+            threads: 1,
+            ctx: &mut got as *mut (Status, String) as *mut c_void,
+            report_error: report,
+            log,
+            release_input: None,
+        };
+        let status = guarded(Some(&host), || {
+            let mut e = PluginError::invalid_input("half written");
+            e.status = Status::OK;
+            Err(e)
+        });
+        assert_eq!(status, Status::INTERNAL);
+        assert_eq!(got, (Status::INTERNAL, "half written".to_string()));
     }
 
     /// Text that is not UTF-8, as std's `read_to_string` reports it, is malformed input; other
