@@ -15,6 +15,11 @@ use support::{SEED_001, SEED_001_TREE};
 
 /// Builds `c-plugin/tabs.c` into `dir` as a plugin library, or `None` (said) without a compiler.
 fn build_c_plugin(dir: &Path) -> Option<PathBuf> {
+    build_c_plugin_with(dir, &[])
+}
+
+/// [`build_c_plugin`] with more compiler arguments (`-D` definitions).
+fn build_c_plugin_with(dir: &Path, defines: &[&str]) -> Option<PathBuf> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c-plugin/tabs.c");
     let lib = dir.join(format!(
         "{}profconv_plugin_ctabs{}",
@@ -26,6 +31,7 @@ fn build_c_plugin(dir: &Path) -> Option<PathBuf> {
         .args([
             "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-shared", "-fPIC",
         ])
+        .args(defines)
         .arg("-o")
         .arg(&lib)
         .arg(&src)
@@ -46,6 +52,38 @@ fn build_c_plugin(dir: &Path) -> Option<PathBuf> {
             None
         }
     }
+}
+
+/// A plugin that declares `panic_unwind = 0` (a Rust plugin built with `panic = "abort"`) is
+/// not called by `plugin-check`: its first panic ended the checker (exit 134) with nothing of
+/// the report printed, so the author never learned which check, or that the build was the
+/// cause. The handshake fails saying so, and the rest is skipped.
+#[test]
+fn plugin_check_does_not_call_a_plugin_built_to_abort_at_a_panic() {
+    let d = tmp();
+    let Some(lib) = build_c_plugin_with(d.path(), &["-DCTABS_PANIC_UNWIND=0"]) else {
+        return;
+    };
+    let sample = write(d.path(), "sample.tabs", b"main/a/b\t3\n");
+    let out = profconv()
+        .args([
+            "plugin-check",
+            lib.to_str().unwrap(),
+            sample.to_str().unwrap(),
+        ])
+        .env("CTABS_ABORT_IN_SNIFF", "1")
+        .output()
+        .unwrap();
+    let report = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{report}{}", text(&out.stderr));
+    assert!(
+        report.contains("FAIL") && report.contains("panic_unwind is 0"),
+        "{report}"
+    );
+    assert!(
+        report.contains("SKIP") && report.contains("not called"),
+        "{report}"
+    );
 }
 
 /// The C plugin loads, passes the conformance kit, and converts both ways with the built-in

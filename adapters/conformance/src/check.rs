@@ -311,6 +311,17 @@ pub fn check_plugin_with(path: &Path, samples: &[(String, Vec<u8>)]) -> Report {
             format!("{summary}: {}", problems.join("; ")),
         );
     }
+    // Its first panic would end this process, and the report with it: nothing is called.
+    if !info.panic_unwind {
+        report.push(
+            "the other checks",
+            Outcome::Skip,
+            "not called: a plugin built with panic = \"abort\" would end the check at its \
+             first panic, with no report"
+                .to_string(),
+        );
+        return report;
+    }
 
     let builtin: Vec<Sample> = BUILTIN_SAMPLES
         .iter()

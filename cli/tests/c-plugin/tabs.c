@@ -119,6 +119,8 @@ static StrRef sep_option(const OptionValue *o, size_t n) {
 
 /* ---------- sniff ---------- */
 static uint32_t tabs_sniff(const uint8_t *head, size_t len) {
+  /* As a Rust plugin built with panic = "abort" ends the process at a panic (test fixture). */
+  if (getenv("CTABS_ABORT_IN_SNIFF")) abort();
   if (!head || len == 0) return 0;
   /* first line: something, a TAB, then digits */
   size_t i = 0; while (i < len && head[i] != '\n' && head[i] != '\t') i++;
@@ -335,8 +337,12 @@ static FormatDesc formats[] = {
   { sizeof(FormatDesc), CAP_EMIT, S("jstacks"), S("JSON list of stacks (C plugin)"), S("jstacks.json"),
     json_opts, 1, NULL, NULL, json_emit, NULL, NULL },
 };
+/* `-DCTABS_PANIC_UNWIND=0` declares what a Rust plugin built with panic = "abort" declares. */
+#ifndef CTABS_PANIC_UNWIND
+#define CTABS_PANIC_UNWIND 1
+#endif
 static const PluginDescriptor desc = {
-  { {'P','R','F','C','N','V','P','L'}, 1, 5, sizeof(PluginDescriptor), 1, S("ctabs"), S("0.1.0"), S("c-handwritten") },
+  { {'P','R','F','C','N','V','P','L'}, 1, 5, sizeof(PluginDescriptor), CTABS_PANIC_UNWIND, S("ctabs"), S("0.1.0"), S("c-handwritten") },
   formats, 2,
 };
 __attribute__((visibility("default"))) const PluginHeader *profconv_plugin_entry(const HostInfo *host) {
