@@ -94,9 +94,18 @@ fn proc_name_marked(label: &Label<'_>, style: NameStyle, mark_function: bool, ou
             mode,
             ..
         } => {
+            let name = lossy(name);
+            // mdprof shows a type-specialised procedure under its own name, with the
+            // substitution after the mode (`create_refined_proc_ids` in mdprof's
+            // read_profile.m): `TypeSpecOf__pred__lookup__[K = int]_0_1` is
+            // `map.lookup/3-0 [K = int]`.
+            let type_spec = match style {
+                NameStyle::Mdprof => mdprof_type_spec(&name),
+                NameStyle::Short => None,
+            };
             out.push_str(&lossy(decl_module));
             out.push('.');
-            out.push_str(&lossy(name));
+            out.push_str(type_spec.map_or(&*name, |(n, _)| n));
             out.push('/');
             push_u32(out, arity);
             match style {
@@ -115,6 +124,11 @@ fn proc_name_marked(label: &Label<'_>, style: NameStyle, mark_function: bool, ou
                     }
                     out.push('-');
                     push_u32(out, mode);
+                    if let Some((_, subst)) = type_spec {
+                        out.push_str(" [");
+                        out.push_str(subst);
+                        out.push(']');
+                    }
                 }
             }
         }
@@ -142,6 +156,20 @@ fn proc_name_marked(label: &Label<'_>, style: NameStyle, mark_function: bool, ou
             }
         }
     }
+}
+
+/// The procedure name and type substitution of a type-specialised procedure's mangled name
+/// (`TypeSpecOf__pred__lookup__[K = int]_0_1`: `lookup`, `K = int`), as mdprof takes them
+/// apart; `None` for any other name (mdprof then shows the name as it is).
+fn mdprof_type_spec(name: &str) -> Option<(&str, &str)> {
+    let rest = name.strip_prefix("TypeSpecOf__")?;
+    let rest = ["pred__", "func__", "pred_or_func__"]
+        .iter()
+        .find_map(|p| rest.strip_prefix(p))?;
+    let at = rest.find("__[")?;
+    let subst = &rest[at + 3..];
+    let subst = &subst[..subst.find(']').unwrap_or(subst.len())];
+    Some((&rest[..at], subst))
 }
 
 /// Appends a number in decimal (no formatting machinery: names are built for every procedure).
@@ -703,5 +731,37 @@ mod tests {
             push_u32(&mut s, v);
             assert_eq!(s, v.to_string());
         }
+    }
+
+    #[test]
+    fn mdprof_names_show_type_specialisations_as_mdprof_does() {
+        let mut s = String::new();
+        // A type specialisation, as the compiler names it (794 of them in the real mandelbrot
+        // profile) and as mdprof shows it.
+        let spec = Label::User {
+            is_func: false,
+            decl_module: b"array",
+            def_module: b"array",
+            name: b"TypeSpecOf__pred_or_func__merge_subarrays__[T = string]_0_1",
+            arity: 5,
+            mode: 0,
+        };
+        proc_name(&spec, NameStyle::Mdprof, &mut s);
+        assert_eq!(s, "array.merge_subarrays/5-0 [T = string]");
+        proc_name(&spec, NameStyle::Short, &mut s);
+        assert_eq!(
+            s,
+            "array.TypeSpecOf__pred_or_func__merge_subarrays__[T = string]_0_1/5"
+        );
+        let not_spec = Label::User {
+            is_func: false,
+            decl_module: b"array",
+            def_module: b"array",
+            name: b"TypeSpecOf__lookup",
+            arity: 5,
+            mode: 0,
+        };
+        proc_name(&not_spec, NameStyle::Mdprof, &mut s);
+        assert_eq!(s, "array.TypeSpecOf__lookup/5-0");
     }
 }
