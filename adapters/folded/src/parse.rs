@@ -26,6 +26,9 @@ use crate::repeats::{RepeatedStacks, TextKey};
 const INPUT_AHEAD: usize = 4096;
 /// Most fractional digits kept exactly; more are truncated (with a warning).
 const MAX_DECIMALS: u32 = 9;
+
+/// The error of a count whose integer part is above `i64::MAX` (however many bits it needs).
+const COUNT_TOO_LARGE: &str = "count does not fit in 64 bits (the largest count is 2^63-1)";
 /// Most lines whose stack lookups are interleaved ([`ParseOptions::batch_lines`]).
 pub const MAX_BATCH_LINES: usize = 64;
 /// Default lines per batch: measured on the 1 GB benchmark (one thread), 8 lines took 2.57 s of
@@ -674,7 +677,9 @@ impl Parser_ {
             self.report.max_decimals[c] = (want, self.line_no);
         }
         let decimals = self.b.decimals(c);
-        let overflow = || self.error(col, "count does not fit in 64 bits".into());
+        // Counts are kept as signed 64-bit values: `9223372036854775808` fits in 64 bits
+        // unsigned, so the message says the limit (as the PVM and callgrind readers do).
+        let overflow = || self.error(col, COUNT_TOO_LARGE.into());
         let mut v: i64 = 0;
         for &d in int {
             v = v
@@ -2312,9 +2317,34 @@ mod tests {
             true,
         );
         assert!(
-            e.contains("column 3: count does not fit in 64 bits at offset"),
+            e.contains(
+                "column 3: count does not fit in 64 bits (the largest count is 2^63-1) at offset"
+            ),
             "{e}"
         );
+    }
+
+    /// A count from 2^63 to 2^64-1 fits in 64 bits unsigned, so "does not fit in 64 bits"
+    /// alone misled: the message names the limit, 2^63-1, which is still accepted.
+    #[test]
+    fn a_count_above_i64_max_names_the_limit() {
+        for count in [
+            "9223372036854775808",
+            "18446744073709551615",
+            "18446744073709551616",
+        ] {
+            let input = format!("a 1\nb {count}\n");
+            let e = outcome(input.as_bytes(), ParseOptions::default(), true);
+            assert!(
+                e.contains(
+                    "line 2, column 3: count does not fit in 64 bits (the largest count is 2^63-1)"
+                ),
+                "{e}"
+            );
+            same_with_threads(input.as_bytes(), false);
+        }
+        let max = outcome(b"a 9223372036854775807\n", ParseOptions::default(), true);
+        assert!(!max.starts_with("error"), "{max}");
     }
 
     /// UTF-16 text with its byte-order mark (PowerShell 5.1's `>` writes UTF-16 LE) is an error
