@@ -483,6 +483,18 @@ fn split_options(
     raw: &[String],
     formats: &[(&FormatHandle, bool)],
 ) -> Result<Vec<OptionList>, Failure> {
+    split_options_read(registry, raw, formats, None)
+}
+
+/// [`split_options`] for a command whose input's reader was picked from its content
+/// (`detected`: the input's name and that reader): an option of another reader then says so,
+/// and how to read the input with that one.
+fn split_options_read(
+    registry: &Registry,
+    raw: &[String],
+    formats: &[(&FormatHandle, bool)],
+    detected: Option<(&str, &FormatHandle)>,
+) -> Result<Vec<OptionList>, Failure> {
     let mut per_format = vec![Vec::new(); formats.len()];
     for item in raw {
         let (key, value) = option_item(item);
@@ -572,11 +584,29 @@ fn split_options(
             }
             None => match owners.as_slice() {
                 [] => format!("unknown option '{key}' (known options: {known})"),
-                _ => format!(
-                    "option '{key}' belongs to format{plural} {}, which this command does not \
-                     use (options here: {known})",
-                    owners.join(", ")
-                ),
+                _ => {
+                    // `-O variant=…` (pvm's) on a file whose content read as folded.
+                    let reader = registry.formats.iter().find(|f| {
+                        f.can_parse()
+                            && !ids.contains(&f.id.as_str())
+                            && f.options
+                                .iter()
+                                .any(|o| o.key == raw_key && o.applies(true))
+                    });
+                    let hint = match (detected, reader) {
+                        (Some((input, parser)), Some(r)) => format!(
+                            "; {input} was read as '{}', from its content: `--from {}` reads it \
+                             with '{}'",
+                            parser.id, r.id, r.id
+                        ),
+                        _ => String::new(),
+                    };
+                    format!(
+                        "option '{key}' belongs to format{plural} {}, which this command does \
+                         not use (options here: {known}){hint}",
+                        owners.join(", ")
+                    )
+                }
             },
         }));
     }
@@ -1249,10 +1279,13 @@ fn convert(registry: &Registry, args: &ConvertArgs, run: Run) -> Result<(), Fail
     )?;
     let out = open_output(&out_path, emitter)?;
     let (input, parser) = open_input(registry, &args.input, run.quiet)?;
-    let opts = split_options(
+    let opts = split_options_read(
         registry,
         &args.input.options,
         &[(parser, true), (emitter, false)],
+        input
+            .detected_by_content
+            .then_some((input.name.as_str(), parser)),
     )?;
     if !checked {
         check_option_values(parser, true, &opts[0], &input.name, run)?;
@@ -1459,7 +1492,14 @@ fn tree(registry: &Registry, args: &TreeArgs, run: Run) -> Result<(), Failure> {
         run,
     )?;
     let (input, parser) = open_input(registry, &args.input, run.quiet)?;
-    let opts = split_options(registry, &args.input.options, &[(parser, true)])?;
+    let opts = split_options_read(
+        registry,
+        &args.input.options,
+        &[(parser, true)],
+        input
+            .detected_by_content
+            .then_some((input.name.as_str(), parser)),
+    )?;
     if !checked {
         check_option_values(parser, true, &opts[0], &input.name, run)?;
     }

@@ -752,6 +752,55 @@ fn a_bad_option_is_reported_before_the_output_is_opened() {
 /// An option of a format the command does not use says whose it is (`-O normalize`, the flame
 /// graph's, when writing folded stacks, read as a typo); with no reader loaded, the message does
 /// not send the user to `--from`, which cannot help.
+/// An option of another reader, given for a file whose content picked this one (a `.pvmtrace`
+/// name whose lines are folded stacks; `-O strict` is the PVM reader's), says how the input
+/// was read and how to read it with that reader: the message named pvm's option as unused,
+/// with no word of the detection, while the name suggested pvm.
+#[test]
+fn an_option_of_the_reader_detection_did_not_pick_says_how_the_input_was_read() {
+    let d = tmp();
+    let input = write(d.path(), "run.pvmtrace", b"f 70\nf;g 60\nf;g;h 30\n");
+    let path = input.to_str().unwrap();
+    let want = "was read as 'folded', from its content: `--from pvm` reads it with 'pvm'";
+    for args in [
+        &["convert", path, "-O", "strict", "-t", "folded", "-o", "-"][..],
+        &["tree", path, "-O", "variant=flamechart"],
+    ] {
+        let r = run(args);
+        let err = text(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("belongs to format 'pvm'") && err.contains(want),
+            "{err}"
+        );
+    }
+    // An emitter's option is not about the input.
+    let r = run(&[
+        "convert",
+        path,
+        "-O",
+        "normalize",
+        "-t",
+        "folded",
+        "-o",
+        "-",
+    ]);
+    assert!(
+        !text(&r.stderr).contains("from its content"),
+        "{}",
+        text(&r.stderr)
+    );
+    // With `--from pvm` the option is the reader's.
+    let r = run(&[
+        "convert", path, "--from", "pvm", "-O", "strict", "-t", "folded", "-o", "-",
+    ]);
+    assert!(
+        !text(&r.stderr).contains("belongs to"),
+        "{}",
+        text(&r.stderr)
+    );
+}
+
 #[test]
 fn an_option_of_another_format_and_no_reader_are_explained() {
     let d = tmp();
