@@ -76,6 +76,13 @@ fn diff_unbuffered<W: Write + ?Sized>(
              trees; it cannot be a flame chart",
         ));
     }
+    if o.palette != Palette::Hot {
+        // The frames are coloured by their change, red and blue, whatever the palette.
+        cx.warn(
+            "option colors does not apply to a differential flame graph: its frames are \
+             coloured by their change, red for growth and blue for shrinkage (-O negate swaps them)",
+        );
+    }
     if o.reverse {
         let (b, a) = (crate::reversed(before)?, crate::reversed(after)?);
         return draw_diff(&b.view(), &a.view(), out, o, cx);

@@ -884,6 +884,26 @@ fn the_public_entry_points_take_a_dyn_writer() {
     assert_eq!(parse_svg(&bytes).frames.len(), 2);
 }
 
+/// A palette does not colour a differential graph (its frames are red and blue by their
+/// change): `-O colors=mem` was accepted and ignored without a word.
+#[test]
+fn a_palette_on_a_differential_graph_is_reported() {
+    let p = folded(&[("a;b", 1)]);
+    let o = FlameOptions {
+        palette: crate::color::Palette::Mem,
+        ..FlameOptions::default()
+    };
+    let (_, warnings) = emit_diff_svg(&p, &p, &o);
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("option colors does not apply to a differential")),
+        "{warnings:?}"
+    );
+    let (_, warnings) = emit_diff_svg(&p, &p, &FlameOptions::default());
+    assert!(warnings.is_empty(), "{warnings:?}");
+}
+
 #[test]
 fn differential_options_are_checked() {
     let p = folded(&[("a", 1)]);
