@@ -749,9 +749,6 @@ fn a_bad_option_is_reported_before_the_output_is_opened() {
     assert!(err.contains("option width=0: expected a width"), "{err}");
 }
 
-/// An option of a format the command does not use says whose it is (`-O normalize`, the flame
-/// graph's, when writing folded stacks, read as a typo); with no reader loaded, the message does
-/// not send the user to `--from`, which cannot help.
 /// An option of another reader, given for a file whose content picked this one (a `.pvmtrace`
 /// name whose lines are folded stacks; `-O strict` is the PVM reader's), says how the input
 /// was read and how to read it with that reader: the message named pvm's option as unused,
@@ -801,6 +798,9 @@ fn an_option_of_the_reader_detection_did_not_pick_says_how_the_input_was_read() 
     );
 }
 
+/// An option of a format the command does not use says whose it is (`-O normalize`, the flame
+/// graph's, when writing folded stacks, read as a typo); with no reader loaded, the message does
+/// not send the user to `--from`, which cannot help.
 #[test]
 fn an_option_of_another_format_and_no_reader_are_explained() {
     let d = tmp();
