@@ -576,9 +576,19 @@ fn split_options_read(
                         }
                     ),
                 };
+                // `-O max-nodes` (callgrind's reader's) when writing callgrind from a file whose
+                // content read as folded.
+                let hint = match detected {
+                    Some((input, parser)) if !parse && f.can_parse() => format!(
+                        "; {input} was read as '{}', from its content: `--from {}` reads it \
+                         with '{}'",
+                        parser.id, f.id, f.id
+                    ),
+                    _ => String::new(),
+                };
                 format!(
                     "option '{key}' applies when format '{}' {applies} a profile; here it {here} \
-                     one{also} (options here: {known})",
+                     one{also} (options here: {known}){hint}",
                     f.id,
                 )
             }

@@ -771,6 +771,22 @@ fn an_option_of_the_reader_detection_did_not_pick_says_how_the_input_was_read() 
             "{err}"
         );
     }
+    // A reader's option of the format written (`-O max-nodes`, callgrind's reader's).
+    let callgrind_out = d.path().join("out.callgrind");
+    let r = run(&[
+        "convert",
+        path,
+        "-O",
+        "max-nodes=10",
+        "-o",
+        callgrind_out.to_str().unwrap(),
+    ]);
+    let err = text(&r.stderr);
+    assert!(
+        err.contains("applies when format 'callgrind' reads")
+            && err.contains("`--from callgrind` reads it with 'callgrind'"),
+        "{err}"
+    );
     // An emitter's option is not about the input.
     let r = run(&[
         "convert",
