@@ -1291,48 +1291,85 @@ fn a_mapped_file_still_gets_a_progress_bar() {
 
 /// A signal that arrives once the output is in place changes nothing: the run ends as it would
 /// have, exit 0. It used to exit 130 ("interrupted") with the new output already renamed over
-/// the old. `strace` holds the rename's return for 1.5 s, so the signal lands there.
+/// the old. `strace` holds the rename's return (1.5 s), so the signal lands there. A busy
+/// machine can keep this thread from running for longer than that, so that it sees the output
+/// only once profconv has ended (`kill` then failed, with no process to signal): then the run
+/// proves nothing and is made again, the rename held longer.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_signal_after_the_output_is_in_place_does_not_fail_the_run() {
     use std::time::{Duration, Instant};
     let d = tmp();
     let input = write(d.path(), "in.folded", SEED_001.as_bytes());
-    let target = write(d.path(), "out.svg", b"previous");
+    let target = d.path().join("out.svg");
     let renames = "rename,renameat,renameat2";
-    let strace = with_profconv_env("strace")
-        .args(["-f", "-o", "/dev/null", "-e"])
-        .arg(format!("trace={renames}"))
-        .arg("-e")
-        .arg(format!("inject={renames}:delay_exit=1500000"))
-        .arg(env!("CARGO_BIN_EXE_profconv"))
-        .args(["convert", input.to_str().unwrap(), "-o"])
-        .arg(&target)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn();
-    let Ok(mut strace) = strace else {
-        eprintln!("skipped: no strace");
-        return;
-    };
-    let start = Instant::now();
-    while std::fs::read(&target).unwrap() == b"previous" {
-        if strace.try_wait().unwrap().is_some() || start.elapsed() > Duration::from_secs(60) {
-            let out = strace.wait_with_output().unwrap();
-            eprintln!(
-                "skipped: strace could not run profconv: {}",
-                text(&out.stderr)
-            );
+    for hold_ms in [1_500u64, 6_000, 24_000] {
+        std::fs::write(&target, b"previous").unwrap();
+        let strace = with_profconv_env("strace")
+            .args(["-f", "-o", "/dev/null", "-e"])
+            .arg(format!("trace={renames}"))
+            .arg("-e")
+            .arg(format!("inject={renames}:delay_exit={}", hold_ms * 1000))
+            .arg(env!("CARGO_BIN_EXE_profconv"))
+            .args(["convert", input.to_str().unwrap(), "-o"])
+            .arg(&target)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn();
+        let Ok(mut strace) = strace else {
+            eprintln!("skipped: no strace");
             return;
+        };
+        // profconv's id, read while it runs (once it has ended, strace has no child to name),
+        // by its name: strace's first children are its own, testing the kernel's features.
+        let children = format!("/proc/{0}/task/{0}/children", strace.id());
+        let profconv = || {
+            let ids = std::fs::read_to_string(&children).unwrap_or_default();
+            ids.split_whitespace()
+                .find(|id| {
+                    std::fs::read_to_string(format!("/proc/{id}/comm"))
+                        .is_ok_and(|c| c.trim() == "profconv")
+                })
+                .map(str::to_string)
+        };
+        let mut pid = None;
+        let start = Instant::now();
+        while std::fs::read(&target).unwrap() == b"previous" {
+            if pid.is_none() {
+                pid = profconv();
+            }
+            if strace.try_wait().unwrap().is_some() || start.elapsed() > Duration::from_secs(60) {
+                let out = strace.wait_with_output().unwrap();
+                eprintln!(
+                    "skipped: strace could not run profconv: {}",
+                    text(&out.stderr)
+                );
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(2));
         }
-        std::thread::sleep(Duration::from_millis(2));
+        let pid = pid.or_else(profconv).unwrap_or_default();
+        // Sent while it is alive (held in the rename, or past it), not a zombie nor gone.
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let sent = state
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with(['Z', 'X']))
+            && std::process::Command::new("kill")
+                .args(["-s", "TERM", &pid])
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+        let out = strace.wait_with_output().unwrap();
+        if !sent {
+            eprintln!("profconv ended before the signal (rename held {hold_ms} ms): again");
+            continue;
+        }
+        converted(out, &target);
+        assert!(temp_files(d.path()).is_empty());
+        return;
     }
-    let children = format!("/proc/{0}/task/{0}/children", strace.id());
-    let pid = std::fs::read_to_string(children).unwrap();
-    kill("TERM", pid.trim());
-    converted(strace.wait_with_output().unwrap(), &target);
-    assert!(temp_files(d.path()).is_empty());
+    panic!("profconv always ended before this thread could signal it");
 }
 
 /// `profconv convert in.folded -o - >> in.folded` is refused as `-o in.folded` is: stdout is

@@ -1082,7 +1082,7 @@ mod tests {
     use profconv_plugin::ir::{Profile, ProfileBuilder, ValueKind};
     use profconv_plugin::{Context, Format, Input, Options, PluginError};
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
     fn option(key: &str, kind: u32, default: &str) -> OptionInfo {
         OptionInfo {
@@ -1133,6 +1133,12 @@ mod tests {
     struct OneAtATime;
 
     static INSIDE: AtomicU32 = AtomicU32::new(0);
+    /// Set once the single-thread call is done: from then on a call stays inside until the
+    /// other thread's call has come in too, so that the two calls overlap whatever the
+    /// scheduler does. A fixed pause (50 ms) only made the overlap likely: on a loaded machine
+    /// the second thread sometimes entered after the first had left, both got an answer, and
+    /// the check rightly passed (1 run in 60 with both cores busy).
+    static PAIRED: AtomicBool = AtomicBool::new(false);
 
     impl Format for OneAtATime {
         const ID: &'static str = "one-at-a-time";
@@ -1148,7 +1154,15 @@ mod tests {
                     std::thread::park();
                 }
             }
-            std::thread::sleep(std::time::Duration::from_millis(50));
+            if PAIRED.load(Ordering::SeqCst) {
+                // Holds the lock until the other call waits for it: neither returns.
+                while INSIDE.load(Ordering::SeqCst) < 2 {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                loop {
+                    std::thread::park();
+                }
+            }
             INSIDE.fetch_sub(1, Ordering::SeqCst);
             let mut b = ProfileBuilder::new();
             b.add_value_type("samples", "count", ValueKind::Weight);
@@ -1180,6 +1194,7 @@ mod tests {
         let parsed = parse_timed(&f, &sample)
             .expect("an answer")
             .expect("a profile");
+        PAIRED.store(true, Ordering::SeqCst);
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut report = Report {

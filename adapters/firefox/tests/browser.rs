@@ -3,7 +3,7 @@
 //!
 //! * speedscope's static build (`node_modules/speedscope/dist/release`) and the converted files
 //!   are served by a small HTTP server of this test on 127.0.0.1 (an ephemeral port; it stops by
-//!   itself after the test or after two minutes, whichever comes first).
+//!   itself when the test ends, passed or failed, or after [`SERVE_LIMIT`]).
 //! * Chromium opens `index.html#profileURL=...&view=sandwich` and prints the DOM
 //!   (`--dump-dom`); the sandwich view is a table of every function with its total and self
 //!   value, which the test reads and compares with profconv's numbers. It also takes a screenshot
@@ -82,13 +82,31 @@ fn speedscope_dist(npm: &str) -> PathBuf {
     dist
 }
 
-/// Serves files from `roots` (first match wins) until `stop` is set or two minutes pass.
+/// How long one Chromium run may take.
+const CHROMIUM_LIMIT: Duration = Duration::from_secs(60);
+
+/// How long the server serves at most: longer than the test may take, each of its two cases
+/// allowed three loads of the table and a screenshot. It stopped after two minutes: where
+/// Chromium needs 30 s a page (a busy or slow machine), the last pages found no server.
+const SERVE_LIMIT: Duration = Duration::from_secs(2 * 4 * CHROMIUM_LIMIT.as_secs() + 60);
+
+/// Sets `stop` when dropped: the server stops when the test ends, also by a failed assertion.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Serves files from `roots` (first match wins) until `stop` is set or [`SERVE_LIMIT`] has
+/// passed.
 fn serve(roots: Vec<PathBuf>, stop: Arc<AtomicBool>) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
     let port = listener.local_addr().expect("addr").port();
     listener.set_nonblocking(true).expect("nonblocking");
     std::thread::spawn(move || {
-        let deadline = Instant::now() + Duration::from_secs(120);
+        let deadline = Instant::now() + SERVE_LIMIT;
         while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
             match listener.accept() {
                 Ok((stream, _)) => {
@@ -150,7 +168,8 @@ fn handle(stream: TcpStream, roots: &[PathBuf]) -> std::io::Result<()> {
     stream.flush()
 }
 
-/// Runs headless Chromium with `args` and the page `url`; returns stdout. Killed after 60 s.
+/// Runs headless Chromium with `args` and the page `url`; returns stdout. Killed after
+/// [`CHROMIUM_LIMIT`].
 fn run_chromium(chromium: &str, args: &[&str], url: &str) -> String {
     let profile_dir = std::env::temp_dir().join(format!(
         "profconv-chromium-{}-{}",
@@ -188,7 +207,7 @@ fn run_chromium(chromium: &str, args: &[&str], url: &str) -> String {
         let _ = stdout.read_to_string(&mut s);
         s
     });
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + CHROMIUM_LIMIT;
     loop {
         if child.try_wait().expect("wait chromium").is_some() {
             break;
@@ -196,7 +215,7 @@ fn run_chromium(chromium: &str, args: &[&str], url: &str) -> String {
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("chromium did not finish within 60 s");
+            panic!("chromium did not finish within {CHROMIUM_LIMIT:?}");
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -343,6 +362,7 @@ fn speedscope_in_headless_chromium_shows_names_and_totals() {
     }
     let stop = Arc::new(AtomicBool::new(false));
     let port = serve(vec![dist, work.clone()], stop.clone());
+    let _stop = StopOnDrop(stop);
     let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     for (name, _, expected) in &cases {
         let profile_url = format!("http://127.0.0.1:{port}/{name}.speedscope.json");
@@ -383,6 +403,5 @@ fn speedscope_in_headless_chromium_shows_names_and_totals() {
             shot.display()
         );
     }
-    stop.store(true, Ordering::Relaxed);
     let _ = std::fs::remove_dir_all(&work);
 }

@@ -17,9 +17,11 @@ pub fn profconv() -> Command {
 }
 
 /// `program` (a shell, `script`, `strace`) with the environment [`profconv`] gives, to run
-/// `profconv` under it.
+/// `profconv` under it. The terminal that `script` makes is an xterm's, whatever terminal the
+/// tests were started from, or none: with no `TERM` (a service, a cron job) or `TERM=dumb`
+/// (Emacs, some CI runners) indicatif draws no progress bar, and the tests of the bar failed.
 pub fn with_profconv_env(program: &str) -> Command {
-    profconv()
+    let mut c = profconv()
         .get_envs()
         .fold(Command::new(program), |mut c, (k, v)| {
             match v {
@@ -27,7 +29,9 @@ pub fn with_profconv_env(program: &str) -> Command {
                 None => c.env_remove(k),
             };
             c
-        })
+        });
+    c.env("TERM", "xterm");
+    c
 }
 
 /// What the shell command `command` (run in `dir`) puts on a terminal that `script` gives it
