@@ -1145,28 +1145,9 @@ fn the_progress_bar_fits_on_one_line_of_an_80_column_terminal() {
         };
         let screen = text(&out.stdout);
         assert!(screen.contains("exit=0"), "{screen:?}");
-        // The text of each line drawn: escape sequences left out, cut at carriage returns.
-        let mut drawn = String::new();
-        let mut chars = screen.chars();
-        while let Some(c) = chars.next() {
-            match c {
-                '\x1b' => {
-                    // `ESC [ parameters letter`
-                    for c in chars.by_ref() {
-                        if c.is_ascii_alphabetic() {
-                            break;
-                        }
-                    }
-                    drawn.push('\r');
-                }
-                c => drawn.push(c),
-            }
-        }
         // Its padding to the width given is counted: the cursor stops where it ends.
-        let bars: Vec<&str> = drawn
-            .split(['\r', '\n'])
-            .filter(|s| s.contains("MiB/s"))
-            .collect();
+        let mut bars = drawn_lines(&screen);
+        bars.retain(|s| s.contains("MiB/s"));
         assert!(!bars.is_empty(), "no bar was drawn: {screen:?}");
         for bar in bars {
             assert!(
@@ -1287,6 +1268,114 @@ fn a_mapped_file_still_gets_a_progress_bar() {
             "the file was read, not mapped: {big_reads} large reads"
         );
     }
+}
+
+/// A gzip file of 16 MiB or more (compressed) gets a bar with a total and an ETA, as an
+/// uncompressed file does: the compressed bytes its decoder has consumed, of the file's size
+/// (it got a spinner of the decompressed bytes, with no total, whatever its size); the output
+/// is the one written without a terminal. From a pipe, its size unknown, it keeps the spinner;
+/// a small gzip file gets nothing.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_large_gzip_file_gets_a_progress_bar_with_a_total() {
+    let d = tmp();
+    // Stored, not deflated (level 0): 17.4 MB of long lines, past 16 MiB compressed too, and
+    // quick for the tests' debug build to decompress.
+    let line = format!("a;{} 1\n", "b".repeat(1020));
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::none());
+    enc.write_all(line.repeat(17_000).as_bytes()).unwrap();
+    let gz = enc.finish().unwrap();
+    let big = write(d.path(), "big.folded.gz", &gz);
+    let plain_path = d.path().join("plain.folded");
+    let plain_arg = plain_path.to_str().unwrap();
+    let plain = run(&[
+        "convert",
+        "-j1",
+        big.to_str().unwrap(),
+        "--to",
+        "folded",
+        "-o",
+        plain_arg,
+    ]);
+    assert!(plain.status.success(), "{}", text(&plain.stderr));
+    assert!(plain.stderr.is_empty(), "{}", text(&plain.stderr));
+    let exe = env!("CARGO_BIN_EXE_profconv");
+    let command =
+        format!("'{exe}' convert -j1 big.folded.gz --to folded -o bar.folded; echo \"exit=$?\"");
+    let Some(out) = on_terminal(d.path(), &command) else {
+        return;
+    };
+    let screen = text(&out.stdout);
+    assert!(screen.contains("exit=0"), "{screen:?}");
+    // The compressed file's size as indicatif writes it: `16.62 MiB`.
+    let total = format!("/{:.2} MiB ", gz.len() as f64 / f64::from(1 << 20));
+    let mut bars = drawn_lines(&screen);
+    bars.retain(|s| s.starts_with("big.folded.gz "));
+    assert!(
+        bars.iter()
+            .any(|b| b.contains("] gz ") && b.contains(&total) && b.contains(" eta ")),
+        "no bar with a total ({total}) was drawn: {screen:?}"
+    );
+    for bar in &bars {
+        assert!(bar.chars().count() <= 78, "wider than 78 columns: {bar:?}");
+    }
+    // Cleared at the end: the last thing drawn before the shell's `echo` erases the line.
+    let end = screen.rfind("exit=0").unwrap();
+    assert!(
+        screen[..end].trim_end().ends_with("\x1b[2K"),
+        "the bar was not cleared: {screen:?}"
+    );
+    assert_eq!(
+        std::fs::read(d.path().join("bar.folded")).unwrap(),
+        std::fs::read(plain_arg).unwrap()
+    );
+    // From a pipe: a spinner of the decompressed bytes, no total.
+    let piped = format!(
+        "cat big.folded.gz | '{exe}' convert -j1 - --from folded --to folded -o pipe.folded; \
+         echo \"exit=$?\""
+    );
+    let Some(out) = on_terminal(d.path(), &piped) else {
+        return;
+    };
+    let screen = text(&out.stdout);
+    assert!(screen.contains("exit=0"), "{screen:?}");
+    let mut spinners = drawn_lines(&screen);
+    spinners.retain(|s| s.starts_with("<stdin> "));
+    assert!(
+        !spinners.is_empty() && spinners.iter().all(|s| !s.contains(" eta ")),
+        "{screen:?}"
+    );
+    // A small gzip file gets no bar, as a small file does not.
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(SEED_001.as_bytes()).unwrap();
+    write(d.path(), "small.folded.gz", &enc.finish().unwrap());
+    let small =
+        format!("'{exe}' convert small.folded.gz --to folded -o small.folded; echo \"exit=$?\"");
+    let Some(out) = on_terminal(d.path(), &small) else {
+        return;
+    };
+    assert_eq!(text(&out.stdout), "exit=0\r\n");
+}
+
+/// The text of each line drawn on `screen`: escape sequences left out, cut at carriage returns.
+fn drawn_lines(screen: &str) -> Vec<String> {
+    let mut drawn = String::new();
+    let mut chars = screen.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => {
+                // `ESC [ parameters letter`
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+                drawn.push('\r');
+            }
+            c => drawn.push(c),
+        }
+    }
+    drawn.split(['\r', '\n']).map(str::to_string).collect()
 }
 
 /// A signal that arrives once the output is in place changes nothing: the run ends as it would
