@@ -783,7 +783,9 @@ fn check_folded_round_trip(report: &mut Report, f: &FormatHandle, mine: &[(Sampl
     }
 }
 
-/// The profiles every emitter writes: the built-in folded sample and the plugin's own samples.
+/// The profiles every emitter writes: the built-in folded sample, the plugin's own samples, and
+/// an empty profile (what an empty folded file reads as: `profconv convert` hands it to the
+/// emitter, as it does a profile that `-T` filters left without samples).
 fn emit_inputs(mine: &[(Sample, Parsed)]) -> Vec<(String, Arc<Profile>)> {
     let s = &BUILTIN_SAMPLES[EMIT_SAMPLE];
     let mut v = Vec::new();
@@ -796,6 +798,9 @@ fn emit_inputs(mine: &[(Sample, Parsed)]) -> Vec<(String, Arc<Profile>)> {
     }
     for (s, parsed) in mine {
         v.push((s.name.clone(), Arc::new(parsed.profile.clone())));
+    }
+    if let Ok(p) = parse_folded(&mut Input::from_slice(b""), false, &mut Context::silent()) {
+        v.push(("an empty profile (no samples)".to_string(), Arc::new(p)));
     }
     v
 }
@@ -922,22 +927,24 @@ fn check_bad_input(
         report.push(name, Outcome::Skip, "the format cannot be read");
         return;
     }
-    let mut inputs: Vec<(String, Arc<Vec<u8>>)> = Vec::new();
+    // (what, bytes, another format's file)
+    let mut inputs: Vec<(String, Arc<Vec<u8>>, bool)> = Vec::new();
     for (s, _) in mine {
         for (what, bytes) in mutants(&s.bytes) {
-            inputs.push((format!("{} {what}", s.name), Arc::new(bytes)));
+            inputs.push((format!("{} {what}", s.name), Arc::new(bytes), false));
         }
     }
     for s in foreign {
         inputs.push((
             format!("{} (a {} file)", s.name, s.format.as_deref().unwrap_or("?")),
             s.bytes.clone(),
+            true,
         ));
     }
-    inputs.push(("an empty input".to_string(), Arc::new(Vec::new())));
+    inputs.push(("an empty input".to_string(), Arc::new(Vec::new()), false));
     let (mut rejected, mut accepted) = (0, 0);
     let mut bad = Vec::new();
-    for (what, bytes) in &inputs {
+    for (what, bytes, other_format) in &inputs {
         // Detection runs the sniffer on every input's head, short and broken ones too.
         if f.sniffs()
             && let Err(e) = sniff_timed(f, bytes)
@@ -945,9 +952,16 @@ fn check_bad_input(
             bad.push(format!("{what}: {e}"));
         }
         let (fh, b, w) = (f.clone(), bytes.clone(), what.clone());
-        match timed(move || parse_now(&fh, &b, &w).map(|_| ())) {
+        match timed(move || parse_now(&fh, &b, &w).map(|p| p.profile.view().n_samples())) {
             None => bad.push(format!("{what}: no answer within {CALL_TIMEOUT:?} (hang?)")),
-            Some(Ok(())) => accepted += 1,
+            // A non-empty file of another format read as a profile without samples, and
+            // without an error: the parser skips what it does not understand, and a user who
+            // gives it the wrong file (or `--from` the wrong format) gets an empty result.
+            Some(Ok(0)) if *other_format && !bytes.is_empty() => bad.push(format!(
+                "{what}: read as a profile with no samples, without an error (a file that is \
+                 not in this format must be rejected)"
+            )),
+            Some(Ok(_)) => accepted += 1,
             Some(Err(e)) => match e.status {
                 Status::INVALID_INPUT if e.line.is_none() && e.byte_offset.is_none() => {
                     bad.push(format!(
@@ -1075,8 +1089,10 @@ fn compare_pair(
 #[cfg(test)]
 mod tests {
     use super::{
-        CALL_TIMEOUT, Outcome, Report, Sample, check_threads, option_problems, parse_timed,
+        CALL_TIMEOUT, Outcome, Report, Sample, check_bad_input, check_emit_twice, check_threads,
+        option_problems, parse_timed,
     };
+    use crate::samples::BUILTIN_SAMPLES;
     use profconv_plugin::abi::option_kind;
     use profconv_plugin::host::OptionInfo;
     use profconv_plugin::ir::{Profile, ProfileBuilder, ValueKind};
@@ -1212,5 +1228,110 @@ mod tests {
             .expect("the check");
         assert_eq!(r.outcome, Outcome::Fail, "{report}");
         assert!(r.detail.contains("deadlock"), "{report}");
+    }
+
+    /// A parser that reads anything, skipping what it does not understand: every input is a
+    /// profile, most of them without samples.
+    struct ReadsAnything;
+
+    impl Format for ReadsAnything {
+        const ID: &'static str = "reads-anything";
+        const CAN_PARSE: bool = true;
+
+        fn parse(
+            _: &mut Input<'_>,
+            _: &Options,
+            _: &mut Context<'_>,
+        ) -> Result<Profile, PluginError> {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("samples", "count", ValueKind::Weight);
+            Ok(b.finish())
+        }
+    }
+
+    profconv_plugin::static_plugin!(
+        reads_anything_entry,
+        name: "reads-anything",
+        version: "test",
+        formats: [ReadsAnything],
+    );
+
+    fn report() -> Report {
+        Report {
+            path: "test".into(),
+            checks: Vec::new(),
+        }
+    }
+
+    /// Other formats' files read as empty profiles without an error fail the malformed-input
+    /// check (it passed with "0 rejected with a located error, 12 read"): a user who gives such
+    /// a parser the wrong file gets an empty result and no word of it.
+    #[test]
+    fn a_parser_reading_other_formats_files_as_empty_profiles_fails_malformed_input() {
+        let plugin =
+            profconv_plugin::host::load_static(reads_anything_entry, "reads-anything").unwrap();
+        let f = plugin.formats[0].clone();
+        let foreign: Vec<Sample> = BUILTIN_SAMPLES
+            .iter()
+            .map(|s| Sample {
+                name: s.name.into(),
+                format: Some(s.format.into()),
+                bytes: Arc::new(s.bytes.to_vec()),
+            })
+            .collect();
+        let mut report = report();
+        check_bad_input(&mut report, &f, &[], &foreign);
+        let r = report.check("reads-anything: malformed input").unwrap();
+        assert_eq!(r.outcome, Outcome::Fail, "{report}");
+        assert!(
+            r.detail
+                .contains("(a callgrind file): read as a profile with no samples"),
+            "{report}"
+        );
+    }
+
+    /// A writer that panics on a profile without samples.
+    struct PanicsOnEmpty;
+
+    impl Format for PanicsOnEmpty {
+        const ID: &'static str = "panics-on-empty";
+        const CAN_EMIT: bool = true;
+
+        fn emit(
+            p: &profconv_plugin::ir::ProfileRef<'_>,
+            out: &mut profconv_plugin::Output<'_>,
+            _: &Options,
+            _: &mut Context<'_>,
+        ) -> Result<(), PluginError> {
+            use std::io::Write;
+            let n = p.n_samples();
+            writeln!(out, "{}", 100 / n)?;
+            Ok(())
+        }
+    }
+
+    profconv_plugin::static_plugin!(
+        panics_on_empty_entry,
+        name: "panics-on-empty",
+        version: "test",
+        formats: [PanicsOnEmpty],
+    );
+
+    /// An emitter is given an empty profile too (`profconv convert` of an empty file gives it
+    /// one): a panic there fails emit twice.
+    #[test]
+    fn an_emitter_panicking_on_an_empty_profile_fails_emit_twice() {
+        let plugin =
+            profconv_plugin::host::load_static(panics_on_empty_entry, "panics-on-empty").unwrap();
+        let f = plugin.formats[0].clone();
+        let mut report = report();
+        check_emit_twice(&mut report, &f, &[]);
+        let r = report.check("panics-on-empty: emit twice").unwrap();
+        assert_eq!(r.outcome, Outcome::Fail, "{report}");
+        assert!(
+            r.detail
+                .contains("an empty profile (no samples): plugin panicked"),
+            "{report}"
+        );
     }
 }
