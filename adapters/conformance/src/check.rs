@@ -405,6 +405,7 @@ pub fn check_plugin_with(path: &Path, samples: &[(String, Vec<u8>)]) -> Report {
         let emit_ok = check_emit_twice(&mut report, f, &mine);
         check_bad_input(&mut report, f, &mine, &foreign);
         check_threads(&mut report, f, &mine, emit_ok);
+        check_thread_count(&mut report, f, &mine, emit_ok);
     }
     report
 }
@@ -460,9 +461,19 @@ fn sniff_timed(f: &FormatHandle, bytes: &[u8]) -> Result<u32, String> {
 /// streaming format that takes a mapped file whole (`RELEASES_WHOLE_INPUT`) is parsed both ways
 /// and must give one tree, releasing offsets in order within the input.
 fn parse_now(f: &FormatHandle, bytes: &[u8], name: &str) -> Result<Parsed, CallError> {
-    let parsed = parse_once(f, bytes, name, !f.streams_input())?;
+    parse_with_threads(f, bytes, name, 1)
+}
+
+/// [`parse_now`] with `threads` worker threads allowed (`--threads`).
+fn parse_with_threads(
+    f: &FormatHandle,
+    bytes: &[u8],
+    name: &str,
+    threads: usize,
+) -> Result<Parsed, CallError> {
+    let parsed = parse_once(f, bytes, name, !f.streams_input(), threads)?;
     if f.streams_input() && f.takes_mapped_input() {
-        let whole = parse_once(f, bytes, name, true)?;
+        let whole = parse_once(f, bytes, name, true, threads)?;
         if whole.tree != parsed.tree {
             return Err(internal(
                 "the parser gives another profile when given the input whole (it declares RELEASES_WHOLE_INPUT)".into(),
@@ -490,6 +501,7 @@ fn parse_once(
     bytes: &[u8],
     name: &str,
     whole: bool,
+    threads: usize,
 ) -> Result<Parsed, CallError> {
     let mut reader = bytes;
     let released = std::cell::Cell::new(Some(0u64));
@@ -504,7 +516,7 @@ fn parse_once(
         whole: whole.then_some(bytes),
         size_hint: Some(bytes.len() as u64),
         name,
-        threads: 1,
+        threads,
         release: whole.then_some(&release as &dyn Fn(u64)),
     };
     let foreign = f.parse(input, &[], &mut |_, _| {})?;
@@ -1035,6 +1047,85 @@ fn check_threads(report: &mut Report, f: &FormatHandle, mine: &[(Sample, Parsed)
     }
 }
 
+/// Worker threads allowed in the thread-count check (`--threads 4`).
+const MORE_THREADS: usize = 4;
+
+/// Every sample parsed, and every profile emitted, with [`MORE_THREADS`] worker threads allowed
+/// gives what one thread gives: `profconv` promises the same output whatever `--threads`, and a
+/// format that splits its work (parallel parsing, compression beside the writing) can lose or
+/// reorder a piece only there.
+fn check_thread_count(
+    report: &mut Report,
+    f: &FormatHandle,
+    mine: &[(Sample, Parsed)],
+    emit_ok: bool,
+) {
+    let name = format!("{}: {MORE_THREADS} threads", f.id);
+    let mut bad = Vec::new();
+    let mut done = Vec::new();
+    if f.can_parse() && !mine.is_empty() {
+        for (s, parsed) in mine {
+            let (fh, b, n) = (f.clone(), s.bytes.clone(), s.name.clone());
+            match timed(move || parse_with_threads(&fh, &b, &n, MORE_THREADS)) {
+                None => bad.push(format!(
+                    "parse {}: no answer within {CALL_TIMEOUT:?}",
+                    s.name
+                )),
+                Some(Err(e)) => bad.push(format!("parse {}: {}", s.name, describe(&e))),
+                Some(Ok(p)) if p.tree != parsed.tree => bad.push(format!(
+                    "parse {}: another profile than with one thread: {}",
+                    s.name,
+                    first_difference(&parsed.tree, &p.tree)
+                )),
+                Some(Ok(_)) => {}
+            }
+        }
+        done.push("parse");
+    }
+    if f.can_emit() && emit_ok {
+        for (input, p) in emit_inputs(mine) {
+            let Some(Ok(one)) = emit_timed(f, &p) else {
+                continue;
+            };
+            let fh = f.clone();
+            let more = timed(move || {
+                let mut out = Vec::new();
+                fh.emit_with_threads(&p.view(), &mut out, &[], MORE_THREADS, &mut |_, _| {})
+                    .map(|()| out)
+            });
+            match more {
+                None => bad.push(format!("emit {input}: no answer within {CALL_TIMEOUT:?}")),
+                Some(Err(e)) => bad.push(format!("emit {input}: {}", describe(&e))),
+                Some(Ok(out)) if out != one => bad.push(format!(
+                    "emit {input}: other bytes than with one thread ({} against {} bytes)",
+                    out.len(),
+                    one.len()
+                )),
+                Some(Ok(_)) => {}
+            }
+        }
+        done.push("emit");
+    }
+    if !bad.is_empty() {
+        report.push(name, Outcome::Fail, listed(bad));
+    } else if done.is_empty() {
+        report.push(
+            name,
+            Outcome::Skip,
+            "nothing to run: no sample of this format",
+        );
+    } else {
+        report.push(
+            name,
+            Outcome::Pass,
+            format!(
+                "{} with {MORE_THREADS} threads allowed gives the one-thread result",
+                done.join(" and ")
+            ),
+        );
+    }
+}
+
 type ThreadResult = Option<Result<Vec<u8>, CallError>>;
 
 /// Runs `call` on two threads that start together; `None` for a thread that panicked. `None`
@@ -1089,8 +1180,8 @@ fn compare_pair(
 #[cfg(test)]
 mod tests {
     use super::{
-        CALL_TIMEOUT, Outcome, Report, Sample, check_bad_input, check_emit_twice, check_threads,
-        option_problems, parse_timed,
+        CALL_TIMEOUT, Outcome, Report, Sample, check_bad_input, check_emit_twice,
+        check_thread_count, check_threads, option_problems, parse_timed,
     };
     use crate::samples::BUILTIN_SAMPLES;
     use profconv_plugin::abi::option_kind;
@@ -1228,6 +1319,59 @@ mod tests {
             .expect("the check");
         assert_eq!(r.outcome, Outcome::Fail, "{report}");
         assert!(r.detail.contains("deadlock"), "{report}");
+    }
+
+    /// A parser that loses its first sample when allowed more than one thread (a piece lost
+    /// in a parallel parse).
+    struct LosesAPieceOnThreads;
+
+    impl Format for LosesAPieceOnThreads {
+        const ID: &'static str = "loses-a-piece";
+        const CAN_PARSE: bool = true;
+
+        fn parse(
+            _: &mut Input<'_>,
+            _: &Options,
+            cx: &mut Context<'_>,
+        ) -> Result<Profile, PluginError> {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("samples", "count", ValueKind::Weight);
+            if cx.threads() == 1 {
+                b.add_stack(&["main", "first"], &[1])?;
+            }
+            b.add_stack(&["main", "second"], &[1])?;
+            Ok(b.finish())
+        }
+    }
+
+    profconv_plugin::static_plugin!(
+        loses_a_piece_entry,
+        name: "loses-a-piece",
+        version: "test",
+        formats: [LosesAPieceOnThreads],
+    );
+
+    /// A parser whose profile changes with the threads allowed fails the thread-count check:
+    /// the kit only ever parsed with one thread, and `--threads 2` lost samples unseen.
+    #[test]
+    fn a_parser_that_changes_with_the_thread_count_fails() {
+        let plugin =
+            profconv_plugin::host::load_static(loses_a_piece_entry, "loses-a-piece").unwrap();
+        let f = plugin.formats[0].clone();
+        let sample = Sample {
+            name: "x.sample".into(),
+            format: None,
+            bytes: Arc::new(b"x".to_vec()),
+        };
+        let parsed = parse_timed(&f, &sample).unwrap().unwrap();
+        let mut report = report();
+        check_thread_count(&mut report, &f, &[(sample, parsed)], false);
+        let r = report.check("loses-a-piece: 4 threads").unwrap();
+        assert_eq!(r.outcome, Outcome::Fail, "{report}");
+        assert!(
+            r.detail.contains("another profile than with one thread"),
+            "{report}"
+        );
     }
 
     /// A parser that reads anything, skipping what it does not understand: every input is a
