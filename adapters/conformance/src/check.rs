@@ -1293,11 +1293,7 @@ mod tests {
         let plugin =
             profconv_plugin::host::load_static(one_at_a_time_entry, "one-at-a-time").unwrap();
         let f = plugin.formats[0].clone();
-        let sample = Sample {
-            name: "x.sample".into(),
-            format: None,
-            bytes: Arc::new(b"x".to_vec()),
-        };
+        let sample = one_byte_sample();
         let parsed = parse_timed(&f, &sample)
             .expect("an answer")
             .expect("a profile");
@@ -1358,11 +1354,7 @@ mod tests {
         let plugin =
             profconv_plugin::host::load_static(loses_a_piece_entry, "loses-a-piece").unwrap();
         let f = plugin.formats[0].clone();
-        let sample = Sample {
-            name: "x.sample".into(),
-            format: None,
-            bytes: Arc::new(b"x".to_vec()),
-        };
+        let sample = one_byte_sample();
         let parsed = parse_timed(&f, &sample).unwrap().unwrap();
         let mut report = report();
         check_thread_count(&mut report, &f, &[(sample, parsed)], false);
@@ -1399,6 +1391,15 @@ mod tests {
         version: "test",
         formats: [ReadsAnything],
     );
+
+    /// A sample of one byte, of no built-in format.
+    fn one_byte_sample() -> Sample {
+        Sample {
+            name: "x.sample".into(),
+            format: None,
+            bytes: Arc::new(b"x".to_vec()),
+        }
+    }
 
     fn report() -> Report {
         Report {
