@@ -1027,6 +1027,24 @@ fn check_threads(report: &mut Report, f: &FormatHandle, mine: &[(Sample, Parsed)
             }
         }
     }
+    push_thread_outcome(
+        report,
+        name,
+        bad,
+        &done,
+        "on two threads at once gives the single-thread result",
+    );
+}
+
+/// A thread check's row: failed with what went wrong, skipped when nothing ran, else passed
+/// for what ran (`parse and emit`) and `what` it showed.
+fn push_thread_outcome(
+    report: &mut Report,
+    name: String,
+    bad: Vec<String>,
+    done: &[&str],
+    what: &str,
+) {
     if !bad.is_empty() {
         report.push(name, Outcome::Fail, listed(bad));
     } else if done.is_empty() {
@@ -1039,10 +1057,7 @@ fn check_threads(report: &mut Report, f: &FormatHandle, mine: &[(Sample, Parsed)
         report.push(
             name,
             Outcome::Pass,
-            format!(
-                "{} on two threads at once gives the single-thread result",
-                done.join(" and ")
-            ),
+            format!("{} {what}", done.join(" and ")),
         );
     }
 }
@@ -1106,24 +1121,13 @@ fn check_thread_count(
         }
         done.push("emit");
     }
-    if !bad.is_empty() {
-        report.push(name, Outcome::Fail, listed(bad));
-    } else if done.is_empty() {
-        report.push(
-            name,
-            Outcome::Skip,
-            "nothing to run: no sample of this format",
-        );
-    } else {
-        report.push(
-            name,
-            Outcome::Pass,
-            format!(
-                "{} with {MORE_THREADS} threads allowed gives the one-thread result",
-                done.join(" and ")
-            ),
-        );
-    }
+    push_thread_outcome(
+        report,
+        name,
+        bad,
+        &done,
+        &format!("with {MORE_THREADS} threads allowed gives the one-thread result"),
+    );
 }
 
 type ThreadResult = Option<Result<Vec<u8>, CallError>>;
