@@ -1304,10 +1304,7 @@ mod tests {
         PAIRED.store(true, Ordering::SeqCst);
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let mut report = Report {
-                path: "one-at-a-time".into(),
-                checks: Vec::new(),
-            };
+            let mut report = report();
             check_threads(&mut report, &f, &[(sample, parsed)], false);
             let _ = tx.send(report);
         });

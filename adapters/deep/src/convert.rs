@@ -736,16 +736,17 @@ mod tests {
     #[test]
     fn mdprof_names_show_type_specialisations_as_mdprof_does() {
         let mut s = String::new();
-        // A type specialisation, as the compiler names it (794 of them in the real mandelbrot
-        // profile) and as mdprof shows it.
-        let spec = Label::User {
+        let array_pred = |name: &'static [u8]| Label::User {
             is_func: false,
             decl_module: b"array",
             def_module: b"array",
-            name: b"TypeSpecOf__pred_or_func__merge_subarrays__[T = string]_0_1",
+            name,
             arity: 5,
             mode: 0,
         };
+        // A type specialisation, as the compiler names it (794 of them in the real mandelbrot
+        // profile) and as mdprof shows it.
+        let spec = array_pred(b"TypeSpecOf__pred_or_func__merge_subarrays__[T = string]_0_1");
         proc_name(&spec, NameStyle::Mdprof, &mut s);
         assert_eq!(s, "array.merge_subarrays/5-0 [T = string]");
         proc_name(&spec, NameStyle::Short, &mut s);
@@ -753,15 +754,11 @@ mod tests {
             s,
             "array.TypeSpecOf__pred_or_func__merge_subarrays__[T = string]_0_1/5"
         );
-        let not_spec = Label::User {
-            is_func: false,
-            decl_module: b"array",
-            def_module: b"array",
-            name: b"TypeSpecOf__lookup",
-            arity: 5,
-            mode: 0,
-        };
-        proc_name(&not_spec, NameStyle::Mdprof, &mut s);
+        proc_name(
+            &array_pred(b"TypeSpecOf__lookup"),
+            NameStyle::Mdprof,
+            &mut s,
+        );
         assert_eq!(s, "array.TypeSpecOf__lookup/5-0");
     }
 }
