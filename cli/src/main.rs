@@ -207,6 +207,21 @@ impl Failure {
         }
     }
 
+    /// A parser's error, located in `place`, the input read. The offset of an error without a
+    /// line, in a gzip input, is one of the decompressed data the parser read, not of the file:
+    /// it says so, as the host's own errors about the gzip data give the compressed offset in
+    /// the same form (`FILE: byte N: corrupt or truncated gzip data`).
+    fn from_parse(mut e: CallError, place: &str, what: &str, gzip: bool) -> Failure {
+        if gzip
+            && e.line.is_none()
+            && e.io.is_none()
+            && let Some(at) = e.byte_offset.take()
+        {
+            e.message = format!("byte {at} of the decompressed data: {}", e.message);
+        }
+        Self::from_call(e, place, what)
+    }
+
     /// A plugin call's error, located in `place` (the input being read or the output written).
     fn from_call(e: CallError, place: &str, what: &str) -> Failure {
         if let Some(io) = &e.io {
@@ -767,7 +782,7 @@ fn parse(
     let mut read = Vec::new();
     if !streams && mapped.is_none() {
         if !head_is_all && parser.sniff(&head) == Ok(0) && parser.sniffs() {
-            refuse_by_head(&head, parser, options, &name)?;
+            refuse_by_head(&head, parser, options, &name, gzip_file)?;
         }
         // A stream (stdin, gzip) has no size to trust: a gzip bomb or an endless pipe stops at
         // a bound instead of filling memory. A regular file may be as large as it is.
@@ -836,10 +851,11 @@ fn parse(
             // An error of the input's reading (a corrupt gzip stream, a failing device) is no
             // sign of a wrong format: no hint to choose another.
             let detected_by_content = detected_by_content && e.io.is_none();
-            let failure = Failure::from_call(
+            let failure = Failure::from_parse(
                 e,
                 &name,
                 &format!("plugin '{}' reading '{}'", parser.plugin.name, parser.id),
+                gzip_file,
             );
             return Err(match failure {
                 Failure::Input(msg) if detected_by_content => Failure::Input(format!(
@@ -871,6 +887,7 @@ fn refuse_by_head(
     parser: &FormatHandle,
     options: &[(String, Option<String>)],
     name: &str,
+    gzip: bool,
 ) -> Result<(), Failure> {
     let mut empty: &[u8] = &[];
     let req = ParseInput {
@@ -884,11 +901,14 @@ fn refuse_by_head(
     // Warnings of this trial parse are not the input's: they are dropped.
     let mut log = |_: u32, _: &str| {};
     match parser.parse(req, options, &mut log) {
-        Err(e) if e.byte_offset.is_some_and(|at| at < TRIAL_ERROR_SPAN) => Err(Failure::from_call(
-            e,
-            name,
-            &format!("plugin '{}' reading '{}'", parser.plugin.name, parser.id),
-        )),
+        Err(e) if e.byte_offset.is_some_and(|at| at < TRIAL_ERROR_SPAN) => {
+            Err(Failure::from_parse(
+                e,
+                name,
+                &format!("plugin '{}' reading '{}'", parser.plugin.name, parser.id),
+                gzip,
+            ))
+        }
         _ => Ok(()),
     }
 }

@@ -552,9 +552,64 @@ fn a_whole_input_parser_refuses_a_foreign_input_by_its_first_bytes() {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(
-        err.contains("zeros.data.gz: byte 0: expected the identifying line"),
+        err.contains(
+            "zeros.data.gz: byte 0 of the decompressed data: expected the identifying line"
+        ),
         "{err}"
     );
+}
+
+/// A parser's byte offset in a gzip input is one of the decompressed data, and the error says so:
+/// the host's errors about the gzip data itself give the compressed offset in the same form, and
+/// the decompressed one can lie past the end of the `.gz` file named. Lines need no such note.
+#[test]
+fn a_byte_offset_in_gzip_input_says_it_is_of_the_decompressed_data() {
+    let d = tmp();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let data = std::fs::read(dir.join("../snapshots/fixtures/deep/recursion.data")).unwrap();
+    // The callee of call-site-dynamic 1, at byte 97 (0x61), names a proc-dynamic that is not
+    // there.
+    let mut bad = data.clone();
+    bad[0x61] = 0x7f;
+    let want = "byte 97: the callee proc-dynamic id is 127, but there is no proc-dynamic 127";
+    let plain = write(d.path(), "bad.data", &bad);
+    let out = run(&["tree", plain.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains(&format!("bad.data: {want}")), "{err}");
+    let gz = write(d.path(), "bad.data.gz", &gzip(&bad));
+    let want = "byte 97 of the decompressed data: the callee proc-dynamic id is 127";
+    let out = run(&["tree", "--from", "deep", gz.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains(&format!("bad.data.gz: {want}")), "{err}");
+    let mut child = spawn_piped(&["tree", "--from", "deep", "-"]);
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&gzip(&bad)).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains(&format!("<stdin>: {want}")), "{err}");
+    // The gzip data cut short: the host's error, at the compressed offset, as before.
+    let whole = gzip(&data);
+    let cut = write(d.path(), "cut.data.gz", &whole[..whole.len() - 4]);
+    let out = run(&["tree", "--from", "deep", cut.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(&format!(
+            "cut.data.gz: byte {}: corrupt or truncated gzip data",
+            whole.len() - 4
+        )) && !err.contains("decompressed"),
+        "{err}"
+    );
+    // A line and column of a text format: as for a plain file.
+    let folded = write(d.path(), "bad.folded.gz", &gzip(b"a;b 1\nc;d x\n"));
+    let out = run(&["tree", folded.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("bad.folded.gz:2:5: expected a count"), "{err}");
 }
 
 /// A valid Deep.data head, then an end token and a run of zeros that decompresses far past the

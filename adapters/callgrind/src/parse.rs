@@ -1025,8 +1025,10 @@ impl Reader<'_, '_> {
             b"version" => {
                 let ok = whole_number(text.as_bytes()).is_some_and(|n| n < 2);
                 if !ok {
+                    // At the version itself, after the blanks that follow the colon.
+                    let blanks = v.len() - v.trim_ascii_start().len();
                     return Err(self.err(
-                        col,
+                        col + blanks,
                         format!(
                             "unsupported `version: {}`: this reader knows version 1",
                             show(v.trim_ascii())
@@ -2002,6 +2004,23 @@ mod tests {
             assert!(e.message.contains(want), "{text:?}: {e}");
             assert_eq!(e.line, Some(*line), "{text:?}: {e}");
             assert_eq!(graph_streaming(text).unwrap_err(), e);
+        }
+    }
+
+    /// An unsupported `version:` is reported at the version, not at the blank after the colon
+    /// (as `positions:` names its bad token).
+    #[test]
+    fn a_bad_version_is_reported_at_the_version() {
+        for (text, col) in [
+            ("version: 2\nevents: A\n", 10),
+            ("version:2\nevents: A\n", 9),
+            ("  version: \t 3x\nevents: A\n", 14),
+            ("\u{feff}version: 2\nevents: A\n", 13),
+        ] {
+            let e = both(text);
+            assert!(e.message.contains("unsupported `version:"), "{text:?}: {e}");
+            assert_eq!((e.line, e.column), (Some(1), Some(col)), "{text:?}: {e}");
+            assert_eq!(e.byte_offset, Some(col - 1), "{text:?}: {e}");
         }
     }
 
