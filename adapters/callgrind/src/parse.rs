@@ -225,6 +225,8 @@ struct Reader<'c, 'x> {
     primary: u32,
     cob: u32,
     cfi: u32,
+    /// The name the last `cfn=` gave; the function is resolved at its `calls=` (`callee`).
+    cfn_name: u32,
     callee: u32,
     /// A `calls=` waiting for its cost line.
     pending: Option<Pending>,
@@ -586,13 +588,13 @@ impl Reader<'_, '_> {
                 let key = if key == b"fi" { "fi" } else { "fe" };
                 let file = self.name(Kind::File, key, written, col)?;
                 let file = self.known(file);
-                if self.fn_name == NONE {
-                    return Err(self.err(
-                        0,
-                        format!("`{key}=` before any `fn=`: expected a function to put the inlined code in"),
-                    ));
-                }
                 self.file = file;
+                // Before any `fn=` there is no code to inline into: it is the file of the
+                // functions that follow, as KCachegrind and gprof2dot read it (lsprofcalltree,
+                // bzr's `--lsprof-file` and their kin start each function with `fi=FILE`).
+                if self.fn_name == NONE {
+                    return Ok(());
+                }
                 let primary_file = self.g.funcs[self.primary as usize].file;
                 self.func = if file == primary_file {
                     self.primary
@@ -619,21 +621,9 @@ impl Reader<'_, '_> {
                 self.cfi = self.known_or(cfi, UNKNOWN);
             }
             b"cfn" => {
-                let name = self.name(Kind::Function, "cfn", written, col)?;
-                // Not given: the caller's; given as `???`: none.
-                let object = match self.cob {
-                    NONE => self.ob,
-                    UNKNOWN => NONE,
-                    cob => cob,
-                };
-                let file = match self.cfi {
-                    NONE => self.file,
-                    UNKNOWN => NONE,
-                    cfi => cfi,
-                };
-                self.callee = self.func_of(object, file, name);
-                self.cob = NONE;
-                self.cfi = NONE;
+                self.cfn_name = self.name(Kind::Function, "cfn", written, col)?;
+                // Resolved at its `calls=`, with the `cob=`/`cfi=` given before it.
+                self.callee = NONE;
             }
             b"calls" => self.calls(v, col)?,
             // Jumps (--collect-jumps) carry no cost; their names still define ids.
@@ -672,11 +662,30 @@ impl Reader<'_, '_> {
     }
 
     fn calls(&mut self, v: &[u8], col: usize) -> Result<(), PluginError> {
-        if self.callee == NONE {
+        if self.cfn_name == NONE {
             return Err(self.err(
                 0,
                 "`calls=` without a `cfn=` before it: expected the called function first",
             ));
+        }
+        // `cob=` and `cfi=` name the object and file of the next call's function (the
+        // specification), before its `cfn=` (callgrind) or after it (lsprofcalltree writes
+        // `cfn=NAME`, `cfi=FILE`, `calls=`): the callee is resolved here. Not given: the
+        // caller's; given as `???`: none.
+        if self.callee == NONE || self.cob != NONE || self.cfi != NONE {
+            let object = match self.cob {
+                NONE => self.ob,
+                UNKNOWN => NONE,
+                cob => cob,
+            };
+            let file = match self.cfi {
+                NONE => self.file,
+                UNKNOWN => NONE,
+                cfi => cfi,
+            };
+            self.callee = self.func_of(object, file, self.cfn_name);
+            self.cob = NONE;
+            self.cfi = NONE;
         }
         let mut toks = tokens(v);
         let Some((count_at, count)) = toks.next() else {
@@ -1015,6 +1024,7 @@ impl Reader<'_, '_> {
         self.primary = NONE;
         self.cob = NONE;
         self.cfi = NONE;
+        self.cfn_name = NONE;
         self.callee = NONE;
         self.last = [0; 2];
     }
@@ -1202,7 +1212,10 @@ impl Reader<'_, '_> {
                     self.part_totals = true;
                     self.parts_with_totals += 1;
                 }
-                if key == b"summary" && !self.part_summary {
+                // An all-zero `summary:` is none, as callgrind_annotate reads it (it takes the
+                // `totals:` line then): callgrind 3.5 wrote `summary: 0` in dumps triggered by a
+                // client request, with the real totals at the end.
+                if key == b"summary" && !self.part_summary && given.iter().any(|&(_, v)| v != 0) {
                     self.part_summary = true;
                     self.parts_with_summary += 1;
                 }
@@ -1259,6 +1272,7 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
         primary: NONE,
         cob: NONE,
         cfi: NONE,
+        cfn_name: NONE,
         callee: NONE,
         pending: None,
         line_no: 0,
@@ -2121,6 +2135,21 @@ mod tests {
         assert_eq!(
             graph_with_messages(&both).2,
             ["`summary:` [5] is below the sum of the self costs [10]"]
+        );
+    }
+
+    /// An all-zero `summary:` says nothing, as callgrind_annotate reads it (it then takes the
+    /// `totals:` line): callgrind 3.5 wrote `summary: 0` in dumps triggered by a client request,
+    /// with the real totals at the end (gprof2dot's test file `googlecode-issue34.callgrind`),
+    /// and every such valgrind file was said to be inconsistent.
+    #[test]
+    fn an_all_zero_summary_is_no_summary() {
+        let text = "events: A B\nsummary: 0\nfl=a.c\nfn=m\n1 3 4\ntotals: 3 4\n";
+        assert_eq!(graph_with_messages(text).2, Vec::<String>::new());
+        let partly = text.replace("summary: 0", "summary: 0 1");
+        assert_eq!(
+            graph_with_messages(&partly).2,
+            ["`summary:` [0, 1] is below the sum of the self costs [3, 4]"]
         );
     }
 

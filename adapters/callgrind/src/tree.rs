@@ -1634,6 +1634,32 @@ mod tests {
         );
     }
 
+    /// lsprofcalltree's output (bzr's `--lsprof-file x.callgrind`, nose-profile and other copies
+    /// of it; the lines below are from gprof2dot's test file `bzr.callgrind`) starts each
+    /// function with `fi=FILE` and names a callee's file after its `cfn=`. KCachegrind and
+    /// gprof2dot read it; profconv refused it at its first `fi=` ("before any `fn=`"), and with
+    /// `fl=` in its place took each `cfi=` for the next call's callee, so that
+    /// `_walk_through_internal_nodes` (called from `iter_entries`) was a root of its own.
+    #[test]
+    fn lsprofcalltree_files_read_as_kcachegrind_reads_them() {
+        let text = "events: Ticks\nsummary: 71\nfi=~\nfn=<len>\n0  6\n\n\
+                    fi=/bzrlib/btree_index.py\nfn=_walk bzrlib.btree_index:1054\n1054 35\n\
+                    cfn=<len>\ncfi=~\ncalls=3 0\n1054 6\n\
+                    cfn=_multi bzrlib.btree_index:972\ncfi=/bzrlib/btree_index.py\ncalls=18 972\n\
+                    1054 16\n\n\
+                    fi=/bzrlib/btree_index.py\nfn=iter_entries bzrlib.btree_index:1087\n1087 14\n\
+                    cfn=_walk bzrlib.btree_index:1054\ncfi=/bzrlib/btree_index.py\ncalls=17 1054\n\
+                    1087 57\n\n\
+                    fi=/bzrlib/btree_index.py\nfn=_multi bzrlib.btree_index:972\n972 16\n";
+        assert_eq!(
+            tree(text, BuildOptions::default()),
+            "iter_entries bzrlib.btree_index:1087 self=14 total=71 calls=0\n  \
+             _walk bzrlib.btree_index:1054 self=35 total=57 calls=17\n    \
+             <len> self=6 total=6 calls=3\n    \
+             _multi bzrlib.btree_index:972 self=16 total=16 calls=18\n"
+        );
+    }
+
     /// A header's code inlined into two functions of one name in two files (two static `work`,
     /// as `gcc -O2` writes for glibc's fortify headers): each host gets its own piece, with its
     /// own costs. The piece was one function under the first host only: there `work` (a.c)
