@@ -76,6 +76,44 @@ impl<R: Read> Read for Fused<R> {
     }
 }
 
+/// A regular file read (not mapped) to its end: an end met before the size the file had when
+/// it was opened, now that it is shorter, is an error, not the end of the input. Another program
+/// truncated or rewrote the file under the reading (`>` on it, `truncate`, a log rotation): a
+/// mapped file faults there, which ends the run with an error (`MappedFile::on_truncation`),
+/// but read, the part before the cut was converted as the whole profile, with exit 0 (a
+/// streaming parser such as callgrind's, a file read under an address-space limit, a gzip file
+/// cut between members).
+struct Unshrunk {
+    file: Blocking<File>,
+    /// The file's length when it was opened.
+    size: u64,
+    /// Bytes read so far.
+    read: u64,
+}
+
+impl Read for Unshrunk {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.file.read(buf)?;
+        self.read += n as u64;
+        if n == 0 && !buf.is_empty() && self.read < self.size {
+            // A file that says it is larger than it reads (some files of /sys) has not shrunk.
+            if let Ok(now) = self.file.0.metadata().map(|m| m.len())
+                && now < self.size
+            {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "the file shrank while it was being read (another program truncated or \
+                         rewrote it): it had {} bytes, and ended after {}; nothing was written",
+                        self.size, self.read
+                    ),
+                ));
+            }
+        }
+        Ok(n)
+    }
+}
+
 impl OpenInput {
     /// Opens `path` (`-` is stdin); gzip input is decompressed transparently.
     pub fn open(path: &Path) -> io::Result<OpenInput> {
@@ -112,7 +150,15 @@ impl OpenInput {
             file = f.try_clone().ok();
             // A FIFO or a descriptor's path (`/dev/fd/N` shares the open file on the BSDs and
             // macOS) may be non-blocking too.
-            (shown(path), Box::new(Blocking(f)), size)
+            let reader: Box<dyn Read> = match size {
+                Some(size) => Box::new(Unshrunk {
+                    file: Blocking(f),
+                    size,
+                    read: 0,
+                }),
+                None => Box::new(Blocking(f)),
+            };
+            (shown(path), reader, size)
         };
         // Small enough that a parser reading a block of 1 MiB (as the folded and PVM readers
         // do) reads straight into its own buffer: std's `BufReader` passes a read at least as
@@ -783,6 +829,9 @@ impl Sink {
                     ),
                 ));
             }
+            // A name longer than the file system takes (ENAMETOOLONG): refused now, not by
+            // the rename after the whole conversion.
+            Err(e) if profconv_plugin::host::name_too_long(&e) => return Err(e),
             // Not there yet (or not reachable: said below, with the directory): a new file.
             Err(_) => link_target(target)?,
         };
@@ -1232,6 +1281,77 @@ mod tests {
         writer.join().unwrap();
         assert_eq!(input.head, b"a;b 1\n");
         assert_eq!(input.size_hint, None);
+    }
+
+    /// A regular file truncated while it is read (not mapped: a streaming parser's input such
+    /// as callgrind's, a file read under an address-space limit, a gzip file) is an error where
+    /// the reading meets the cut, not the input's end: the part before it was converted as the
+    /// whole profile, with exit 0, while a mapped file ends the run with an error there.
+    #[test]
+    fn a_file_that_shrinks_while_it_is_read_is_an_error_not_a_shorter_input() {
+        // Lines that gzip cannot shrink much, so that a member is larger than what the head's
+        // reading takes in at once.
+        let lines = |from: u64| -> Vec<u8> {
+            let mut x = from.wrapping_mul(6364136223846793005) | 1;
+            let mut out = Vec::new();
+            for _ in 0..20_000 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                out.extend_from_slice(format!("main;f{:016x} 1\n", x).as_bytes());
+            }
+            out
+        };
+        let gzip = |data: &[u8]| {
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            enc.write_all(data).unwrap();
+            enc.finish().unwrap()
+        };
+        let first = gzip(&lines(1));
+        let plain = [lines(1), lines(2)].concat();
+        let cases = [
+            // Cut at a line's end: read on, it is a valid shorter profile.
+            ("in.folded", plain.clone(), plain.len() as u64 / 2),
+            // Cut between two gzip members: read on, a valid shorter stream.
+            (
+                "in.folded.gz",
+                [first.clone(), gzip(&lines(2))].concat(),
+                first.len() as u64,
+            ),
+        ];
+        let d = tempfile::tempdir().unwrap();
+        for (name, content, cut) in cases {
+            let path = d.path().join(name);
+            std::fs::write(&path, &content).unwrap();
+            let mut reader = super::OpenInput::open(&path).unwrap().into_reader(false);
+            let mut start = vec![0; 20_000];
+            reader.read_exact(&mut start).unwrap();
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_len(cut)
+                .unwrap();
+            let mut rest = Vec::new();
+            let e = reader.read_to_end(&mut rest).unwrap_err();
+            assert!(
+                e.to_string().contains(&format!(
+                    "the file shrank while it was being read (another program truncated or \
+                     rewrote it): it had {} bytes",
+                    content.len()
+                )),
+                "{name}: {e}"
+            );
+            // Not cut: read whole, without an error.
+            std::fs::write(&path, &content).unwrap();
+            let mut all = Vec::new();
+            super::OpenInput::open(&path)
+                .unwrap()
+                .into_reader(false)
+                .read_to_end(&mut all)
+                .unwrap();
+            assert_eq!(all.len(), plain.len(), "{name}");
+        }
     }
 
     /// A reader whose first `fill_buf` at `at` is interrupted (EINTR), as a signal can do.

@@ -303,7 +303,7 @@ impl Registry {
         // Bytes no reader recognises may still say what they are: say that, and how to read it.
         if let Some((what, command)) = profconv_plugin::compression_of(head) {
             return Err(format!(
-                "the input is {what}, and profconv decompresses only gzip: decompress it first \
+                "the input is {what}, and profconv decompresses one layer of gzip only: decompress it first \
                  (`{command} FILE | profconv … -` reads it from a pipe)"
             ));
         }

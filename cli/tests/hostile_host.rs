@@ -1591,6 +1591,39 @@ fn an_output_name_ending_in_a_slash_is_refused_before_the_input_is_read() {
     assert!(!d.path().join("nodir").exists());
 }
 
+/// An output name longer than the file system takes (`File name too long`) is refused before
+/// the input is read, as `nodir/` is: it was found only by the rename, after the whole
+/// conversion (here: an input that never ends was waited for).
+#[cfg(unix)]
+#[test]
+fn an_output_name_too_long_is_refused_before_the_input_is_read() {
+    use std::time::Duration;
+    let d = tmp();
+    let name = format!("{}.folded", "a".repeat(300));
+    let mut child = profconv()
+        .current_dir(d.path())
+        .args(["convert", "-", "--from", "folded", "-o", &name])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take();
+    wait_within(
+        &mut child,
+        Duration::from_secs(30),
+        "waited for the input before refusing the output's name",
+    );
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains(&format!("{name}: File name too long")),
+        "{err}"
+    );
+    assert!(temp_files(d.path()).is_empty());
+}
+
 /// A file name is shown with its control characters escaped: a name holding a newline and
 /// `profconv: warning: …` printed a line that read as one of profconv's own.
 #[cfg(unix)]
@@ -1754,6 +1787,44 @@ fn inputs_compressed_by_other_tools_say_what_they_are() {
     // The text of a name that merely starts like a magic number is read.
     let path = write(d.path(), "bz.folded", b"BZh9;main 3\n");
     let out = run(&["tree", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// A file gzipped twice says so and how to read it, whatever reader takes it: the host takes off
+/// one layer, and the readers saw gzip's header as a first line of binary bytes ("expected
+/// `STACK COUNT`: the line has no count" for folded stacks), where every other tool's
+/// compression was named.
+#[test]
+fn an_input_gzipped_twice_says_so() {
+    let d = tmp();
+    let gzip = |data: &[u8]| {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(data).unwrap();
+        enc.finish().unwrap()
+    };
+    let path = write(d.path(), "p.folded.gz", &gzip(&gzip(b"main;a 3\n")));
+    let p = path.to_str().unwrap();
+    for from in [
+        &[][..],
+        &["--from", "folded", "-j1"],
+        &["--from", "folded", "-j2"],
+        &["--from", "pvm"],
+        &["--from", "callgrind"],
+        &["--from", "deep"],
+    ] {
+        let out = profconv().args(["tree", p]).args(from).output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{from:?}: {err}");
+        assert!(
+            err.contains("the input is gzip-compressed twice")
+                && err.contains("gzip -dc FILE | profconv")
+                && err.lines().count() == 1,
+            "{from:?}: {err}"
+        );
+    }
+    // Taken off once more on the way in, it reads.
+    let once = write(d.path(), "q.folded.gz", &gzip(b"main;a 3\n"));
+    let out = run(&["tree", once.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
 

@@ -660,7 +660,7 @@ fn read_header(data: &[u8]) -> Result<Header<'_>, PluginError> {
         return Err(invalid(
             0,
             format!(
-                "the input is {what}, and only gzip is decompressed: decompress it first \
+                "the input is {what}, and only one layer of gzip is decompressed: decompress it first \
                  (`{command} FILE | profconv … -` reads it from a pipe)"
             ),
         ));

@@ -1387,6 +1387,20 @@ pub fn read_rather_than_map(len: u64) -> bool {
     }
 }
 
+/// Whether `e` says a file name is longer than the file system takes (`ENAMETOOLONG`, "File
+/// name too long"; `io::ErrorKind::InvalidFilename` is newer than the workspace's MSRV).
+pub fn name_too_long(e: &io::Error) -> bool {
+    #[cfg(unix)]
+    {
+        e.raw_os_error() == Some(libc::ENAMETOOLONG)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = e;
+        false
+    }
+}
+
 /// Under an address-space limit, one allocator arena for every thread (glibc gives each
 /// thread that allocates at once an arena of its own, 64 MB of address space each, which a
 /// limit counts whole: a conversion on four threads aborted where one thread converted).

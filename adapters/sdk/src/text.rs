@@ -27,10 +27,12 @@ pub fn utf16_input_error(head: &[u8], files: &str) -> Option<crate::PluginError>
     )
 }
 
-/// A compressed input the host does not decompress (it reads gzip only), from its first bytes
-/// (its magic number): what it is, and the command that decompresses it to stdout. `None` for
-/// any other start. The magic numbers are long enough, or followed by a block header (bzip2),
-/// that no text starts so by chance.
+/// A compressed input the host does not decompress (it takes off one layer of gzip only), from
+/// its first bytes (its magic number): what it is, and the command that decompresses it to
+/// stdout. `None` for any other start. The magic numbers are long enough, or followed by a block
+/// header (bzip2), that no text starts so by chance. A reader that sees gzip's own magic number
+/// (with its only method, deflate) was given data the host already took one layer off: the file
+/// was compressed twice.
 pub fn compression_of(head: &[u8]) -> Option<(&'static str, &'static str)> {
     const BZIP2_BLOCK: &[u8] = &[0x31, 0x41, 0x59, 0x26, 0x53, 0x59];
     const BZIP2_END: &[u8] = &[0x17, 0x72, 0x45, 0x38, 0x50, 0x90];
@@ -44,6 +46,7 @@ pub fn compression_of(head: &[u8]) -> Option<(&'static str, &'static str)> {
         }
         [0x04, 0x22, 0x4D, 0x18, ..] => Some(("lz4-compressed", "lz4 -dc")),
         [b'P', b'K', 3, 4, ..] => Some(("a zip archive", "unzip -p")),
+        [0x1F, 0x8B, 0x08, ..] => Some(("gzip-compressed twice", "gzip -dc")),
         _ => None,
     }
 }
@@ -57,7 +60,7 @@ pub fn not_text_error(head: &[u8], files: &str) -> Option<crate::PluginError> {
     if let Some((what, command)) = compression_of(head) {
         return Some(
             crate::PluginError::invalid_input(format!(
-                "the input is {what}, and only gzip is decompressed ({files} are text): \
+                "the input is {what}, and only one layer of gzip is decompressed ({files} are text): \
                  decompress it first (`{command} FILE | profconv … -` reads it from a pipe)"
             ))
             .at_offset(0)
