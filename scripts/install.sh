@@ -39,7 +39,13 @@ target_dir="${CARGO_TARGET_DIR:-}"
 case "$target_dir" in ''|/*) ;; *) target_dir="$PWD/$target_dir" ;; esac
 cd "$(dirname "$0")/.."
 if [ -n "$target_dir" ]; then export CARGO_TARGET_DIR="$target_dir"; fi
-target="${CARGO_TARGET_DIR:-target}/$profile"
+# Where cargo builds: CARGO_TARGET_DIR, else `build.target-dir` of a cargo config or
+# CARGO_BUILD_TARGET_DIR (cargo metadata knows), else ./target.
+if [ -z "$target_dir" ]; then
+    target_dir="$(cargo metadata --format-version 1 --no-deps 2>/dev/null |
+        sed -n 's/.*"target_directory":"\(\([^"\\]\|\\.\)*\)".*/\1/p' | sed 's/\\\(.\)/\1/g')" || true
+fi
+target="${target_dir:-target}/$profile"
 if [ "$build" = 1 ]; then
     if [ "$profile" = release ]; then cargo build --release --quiet; else cargo build --quiet; fi
 fi

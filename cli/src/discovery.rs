@@ -234,20 +234,26 @@ pub fn candidates(explicit: &[PathBuf], use_defaults: bool) -> Vec<Candidate> {
     if !use_defaults {
         return out;
     }
+    for (source, dir) in default_dirs() {
+        scan_dir(&dir, source, &mut out);
+    }
+    out
+}
+
+/// The directories searched unless `--no-default-plugins`, in order: the user plugin
+/// directory, the executable's directory and `<exe>/../lib/profconv/plugins`.
+pub fn default_dirs() -> Vec<(Source, PathBuf)> {
+    let mut out = Vec::new();
     if let Some(d) = user_plugin_dir() {
-        scan_dir(&d, Source::UserDir, &mut out);
+        out.push((Source::UserDir, d));
     }
     if let Some(exe_dir) = std::env::current_exe()
         .ok()
         .and_then(|e| e.canonicalize().ok())
         .and_then(|e| e.parent().map(Path::to_path_buf))
     {
-        scan_dir(&exe_dir, Source::ExeDir, &mut out);
-        scan_dir(
-            &exe_dir.join("../lib/profconv/plugins"),
-            Source::InstallDir,
-            &mut out,
-        );
+        out.push((Source::ExeDir, exe_dir.clone()));
+        out.push((Source::InstallDir, exe_dir.join("../lib/profconv/plugins")));
     }
     out
 }

@@ -1594,10 +1594,24 @@ fn caps_words(f: &FormatHandle) -> String {
 fn list_formats(registry: &Registry, defaults_searched: bool) -> Result<(), Failure> {
     let mut out = String::new();
     if registry.loaded.is_empty() {
-        out.push_str(match defaults_searched {
-            true => "no plugins loaded (searched: --plugin, PROFCONV_PLUGIN_PATH, the user plugin directory, next to profconv, ../lib/profconv/plugins)\n",
-            false => "no plugins loaded (searched: --plugin, PROFCONV_PLUGIN_PATH; --no-default-plugins skips the other places)\n",
-        });
+        match defaults_searched {
+            true => {
+                // The directories themselves, and how plugins get there: a `cargo install`
+                // gives profconv without its plugin libraries, and this was all it said.
+                use std::env::consts::{DLL_PREFIX, DLL_SUFFIX};
+                out.push_str("no plugins loaded (searched: --plugin, PROFCONV_PLUGIN_PATH, and these directories)\n");
+                for (source, dir) in discovery::default_dirs() {
+                    out.push_str(&format!("  {}: {}\n", source.label(), io::shown(&dir)));
+                }
+                out.push_str(&format!(
+                    "profconv's formats are plugin libraries ({DLL_PREFIX}profconv_plugin_*{DLL_SUFFIX}), \
+                     which `cargo install` does not install: from a checkout, `scripts/install.sh \
+                     PREFIX` installs profconv with them, or copy them from the build's \
+                     target/release/ into one of these directories\n"
+                ));
+            }
+            false => out.push_str("no plugins loaded (searched: --plugin, PROFCONV_PLUGIN_PATH; --no-default-plugins skips the other places)\n"),
+        }
     }
     for l in &registry.loaded {
         let i = &l.plugin.info;

@@ -363,6 +363,43 @@ fn a_scanned_plugin_that_fails_to_load_is_a_warning() {
     assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
 }
 
+/// A plugin library cut short (an interrupted copy) in a plugin directory is refused with a
+/// warning that names it, and the run goes on: the system loader maps the missing bytes and
+/// faulted on them, so every command, `formats` too, ended with SIGBUS and no word.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_truncated_plugin_library_is_refused_not_a_crash() {
+    let d = tmp();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let plugins = d.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    let whole = std::fs::read(lib_path("profconv_plugin_folded")).unwrap();
+    let name = format!(
+        "{}profconv_plugin_cut{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    );
+    // The ELF headers and the start of the first segment, far short of the loaded segments.
+    write(&plugins, &name, &whole[..16384]);
+    let dir = plugins.to_str().unwrap();
+    let out = run(&["--plugin", dir, "tree", input.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{:?} {err}", out.status);
+    assert!(
+        err.contains("plugin not loaded (--plugin): cannot load ")
+            && err.matches(&name).count() == 1
+            && err.contains("cut short (16384 bytes;"),
+        "{err}"
+    );
+    let out = run(&["--no-default-plugins", "--plugin", dir, "formats"]);
+    assert_eq!(out.status.code(), Some(0), "{:?}", out.status);
+    assert!(
+        text(&out.stdout).contains("cut short"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
 /// Corrupt or truncated gzip input is malformed input (exit 3) at a compressed byte offset,
 /// and the message says the gzip data is at fault.
 #[test]

@@ -817,6 +817,40 @@ fn missing_formats_name_shadowed_plugins_and_a_lone_binary_says_it_has_none() {
     );
 }
 
+/// `formats` of a `profconv` without plugins (as `cargo install` leaves it) names the
+/// directories it searched and how the plugin libraries get there: it named the places only
+/// as words ("next to profconv"), and nothing said that `cargo install` leaves them out.
+#[test]
+fn formats_of_a_lone_binary_names_the_directories_searched_and_the_install_script() {
+    let d = tmp();
+    let lone = d.path().join("lone");
+    std::fs::create_dir(&lone).unwrap();
+    let exe = lone.join("profconv");
+    std::fs::copy(env!("CARGO_BIN_EXE_profconv"), &exe).unwrap();
+    let out = Command::new(&exe)
+        .arg("formats")
+        .env_remove("PROFCONV_PLUGIN_PATH")
+        .env("XDG_DATA_HOME", "/nonexistent-profconv-test")
+        .output()
+        .unwrap();
+    let s = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let dir = lone.canonicalize().unwrap();
+    for part in [
+        "no plugins loaded".to_string(),
+        "user plugin directory: /nonexistent-profconv-test/profconv/plugins\n".into(),
+        format!("next to profconv: {}\n", dir.display()),
+        format!(
+            "installed plugins: {}/../lib/profconv/plugins\n",
+            dir.display()
+        ),
+        "`cargo install` does not install".into(),
+        "scripts/install.sh".into(),
+    ] {
+        assert!(s.contains(&part), "{part:?} missing from: {s}");
+    }
+}
+
 #[test]
 fn the_install_script_gives_a_profconv_that_finds_every_plugin() {
     let target = built_plugins();
@@ -856,6 +890,44 @@ fn the_install_script_gives_a_profconv_that_finds_every_plugin() {
     }
     assert!(s.contains("[installed plugins]"), "{s}");
     assert!(!s.contains("testplugin") && !s.contains("ancient"), "{s}");
+}
+
+/// Without CARGO_TARGET_DIR, the script installs from where cargo builds: a cargo config's
+/// `build.target-dir` (here CARGO_BUILD_TARGET_DIR, its environment form) moves the build out
+/// of `./target`, and the script looked there all the same (it said to build first, just after
+/// building, or installed an older build left in `./target`).
+#[cfg(unix)]
+#[test]
+fn the_install_script_installs_from_the_target_dir_of_cargo_config() {
+    use std::env::consts::{DLL_PREFIX, DLL_SUFFIX};
+    let target = built_plugins();
+    let profile = target.file_name().unwrap().to_str().unwrap().to_string();
+    let d = tmp();
+    // A build of its own: profconv and one plugin.
+    let elsewhere = d.path().join("elsewhere");
+    std::fs::create_dir_all(elsewhere.join(&profile)).unwrap();
+    let folded = format!("{DLL_PREFIX}profconv_plugin_folded{DLL_SUFFIX}");
+    for file in ["profconv", folded.as_str()] {
+        std::fs::copy(target.join(file), elsewhere.join(&profile).join(file)).unwrap();
+    }
+    let prefix = d.path().join("prefix");
+    let out = Command::new("bash")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../scripts/install.sh"
+        ))
+        .arg(&prefix)
+        .args(["--profile", &profile, "--no-build"])
+        .env_remove("CARGO_TARGET_DIR")
+        .env("CARGO_BUILD_TARGET_DIR", &elsewhere)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let installed: Vec<String> = std::fs::read_dir(prefix.join("lib/profconv/plugins"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(installed, [folded]);
 }
 
 /// A relative PREFIX and CARGO_TARGET_DIR are the caller's (they were taken from the checkout,

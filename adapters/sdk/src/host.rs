@@ -14,7 +14,7 @@ use profconv_ir::ProfileRef;
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::fmt;
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, Write};
 use std::mem::size_of;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -266,6 +266,12 @@ pub fn load_library(path: &Path) -> Result<LoadedPlugin, LoadError> {
         }
         _ => {} // a missing file gets the loader's own message
     }
+    // The system loader maps a library's segments without checking that the file holds them,
+    // and touching a page past its end is a SIGBUS: a plugin cut short (an interrupted copy, a
+    // full disk) in a plugin directory ended every command, `formats` too, with "Bus error".
+    if let Some(why) = truncated_elf(path) {
+        return Err(LoadError::Open(path.to_path_buf(), why));
+    }
     // Its initialisers and its entry run in the call, as any call into a plugin does: one
     // that calls `exit` there fails the run (it ended it with its own status, 0 for `exit(0)`,
     // in every command, whatever the formats it was asked for).
@@ -294,6 +300,76 @@ pub fn load_library(path: &Path) -> Result<LoadedPlugin, LoadError> {
     // Never unload: the function pointers we keep must stay valid for the process's life.
     std::mem::forget(lib);
     load_entry(entry, PluginOrigin::File(path.to_path_buf()))
+}
+
+/// Why an ELF file is too short for what its program headers say it holds (the header table,
+/// or a loadable segment's bytes), or `None`: not ELF, unreadable (the loader says why), or
+/// whole.
+fn truncated_elf(path: &Path) -> Option<String> {
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let mut head = [0u8; 64];
+    file.read_exact(&mut head).ok()?;
+    if head[..4] != *b"\x7fELF" {
+        return None;
+    }
+    let big = match head[5] {
+        1 => false,
+        2 => true,
+        _ => return None,
+    };
+    // An unsigned field in the file's byte order.
+    let int = |b: &[u8]| {
+        let add = |v: u64, x: &u8| (v << 8) | u64::from(*x);
+        match big {
+            true => b.iter().fold(0, add),
+            false => b.iter().rev().fold(0, add),
+        }
+    };
+    // (e_phoff, e_phentsize, e_phnum; each header's p_offset and p_filesz) by class.
+    let (phoff, phentsize, phnum, offset, filesz) = match head[4] {
+        1 => (
+            int(&head[0x1c..0x20]),
+            int(&head[0x2a..0x2c]),
+            int(&head[0x2c..0x2e]),
+            4..8,
+            16..20,
+        ),
+        2 => (
+            int(&head[0x20..0x28]),
+            int(&head[0x36..0x38]),
+            int(&head[0x38..0x3a]),
+            8..16,
+            32..40,
+        ),
+        _ => return None,
+    };
+    let table = phentsize.checked_mul(phnum)?;
+    // An entry smaller than its fields, or a table of more than 64 KiB, is no valid ELF: the
+    // loader says so.
+    if phentsize < filesz.end as u64 || table > 65536 {
+        return None;
+    }
+    let said = |need: u64, what: &str| {
+        format!(
+            "the file is cut short ({len} bytes; {what} reaches byte {need}): an interrupted \
+             copy or build? copy or build it again"
+        )
+    };
+    let end = phoff.checked_add(table)?;
+    if end > len {
+        return Some(said(end, "its program header table"));
+    }
+    let mut headers = vec![0u8; table as usize];
+    file.seek(io::SeekFrom::Start(phoff)).ok()?;
+    file.read_exact(&mut headers).ok()?;
+    const PT_LOAD: u64 = 1;
+    let need = headers
+        .chunks_exact(phentsize as usize)
+        .filter(|h| int(&h[0..4]) == PT_LOAD)
+        .filter_map(|h| int(&h[offset.clone()]).checked_add(int(&h[filesz.clone()])))
+        .max()?;
+    (need > len).then(|| said(need, "a loadable segment"))
 }
 
 /// Runs the handshake on an entry point linked into this binary (see `static_plugin!`).

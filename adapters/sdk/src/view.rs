@@ -113,7 +113,8 @@ pub(crate) unsafe fn profile_ref_from_view<'a>(
 ) -> Result<ProfileRef<'a>, IrError> {
     if (view.struct_size as usize) < crate::abi::min_size::PROFILE_VIEW {
         return Err(IrError::Invalid(format!(
-            "profile view of {} bytes is smaller than ABI 1.0's {}",
+            "profile view of {} bytes is smaller than ABI 1.0's {}: the plugin was built \
+             before ABI 1.0's final layout (a development build); rebuild it against this SDK",
             view.struct_size,
             crate::abi::min_size::PROFILE_VIEW
         )));
@@ -231,5 +232,34 @@ pub(crate) fn export_profile(profile: Profile) -> ProfileExport {
         view,
         release: Some(release_exported),
         private_data: Box::into_raw(boxed) as *mut c_void,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A view smaller than ABI 1.0's final layout comes from a plugin built before it was fixed
+    /// (a development build that still says 1.0): the error says to rebuild it, not only that
+    /// the view is small.
+    #[test]
+    fn a_view_of_an_early_layout_says_to_rebuild_the_plugin() {
+        let profile = Profile::default();
+        let p = profile.view();
+        let storage = ViewStorage::new(&p);
+        let mut view = storage.view(&p);
+        view.struct_size = 232;
+        // SAFETY: every pointer of the view points into `profile` and `storage`, alive here.
+        let e = unsafe { profile_ref_from_view(&view, Check::Full) }.unwrap_err();
+        let message = e.to_string();
+        assert!(
+            message.contains("profile view of 232 bytes is smaller than ABI 1.0's")
+                && message.contains("rebuild it against this SDK"),
+            "{message}"
+        );
+        // The view as it is: read.
+        view.struct_size = size_of::<ProfileView>() as u32;
+        // SAFETY: as above.
+        assert!(unsafe { profile_ref_from_view(&view, Check::Full) }.is_ok());
     }
 }
