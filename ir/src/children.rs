@@ -228,6 +228,39 @@ impl ChildIndex {
         }
     }
 
+    /// Whether `node` has no child yet.
+    #[inline]
+    pub(crate) fn is_childless(&self, node: u32) -> bool {
+        self.entry(node).child == NONE
+    }
+
+    /// Makes nodes `first`, `first + 1` … (`first` the number of nodes so far), one per key of
+    /// `keys`: the first the child of `parent` (which has no child) by `keys[0]`, each next one
+    /// the only child of the one before by its key. No lookup: none of them can exist.
+    pub(crate) fn push_chain(&mut self, parent: u32, keys: &[u32], first: u32) {
+        let Some((&key, rest)) = keys.split_first() else {
+            return;
+        };
+        debug_assert_eq!(
+            first as usize,
+            self.nodes.len(),
+            "nodes are numbered in order"
+        );
+        debug_assert!(self.is_childless(parent));
+        debug_assert!(
+            (first as usize + keys.len()) < SPILLED as usize,
+            "node ids stay below the spilled marks"
+        );
+        *self.entry_mut(parent) = Entry { key, child: first };
+        self.nodes.reserve(keys.len());
+        self.nodes.extend(
+            rest.iter()
+                .zip(first + 1..)
+                .map(|(&key, child)| Entry { key, child }),
+        );
+        self.nodes.push(CHILDLESS);
+    }
+
     fn push(&mut self, make: impl FnOnce() -> u32) -> u32 {
         let id = make();
         debug_assert_eq!(id as usize, self.nodes.len(), "nodes are numbered in order");

@@ -535,7 +535,7 @@ impl<'a> ProfileRef<'a> {
             return bad(format!("frame {i} names a func that does not exist"));
         }
         let ns = self.n_stacks();
-        for i in 0..ns {
+        let stack = |i: usize| {
             let p = self.stack_prefix[i];
             if p != NONE && p as usize >= i {
                 return bad(format!(
@@ -545,6 +545,31 @@ impl<'a> ProfileRef<'a> {
             if self.stack_frame[i] as usize >= nfr {
                 return bad(format!("stack {i} names a frame that does not exist"));
             }
+            Ok(())
+        };
+        // Every stack, twice a conversion (the host checks a parser's profile, the emitter what
+        // it is lent): blocks are checked without a branch per stack, and a block that fails is
+        // checked again stack by stack for the first error.
+        const BLOCK: usize = 1 << 12;
+        match (u32::try_from(ns), u32::try_from(nfr)) {
+            (Ok(_), Ok(nfr)) => {
+                let blocks = self
+                    .stack_prefix
+                    .chunks(BLOCK)
+                    .zip(self.stack_frame.chunks(BLOCK));
+                for (b, (prefix, frame)) in blocks.enumerate() {
+                    let base = (b * BLOCK) as u32;
+                    let mut wrong = false;
+                    for ((&p, &f), i) in prefix.iter().zip(frame).zip(base..) {
+                        // `p >= i` unless `p` is NONE, which wraps to 0.
+                        wrong |= (p.wrapping_add(1) > i) | (f >= nfr);
+                    }
+                    if wrong {
+                        (b * BLOCK..(b * BLOCK + prefix.len())).try_for_each(stack)?;
+                    }
+                }
+            }
+            _ => (0..ns).try_for_each(stack)?,
         }
         if let Some(i) = self.sample_stack.iter().position(|&s| s as usize >= ns) {
             return bad(format!("sample {i} names a stack that does not exist"));
@@ -685,6 +710,61 @@ pub fn write_fixed(out: &mut String, value: i64, decimals: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The stack table is checked a block of stacks at a time: the first bad stack is the one
+    /// named, in the first block or a later one, at a block's edges or inside it, for a prefix
+    /// that does not come before its stack (itself, later, or a stack that does not exist) and
+    /// for a frame that does not exist.
+    #[test]
+    fn validate_names_the_first_bad_stack_whichever_block_it_is_in() {
+        let n = 3 * 4096 + 17;
+        let good = || {
+            let mut b = crate::ProfileBuilder::new();
+            b.add_value_type("samples", "count", ValueKind::Weight);
+            for i in 0..3 {
+                let f = b.func(&format!("f{i}"));
+                b.frame(f);
+            }
+            let mut p = b.finish();
+            p.stacks.prefix = (0..n)
+                .map(|i| if i % 5 == 0 { NONE } else { i as u32 - 1 })
+                .collect();
+            p.stacks.frame = (0..n).map(|i| (i % 3) as u32).collect();
+            p
+        };
+        assert!(good().view().validate().is_ok());
+        let message = |p: &Profile| match p.view().validate() {
+            Err(IrError::Invalid(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        for at in [0, 1, 4095, 4096, 4097, 2 * 4096 + 7, n - 1] {
+            for prefix in [at as u32, at as u32 + 1, u32::MAX - 1] {
+                let mut p = good();
+                p.stacks.prefix[at] = prefix;
+                // A later stack is bad too: the first is named.
+                if at < n - 1 {
+                    p.stacks.prefix[n - 1] = (n - 1) as u32;
+                }
+                assert_eq!(
+                    message(&p),
+                    format!("stack {at} has prefix {prefix}, which does not come before it")
+                );
+            }
+            let mut p = good();
+            p.stacks.frame[at] = 3;
+            p.stacks.frame[n - 1] = u32::MAX;
+            assert_eq!(
+                message(&p),
+                format!("stack {at} names a frame that does not exist")
+            );
+            // Both wrong in one stack: the prefix is named, as it is checked first.
+            p.stacks.prefix[at] = at as u32;
+            assert_eq!(
+                message(&p),
+                format!("stack {at} has prefix {at}, which does not come before it")
+            );
+        }
+    }
 
     /// `zeros` gives zeros whose pages are already the process's own (resident), so that
     /// adding to a cell later faults once, not twice: the resident size grows by the table's

@@ -878,7 +878,7 @@ fn spaced_count(name: &[u8]) -> Option<usize> {
     let sp = name
         .iter()
         .rposition(|&b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))?;
-    count(&name[sp + 1..]).is_ok().then_some(sp)
+    count(&name[sp + 1..]).is_some().then_some(sp)
 }
 
 /// Every func's name as written ([`push_name`]), computed once: the same on every line.
@@ -1004,7 +1004,7 @@ fn needs_root_mark(name: &[u8]) -> bool {
 /// stack) or a number (`42 7` reads as two counts). As a root with callees it reads back
 /// (`42;f 7`, `;f 7`).
 fn troubles_alone(name: &[u8]) -> bool {
-    name.is_empty() || count(name).is_ok()
+    name.is_empty() || count(name).is_some()
 }
 
 /// True when a func's name is written with [`ROOT_MARK`] before it: it is a root and a comment

@@ -5,11 +5,11 @@
 //! walks down the stack index are interleaved (see `Parser_::flush`).
 
 use memchr::{memchr, memrchr2};
+use nom::Parser;
 use nom::bytes::complete::tag;
 use nom::character::complete::{digit0, digit1};
 use nom::combinator::{all_consuming, opt};
 use nom::sequence::preceded;
-use nom::{IResult, Parser};
 use profconv_plugin::ir::diff::DIFF_COLUMNS;
 use profconv_plugin::ir::{NONE, PathStart, PieceMaps, Profile, ProfileBuilder, ValueKind};
 use profconv_plugin::lines::Lines;
@@ -56,9 +56,28 @@ type StackCounts<'a> = (&'a [u8], [i64; 2]);
 // The byte-order mark reads like leading whitespace at the start of a line.
 use profconv_plugin::UTF8_BOM as BOM;
 
-/// `123` or `123.45` (inferno accepts decimal counts).
-pub(crate) fn count(i: &[u8]) -> IResult<&[u8], CountDigits<'_>> {
-    all_consuming((digit1, opt(preceded(tag(&b"."[..]), digit0)))).parse(i)
+/// `123` or `123.45` (inferno accepts decimal counts): one digit or more, then optionally a
+/// point and any number of digits (`12.` too), and nothing else.
+#[inline]
+pub(crate) fn count(i: &[u8]) -> Option<CountDigits<'_>> {
+    all_consuming((digit1, opt(preceded(tag(&b"."[..]), digit0))))
+        .parse(i)
+        .map_err(|_: nom::Err<nom::error::Error<&[u8]>>| ())
+        .ok()
+        .map(|(_, digits)| digits)
+}
+
+/// Where the last space or tab of `line` is. A line ends in its count, a few digits, so its
+/// last 32 bytes are looked at one by one first (`memrchr2`'s set-up for a vector search cost
+/// more than the search, twice a line); `memrchr2` takes the rest of a line with none there.
+#[inline]
+fn last_blank(line: &[u8]) -> Option<usize> {
+    const NEAR: usize = 32;
+    let from = line.len().saturating_sub(NEAR);
+    match line[from..].iter().rposition(|&c| c == b' ' || c == b'\t') {
+        Some(i) => Some(from + i),
+        None => memrchr2(b' ', b'\t', &line[..from]),
+    }
 }
 
 /// Something to tell the user about a line, kept until the piece of input it came from is put
@@ -565,12 +584,26 @@ impl Parser_ {
             let mut leaf = line.known;
             if leaf == NONE {
                 // What was not found is new: made here, line after line.
-                for at in start..line.end {
-                    leaf = match stacks[at] {
-                        NONE => self.b.stack(leaf, frames[at]),
-                        found => found,
-                    };
+                let mut at = start;
+                while at < line.end {
+                    if stacks[at] != NONE {
+                        leaf = stacks[at];
+                        at += 1;
+                        continue;
+                    }
+                    let made = self.b.profile().stacks.prefix.len();
+                    leaf = self.b.stack(leaf, frames[at]);
                     stacks[at] = leaf;
+                    at += 1;
+                    if leaf as usize == made {
+                        // Made here (not by an earlier line of the batch): the rest of the
+                        // line is new below it, made without lookups.
+                        let end = line.end;
+                        leaf = self
+                            .b
+                            .stacks_below(leaf, &frames[at..end], &mut stacks[at..end]);
+                        at = end;
+                    }
                 }
                 self.new_texts.push((line.key, leaf));
             }
@@ -755,7 +788,6 @@ impl Parser_ {
                 lossy = true;
             }
             self.batch_frames.push(frame);
-            self.prev_frames.push(frame);
             if end == text.len() {
                 return lossy;
             }
@@ -794,9 +826,14 @@ impl Parser_ {
             .extend_from_slice(&self.prev_frames[..keep]);
         self.prev_frames.truncate(keep);
         let Some(pos) = pos else { return keep };
+        let new = self.batch_frames.len();
+        let lossy = self.push_frames(text, pos);
+        // The line's new frames, for the next line (one copy, not a second push per frame).
+        self.prev_frames
+            .extend_from_slice(&self.batch_frames[new..]);
         // The first line with a name that is not UTF-8 is noted (a later line with the same
         // name finds it remembered).
-        if self.push_frames(text, pos) {
+        if lossy {
             self.report.lossy += 1;
             if self.report.lossy == 1 {
                 let line = self.line_no;
@@ -843,8 +880,8 @@ struct Batched {
 /// sorting first).
 fn looks_differential(stack: &[u8]) -> bool {
     match memrchr2(b' ', b'\t', stack) {
-        Some(sp) => count(&stack[sp + 1..]).is_ok(),
-        None => count(stack).is_ok(),
+        Some(sp) => count(&stack[sp + 1..]).is_some(),
+        None => count(stack).is_some(),
     }
 }
 
@@ -884,7 +921,7 @@ struct LastCount<'a> {
 /// error is the byte it points at and its message.
 #[inline]
 fn split_count(line: &[u8]) -> Result<Option<LastCount<'_>>, (usize, String)> {
-    let (stack_end, col) = match memrchr2(b' ', b'\t', line) {
+    let (stack_end, col) = match last_blank(line) {
         Some(sp) => {
             let stack_end = line[..sp]
                 .iter()
@@ -892,7 +929,7 @@ fn split_count(line: &[u8]) -> Result<Option<LastCount<'_>>, (usize, String)> {
                 .map_or(0, |p| p + 1);
             (stack_end, sp + 1)
         }
-        None if count(line).is_ok() => return Ok(None),
+        None if count(line).is_some() => return Ok(None),
         None => {
             return Err((
                 line.len(),
@@ -901,7 +938,7 @@ fn split_count(line: &[u8]) -> Result<Option<LastCount<'_>>, (usize, String)> {
         }
     };
     let token = &line[col..];
-    let Ok((_, digits)) = count(token) else {
+    let Some(digits) = count(token) else {
         return Err((
             col,
             format!(
@@ -1602,12 +1639,12 @@ pub fn sniff(head: &[u8]) -> u32 {
         .take(64);
     for line in data {
         let Some(sp) = memrchr2(b' ', b'\t', line) else {
-            if count(line).is_err() {
+            if count(line).is_none() {
                 bad += 1;
             } // else a count without a stack (py-spy): the parser skips it too
             continue;
         };
-        if count(&line[sp + 1..]).is_err() || line[..sp].trim_ascii().is_empty() {
+        if count(&line[sp + 1..]).is_none() || line[..sp].trim_ascii().is_empty() {
             bad += 1;
             continue;
         }
@@ -1635,6 +1672,50 @@ mod tests {
 
     fn parse(text: &[u8], skip: bool) -> Result<Profile, PluginError> {
         parse_folded(&mut Input::from_slice(text), skip, &mut Context::silent())
+    }
+
+    /// The count grammar (inferno's): one digit or more, then optionally a point and any
+    /// digits; and the last blank of a line, near its end or far from it, as `memrchr2` finds it.
+    #[test]
+    fn counts_and_their_blank_are_read_as_the_grammar_says() {
+        let int_frac = |t: &'static [u8]| count(t).map(|(i, f)| (i, f.map(<[u8]>::to_vec)));
+        assert_eq!(int_frac(b"0"), Some((&b"0"[..], None)));
+        assert_eq!(int_frac(b"42"), Some((&b"42"[..], None)));
+        assert_eq!(int_frac(b"12."), Some((&b"12"[..], Some(vec![]))));
+        assert_eq!(int_frac(b"12.50"), Some((&b"12"[..], Some(b"50".to_vec()))));
+        assert_eq!(int_frac(b"007.0"), Some((&b"007"[..], Some(b"0".to_vec()))));
+        for bad in [
+            &b""[..],
+            b".5",
+            b".",
+            b"1.2.3",
+            b"1e5",
+            b"-1",
+            b"+1",
+            b"1 ",
+            b" 1",
+            b"12a",
+            b"1,5",
+            b"\xd9\xa3",
+            b"1.5x",
+        ] {
+            assert_eq!(count(bad), None, "{bad:?}");
+        }
+        let mut lines: Vec<Vec<u8>> = vec![b"".to_vec(), b"a".to_vec(), b" ".to_vec()];
+        for far in [0, 1, 31, 32, 33, 64, 100] {
+            for blank in [b' ', b'\t'] {
+                let mut l = b"a;b".to_vec();
+                l.push(blank);
+                l.extend(std::iter::repeat_n(b'7', far));
+                lines.push(l.clone());
+                l.insert(1, if blank == b' ' { b'\t' } else { b' ' });
+                lines.push(l);
+            }
+            lines.push(vec![b'x'; far]);
+        }
+        for l in &lines {
+            assert_eq!(last_blank(l), memrchr2(b' ', b'\t', l), "{l:?}");
+        }
     }
 
     fn parse_streaming(text: &[u8]) -> Result<Profile, PluginError> {

@@ -301,6 +301,40 @@ impl ProfileBuilder {
         })
     }
 
+    /// The stacks `leaf;frames[0]`, `leaf;frames[0];frames[1]` … written to `out` (as long as
+    /// `frames`), each made by [`stack`](Self::stack) in turn; returns the last (`leaf` if
+    /// `frames` is empty). When `leaf` is the last stack made and has no child yet (a line's
+    /// stacks after its first new one), none of them can exist: they are made with no lookup.
+    pub fn stacks_below(&mut self, leaf: u32, frames: &[u32], out: &mut [u32]) -> u32 {
+        debug_assert_eq!(out.len(), frames.len());
+        let n = self.profile.stacks.prefix.len();
+        if frames.is_empty()
+            || leaf == NONE
+            || leaf as usize + 1 != n
+            || !self.trie.is_childless(leaf)
+        {
+            let mut s = leaf;
+            for (o, &frame) in out.iter_mut().zip(frames) {
+                s = self.stack(s, frame);
+                *o = s;
+            }
+            return s;
+        }
+        let first = n as u32;
+        let stacks = &mut self.profile.stacks;
+        stacks.prefix.reserve(frames.len());
+        stacks.prefix.push(leaf);
+        stacks
+            .prefix
+            .extend(first..first + (frames.len() - 1) as u32);
+        stacks.frame.extend_from_slice(frames);
+        self.trie.push_chain(leaf, frames, first);
+        for (o, id) in out.iter_mut().zip(first..) {
+            *o = id;
+        }
+        first + (frames.len() - 1) as u32
+    }
+
     /// The stack `prefix` + `frame` if it exists (made by [`stack`](Self::stack)).
     #[inline]
     pub fn find_stack(&self, prefix: u32, frame: u32) -> Option<u32> {
@@ -430,6 +464,62 @@ impl ProfileBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `stacks_below` makes the stacks `stack` makes one at a time, with the same ids, whether
+    /// it takes its no-lookup path (below the newest, childless stack) or not (below a root,
+    /// an older stack, a stack with a child, or stacks that exist); lookups find them after.
+    #[test]
+    fn stacks_below_makes_what_stack_makes_one_at_a_time() {
+        let fr: Vec<u32> = (0..6).collect();
+        // (start: a stack made by the previous step's path, by its index in it), frames
+        let steps: &[(Option<usize>, &[u32])] = &[
+            (None, &[0, 1, 2, 3]),
+            (Some(3), &[4, 5]),
+            (Some(1), &[3, 4]),
+            (Some(1), &[3, 4, 5]),
+            (None, &[0, 1, 2]),
+            (None, &[]),
+            (Some(0), &[5]),
+        ];
+        let mut one = ProfileBuilder::new();
+        let mut bulk = ProfileBuilder::new();
+        for b in [&mut one, &mut bulk] {
+            for name in ["a", "b", "c", "d", "e", "f"] {
+                let f = b.func(name);
+                b.frame(f);
+            }
+        }
+        let (mut prev_one, mut prev_bulk): (Vec<u32>, Vec<u32>) = (vec![], vec![]);
+        for &(start, frames) in steps {
+            let leaf_one = start.map_or(NONE, |i| prev_one[i]);
+            let leaf_bulk = start.map_or(NONE, |i| prev_bulk[i]);
+            let mut path_one = vec![];
+            let mut s = leaf_one;
+            for &f in frames {
+                s = one.stack(s, fr[f as usize]);
+                path_one.push(s);
+            }
+            let mut path_bulk = vec![NONE; frames.len()];
+            let last = bulk.stacks_below(leaf_bulk, frames, &mut path_bulk);
+            assert_eq!(path_bulk, path_one);
+            assert_eq!(last, path_one.last().copied().unwrap_or(leaf_bulk));
+            if !frames.is_empty() {
+                (prev_one, prev_bulk) = (path_one, path_bulk);
+            }
+        }
+        assert_eq!(bulk.profile().stacks.prefix, one.profile().stacks.prefix);
+        assert_eq!(bulk.profile().stacks.frame, one.profile().stacks.frame);
+        let n = one.profile().stacks.prefix.len() as u32;
+        for s in 0..n {
+            let (pre, f) = (
+                one.profile().stacks.prefix[s as usize],
+                one.profile().stacks.frame[s as usize],
+            );
+            assert_eq!(bulk.find_stack(pre, f), Some(s), "stack {s}");
+            assert_eq!(bulk.stack(pre, f), s, "stack {s} is not made again");
+        }
+        assert_eq!(bulk.profile().stacks.prefix.len() as u32, n);
+    }
 
     #[test]
     fn stacks_are_a_deduplicated_prefix_tree() {
