@@ -103,13 +103,14 @@ fn eight_digits(chunk: u64, n: usize) -> u64 {
 /// A clock reading at the start of `body` as the fast path takes it: `N`, or `+N` after `prev`,
 /// of 1 to 18 digits and not before `prev`. Returns the reading and the bytes it took; `None`
 /// leaves the line to the nom grammar (which gives any message).
+/// `lead`: the clock's last eight leading digits ([`Lead`]).
 #[inline(always)]
-fn fast_clock(body: &[u8], prev: u64) -> Option<(u64, usize)> {
+fn fast_clock(body: &[u8], prev: u64, lead: &mut Lead) -> Option<(u64, usize)> {
     let (relative, digits) = match body {
         [b'+', d @ ..] => (true, d),
         d => (false, d),
     };
-    let (v, n) = swar_decimal(digits);
+    let (v, n) = swar_decimal_after(digits, lead);
     if n == 0 || n > 18 {
         return None;
     }
@@ -122,20 +123,53 @@ fn fast_clock(body: &[u8], prev: u64) -> Option<(u64, usize)> {
 /// reject longer runs).
 #[inline(always)]
 fn swar_decimal(b: &[u8]) -> (u64, usize) {
+    swar_decimal_after(b, &mut Lead::default())
+}
+
+/// Eight leading digits of a reading (as loaded, the first in the lowest byte) and their
+/// value. Absolute ticks (11 digits and more in a real trace) mostly share their first eight
+/// with the reading before, so [`swar_decimal_after`] decodes those again only when they
+/// change.
+#[derive(Clone, Copy)]
+struct Lead {
+    chunk: u64,
+    value: u64,
+}
+
+impl Default for Lead {
+    fn default() -> Self {
+        Lead {
+            chunk: u64::from_le_bytes(*b"00000000"),
+            value: 0,
+        }
+    }
+}
+
+/// [`swar_decimal`], with `lead` the eight digits last read this way: equal bytes are the
+/// same eight digits, their value known; eight new digits are kept in `lead`.
+#[inline(always)]
+fn swar_decimal_after(b: &[u8], lead: &mut Lead) -> (u64, usize) {
     // The first two chunks unrolled (indices and ticks up to 16 digits), the rest in a loop.
     let Some(c0) = b.first_chunk::<8>() else {
         return tail_decimal(0, b);
     };
     let c0 = u64::from_le_bytes(*c0);
-    let m0 = digit_run(c0);
-    if m0 < 8 {
-        return if m0 == 0 {
-            (0, 0)
-        } else {
-            (eight_digits(c0, m0), m0)
+    let mut v = lead.value;
+    if c0 != lead.chunk {
+        let m0 = digit_run(c0);
+        if m0 < 8 {
+            return if m0 == 0 {
+                (0, 0)
+            } else {
+                (eight_digits(c0, m0), m0)
+            };
+        }
+        v = eight_digits(c0, 8);
+        *lead = Lead {
+            chunk: c0,
+            value: v,
         };
     }
-    let mut v = eight_digits(c0, 8);
     let mut n = 8;
     while n < 24 {
         let Some(chunk) = b.get(n..).and_then(|r| r.first_chunk::<8>()) else {
@@ -289,6 +323,9 @@ struct Reader {
     open: Vec<u32>,
     prev_tick: Option<u64>,
     prev_time: Option<u64>,
+    /// The last leading digits of ticks and of times read by the fast path.
+    tick_lead: Lead,
+    time_lead: Lead,
     tick_base: u64,
     time_base: u64,
     /// The clock values last given to the trace builder (ticks, time).
@@ -327,6 +364,8 @@ impl Reader {
             open: Vec::new(),
             prev_tick: None,
             prev_time: None,
+            tick_lead: Lead::default(),
+            time_lead: Lead::default(),
             tick_base: 0,
             time_base: 0,
             now: [0, 0],
@@ -461,7 +500,7 @@ impl Reader {
         let Some(prev) = self.prev_tick else {
             return Ok(None);
         };
-        let Some((tick, took)) = fast_clock(rest, prev) else {
+        let Some((tick, took)) = fast_clock(rest, prev, &mut self.tick_lead) else {
             return Ok(None);
         };
         let Ok(now) = i64::try_from(tick - self.tick_base) else {
@@ -477,7 +516,7 @@ impl Reader {
             let Some(prev_time) = self.prev_time else {
                 return Ok(None);
             };
-            let Some((t, took)) = fast_clock(body, prev_time) else {
+            let Some((t, took)) = fast_clock(body, prev_time, &mut self.time_lead) else {
                 return Ok(None);
             };
             let Some(v) = t
@@ -1370,6 +1409,52 @@ mod tests {
             assert_eq!(n, m.min(24), "{case:?}");
             if n <= 19 {
                 assert_eq!(v, w, "{case:?}");
+            }
+        }
+    }
+
+    /// Readings that share their first eight bytes with the one before (digits or not) read
+    /// as they read alone, whatever came before.
+    #[test]
+    fn readings_after_others_read_as_alone() {
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut lead = Lead::default();
+        let mut last = b"00000000000".to_vec();
+        for _ in 0..20_000 {
+            let mut case = last.clone();
+            match next(6) {
+                // The same leading bytes, another tail (digits or not).
+                0..=2 => {
+                    case.truncate(8 + next(12) as usize);
+                    for b in case.iter_mut().skip(8) {
+                        *b = b"0123456789 \n:+"[next(14) as usize];
+                    }
+                }
+                // A change within the first eight bytes.
+                3..=4 => {
+                    let at = next(case.len().max(1) as u64) as usize;
+                    if let Some(b) = case.get_mut(at) {
+                        *b = b"0123456789x\n"[next(12) as usize];
+                    }
+                }
+                // Something short, or all zeros (the lead's first value).
+                _ => {
+                    case = [&b"00000000"[..], b"0", b"7", b"", b"1234567", b"00000000 "]
+                        [next(6) as usize]
+                        .to_vec();
+                }
+            }
+            let alone = swar_decimal(&case);
+            assert_eq!(swar_decimal_after(&case, &mut lead), alone, "{case:?}");
+            last = case;
+            if last.len() < 8 {
+                last = b"11046898376".to_vec();
             }
         }
     }
