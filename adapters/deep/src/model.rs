@@ -286,7 +286,7 @@ pub struct ProcDynamic {
     /// Number of slots.
     pub n_slots: u32,
     /// Its call-site-dynamics in slot order, list entries in file order:
-    /// `DeepFile::refs[ref_start..ref_start + n_refs]` (slot of each in `ref_slot`).
+    /// `DeepFile::refs[ref_start..ref_start + n_refs]` (call site of each in `ref_css`).
     pub ref_start: u32,
     /// Number of call-site-dynamics listed.
     pub n_refs: u32,
@@ -473,8 +473,11 @@ pub struct DeepFile<'a> {
     pub slot_kind: Vec<u8>,
     /// Call-site-dynamic ids listed by proc-dynamics.
     pub refs: Vec<u32>,
-    /// The slot (call-site index in its procedure) of each entry of `refs`.
-    pub ref_slot: Vec<u32>,
+    /// The call-site-static of each entry of `refs`: its proc-static's call site at the entry's
+    /// slot. (The loader keeps the slot, read before the proc-static, and the final checks
+    /// look the call site up, once per entry, in file order: the tree walk would otherwise look
+    /// it up in the proc-static's list at random places.)
+    pub ref_css: Vec<u32>,
     /// Coverage points described in proc-statics.
     pub coverage_points: u64,
     /// Coverage counts carried by proc-dynamics.
@@ -1078,7 +1081,7 @@ impl<'a> Loader<'a> {
             ps_css: Vec::with_capacity(header.n_css as usize),
             slot_kind: Vec::new(),
             refs: Vec::with_capacity(header.n_csd as usize),
-            ref_slot: Vec::with_capacity(header.n_csd as usize),
+            ref_css: Vec::with_capacity(header.n_csd as usize),
             coverage_points: 0,
             coverage_counts: 0,
             end_token_at: None,
@@ -1277,7 +1280,7 @@ impl<'a> Loader<'a> {
                 f.csd[c as usize].owner = 0;
             }
             f.refs.truncate(ref_start);
-            f.ref_slot.truncate(ref_start);
+            f.ref_css.truncate(ref_start);
             f.slot_kind.truncate(slot_start);
         };
         for slot in 0..n_slots as u32 {
@@ -1309,7 +1312,7 @@ impl<'a> Loader<'a> {
                 };
                 *owner = id;
                 self.f.refs.push(c as u32);
-                self.f.ref_slot.push(slot);
+                self.f.ref_css.push(slot);
                 if kind == kind::NORMAL {
                     break;
                 }
@@ -1319,9 +1322,6 @@ impl<'a> Loader<'a> {
             self.f.coverage_counts += n_coverage as u64;
         }
         let n_refs = (self.f.refs.len() - ref_start) as u32;
-        if let Some(s) = self.f.ps.get_mut(ps as usize) {
-            s.called = true;
-        }
         let p = &mut self.f.pd[id as usize];
         p.offset = start;
         p.ps = ps as u32;
@@ -1589,14 +1589,11 @@ impl<'a> Loader<'a> {
                 }
                 *owner = id;
                 self.f.refs.push(csd);
-                self.f.ref_slot.push(slot);
+                self.f.ref_css.push(slot);
                 if k == kind::NORMAL {
                     break;
                 }
             }
-        }
-        if let Some(s) = self.f.ps.get_mut(ps as usize) {
-            s.called = true;
         }
         let p = &mut self.f.pd[id as usize];
         p.ps = ps;
@@ -1609,8 +1606,71 @@ impl<'a> Loader<'a> {
     }
 
     /// After the loop: every id of the header's counts was read, and the records agree with
-    /// each other (spec §11 step 5).
+    /// each other (spec §11 step 5). Also marks the called proc-statics and turns each
+    /// listed call-site-dynamic's slot into its call-site-static ([`DeepFile::ref_css`]).
+    ///
+    /// One pass over each table checks everything; only when a check fails are the tables
+    /// searched again, check by check, for the error to report ([`Self::first_error`]). (A
+    /// pass per check read the two largest tables twice each.)
     fn validate(&mut self) -> Result<(), PluginError> {
+        if self.check_all() {
+            return Ok(());
+        }
+        Err(self.first_error().unwrap_or_else(|| {
+            PluginError::internal("the records' checks failed, but none reports why".to_string())
+        }))
+    }
+
+    /// True when every check of [`Self::validate`] holds; marks and converts as it goes.
+    fn check_all(&mut self) -> bool {
+        let f = &self.f;
+        if f.css.iter().skip(1).any(|c| c.offset == 0)
+            || f.ps.iter().skip(1).any(|p| p.offset == 0)
+            || f.csd.iter().skip(1).any(|c| c.offset == 0 || c.owner == 0)
+        {
+            return false;
+        }
+        // The kinds of each procedure's call sites, laid out like `ps_css`, so that a
+        // proc-dynamic's slot kinds compare with one contiguous slice.
+        let site_kind: Vec<u8> = f.ps_css.iter().map(|&c| f.css[c as usize].kind).collect();
+        let dynamic = f.header.coverage == Coverage::Dynamic;
+        let DeepFile {
+            ps: ps_table,
+            pd,
+            ps_css,
+            slot_kind,
+            ref_css,
+            ..
+        } = &mut self.f;
+        for p in pd.iter().skip(1) {
+            if p.offset == 0 {
+                return false;
+            }
+            // Marked here, where the entry is loaded anyway (marking it while reading the
+            // proc-dynamic was a store at a random place per record).
+            let ps = &mut ps_table[p.ps as usize];
+            ps.called = true;
+            if p.n_slots != ps.n_css || (dynamic && p.n_coverage != ps.n_coverage) {
+                return false;
+            }
+            let slots = p.slot_start as usize..(p.slot_start + p.n_slots) as usize;
+            let sites = ps.css_start as usize..(ps.css_start + ps.n_css) as usize;
+            if slot_kind[slots] != site_kind[sites.clone()] {
+                return false;
+            }
+            // Each listed call-site-dynamic's slot becomes its call-site-static (a slot is
+            // below `n_slots`, which is the procedure's number of call sites).
+            let site_css = &ps_css[sites];
+            for r in &mut ref_css[p.ref_start as usize..(p.ref_start + p.n_refs) as usize] {
+                *r = site_css[*r as usize];
+            }
+        }
+        true
+    }
+
+    /// The first failed check of [`Self::validate`], in the spec's order (`None` when every
+    /// check holds).
+    fn first_error(&self) -> Option<PluginError> {
         let len = self.data.len() as u64;
         let f = &self.f;
         // An end token stops the record loop before the end of the data: a missing record is
@@ -1638,20 +1698,20 @@ impl<'a> Loader<'a> {
             ),
         };
         if let Some(k) = (1..f.css.len()).find(|&k| f.css[k].offset == 0) {
-            return Err(missing("call-site-static", f.header.n_css, k));
+            return Some(missing("call-site-static", f.header.n_css, k));
         }
         if let Some(k) = (1..f.csd.len()).find(|&k| f.csd[k].offset == 0) {
-            return Err(missing("call-site-dynamic", f.header.n_csd, k));
+            return Some(missing("call-site-dynamic", f.header.n_csd, k));
         }
         if let Some(k) = (1..f.ps.len()).find(|&k| f.ps[k].offset == 0) {
-            return Err(missing("proc-static", f.header.n_ps, k));
+            return Some(missing("proc-static", f.header.n_ps, k));
         }
         if let Some(k) = (1..f.pd.len()).find(|&k| f.pd[k].offset == 0) {
-            return Err(missing("proc-dynamic", f.header.n_pd, k));
+            return Some(missing("proc-dynamic", f.header.n_pd, k));
         }
         for (k, c) in f.csd.iter().enumerate().skip(1) {
             if c.owner == 0 {
-                return Err(invalid(
+                return Some(invalid(
                     c.offset,
                     format!(
                         "call-site-dynamic {k} is not listed in any proc-dynamic's slots (it has no caller)"
@@ -1665,7 +1725,7 @@ impl<'a> Loader<'a> {
         for (k, p) in f.pd.iter().enumerate().skip(1) {
             let ps = &f.ps[p.ps as usize];
             if p.n_slots != ps.n_css {
-                return Err(invalid(
+                return Some(invalid(
                     p.offset,
                     format!(
                         "proc-dynamic {k} has {} slots, but its proc-static {} has {} call sites",
@@ -1674,7 +1734,7 @@ impl<'a> Loader<'a> {
                 ));
             }
             if f.header.coverage == Coverage::Dynamic && p.n_coverage != ps.n_coverage {
-                return Err(invalid(
+                return Some(invalid(
                     p.offset,
                     format!(
                         "proc-dynamic {k} has {} coverage counts, but its proc-static {} has {} coverage points",
@@ -1692,7 +1752,7 @@ impl<'a> Loader<'a> {
                 let sk = f.slot_kind[slots.start + s as usize];
                 let ck = f.css[css as usize].kind;
                 if sk != ck {
-                    return Err(invalid(
+                    return Some(invalid(
                         p.offset,
                         format!(
                             "proc-dynamic {k}: slot {s} is {} but its call-site-static {css} is {}",
@@ -1703,6 +1763,6 @@ impl<'a> Loader<'a> {
                 }
             }
         }
-        Ok(())
+        None
     }
 }

@@ -818,3 +818,36 @@ fn a_root_id_of_several_bytes_is_reported_at_its_first_byte() {
     assert!(e.message.contains("root proc-dynamic id 1000"), "{e}");
     assert_eq!(e.byte_offset, Some(root_at as u64));
 }
+
+#[test]
+fn each_listed_call_site_dynamic_gets_the_call_site_of_its_slot() {
+    // `DeepFile::ref_css`: the call-site-static of each listed call-site-dynamic's slot, one
+    // of its proc-dynamic's procedure's call sites (in slot order), of the slot's kind; and
+    // every procedure a proc-dynamic names is marked called, no other.
+    let real = include_bytes!("../../../snapshots/fixtures/deep/real/mandelbrot.Deep.data");
+    for bytes in [&real[..], &self_recursion(), &chain(50)] {
+        let f = read_file(bytes).expect("read");
+        let mut named = vec![false; f.ps.len()];
+        let mut listed = 0;
+        for p in f.pd.iter().skip(1) {
+            named[p.ps as usize] = true;
+            let ps = &f.ps[p.ps as usize];
+            let sites = &f.ps_css[ps.css_start as usize..][..ps.n_css as usize];
+            let mut last_slot = 0;
+            for &css in &f.ref_css[p.ref_start as usize..][..p.n_refs as usize] {
+                let slot = sites
+                    .iter()
+                    .position(|&c| c == css)
+                    .expect("a call site of the proc-dynamic's procedure");
+                assert!(slot >= last_slot, "slot order");
+                last_slot = slot;
+                let kind = f.slot_kind[p.slot_start as usize + slot];
+                assert_eq!(kind, f.css[css as usize].kind);
+                listed += 1;
+            }
+        }
+        assert_eq!(listed, f.refs.len());
+        let called: Vec<bool> = f.ps.iter().map(|p| p.called).collect();
+        assert_eq!(called, named);
+    }
+}

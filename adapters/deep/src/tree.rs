@@ -117,8 +117,7 @@ pub fn build_tree(f: &DeepFile<'_>) -> Result<PdTree, PluginError> {
         if node_of[q] == NONE {
             let node = t.pd.len() as u32;
             node_of[q] = node;
-            let slot = f.ref_slot[r];
-            let css = f.ps_css[(f.ps[p.ps as usize].css_start + slot) as usize];
+            let css = f.ref_css[r];
             t.pd.push(c.callee);
             t.parent.push(parent_node);
             t.css.push(css);
