@@ -268,10 +268,11 @@ struct Samples<'a> {
     length: usize,
 }
 
-/// One column of [`Samples`], from the thread's [`RawSample`]s (stacks renumbered through
+/// One column of [`Samples`], from the thread's samples (stacks renumbered through
 /// [`Scratch::stack`] unless the thread uses every stack).
 struct SampleColumn<'a> {
-    raw: &'a [RawSample],
+    raw: &'a ThreadSamples,
+    of: &'a SampleSource<'a, 'a>,
     sc: &'a Scratch,
     /// [`Used::All`]: the stacks keep their IR numbers.
     all: bool,
@@ -288,14 +289,36 @@ enum SampleField {
 impl SampleColumn<'_> {
     /// Hands the column's values to `sink`.
     fn write<K: Sink>(&self, sink: K) -> K::Out {
-        let raw = self.raw.iter();
-        match self.what {
-            SampleField::Stack if self.all => sink.items(raw.map(|r| opt(r.stack))),
-            SampleField::Stack => {
-                sink.items(raw.map(|r| (r.stack != NONE).then(|| self.sc.stack[r.stack as usize])))
+        let stack = |st: u32| match self.all {
+            true => opt(st),
+            false => (st != NONE).then(|| self.sc.stack[st as usize]),
+        };
+        match (self.raw, self.what) {
+            (ThreadSamples::Stored(raw), SampleField::Stack) => {
+                sink.items(raw.iter().map(|r| stack(r.stack)))
             }
-            SampleField::Time => sink.items(raw.map(|r| r.time)),
-            SampleField::Weight => sink.items(raw.map(|r| r.weight)),
+            (ThreadSamples::Stored(raw), SampleField::Time) => {
+                sink.items(raw.iter().map(|r| r.time))
+            }
+            (ThreadSamples::Stored(raw), SampleField::Weight) => {
+                sink.items(raw.iter().map(|r| r.weight))
+            }
+            (
+                ThreadSamples::Ordered {
+                    samples,
+                    null_after,
+                    ..
+                },
+                what,
+            ) => {
+                let of = self.of;
+                let slots = of.slots(samples, null_after);
+                match what {
+                    SampleField::Stack => sink.items(slots.map(|o| stack(o.stack))),
+                    SampleField::Time => sink.items(slots.map(|o| of.time(&o))),
+                    SampleField::Weight => sink.items(slots.map(|o| of.weight(&o))),
+                }
+            }
         }
     }
 }
@@ -303,6 +326,129 @@ impl SampleColumn<'_> {
 impl Serialize for SampleColumn<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.write(SerdeSink(s, self.raw.len()))
+    }
+}
+
+/// A thread's output samples: stored when they are one per distinct stack (an aggregated
+/// profile), else made from the IR's samples each time a column reads them (an ordered profile,
+/// a sample or two for each of the IR's: stored, they took 40 bytes each, as much memory again
+/// as a trace's profile).
+enum ThreadSamples {
+    Stored(Vec<RawSample>),
+    /// The thread's IR samples in time order, a bit per sample set where a `null` sample
+    /// follows it, and how many output samples they make.
+    Ordered {
+        samples: Vec<u32>,
+        null_after: Vec<u64>,
+        len: usize,
+    },
+}
+
+impl ThreadSamples {
+    /// How many output samples.
+    fn len(&self) -> usize {
+        match self {
+            ThreadSamples::Stored(raw) => raw.len(),
+            ThreadSamples::Ordered { len, .. } => *len,
+        }
+    }
+}
+
+/// One output sample of an ordered profile: IR sample `i` on its stack, or the `null` sample
+/// (`stack` is `NONE`) where sample `i` ends.
+struct Slot {
+    stack: u32,
+    i: usize,
+}
+
+/// The output samples of an ordered profile's thread ([`SampleSource::slots`]).
+struct Slots<'s> {
+    stack_of: &'s [u32],
+    samples: &'s [u32],
+    null_after: &'s [u64],
+    /// The next of `samples`.
+    k: usize,
+    /// Whether a `null` sample comes next (after sample `k - 1`).
+    null_next: bool,
+}
+
+impl Iterator for Slots<'_> {
+    type Item = Slot;
+
+    #[inline]
+    fn next(&mut self) -> Option<Slot> {
+        if std::mem::take(&mut self.null_next) {
+            let i = self.samples[self.k - 1] as usize;
+            return Some(Slot { stack: NONE, i });
+        }
+        let k = self.k;
+        let i = *self.samples.get(k)? as usize;
+        self.k += 1;
+        self.null_next = self.null_after[k / 64] >> (k % 64) & 1 == 1;
+        Some(Slot {
+            stack: self.stack_of[i],
+            i,
+        })
+    }
+}
+
+/// What an ordered profile's output samples are made from (nothing for an aggregated one).
+struct SampleSource<'a, 'p> {
+    p: &'a ProfileRef<'p>,
+    weight: &'a Weight,
+    axis: Option<&'a Axis<'p>>,
+}
+
+impl SampleSource<'_, '_> {
+    /// Where a `null` sample follows each of `samples` (a thread's, in time order) on the
+    /// timeline, a bit per sample: where one ends before the next starts, and after the last,
+    /// so that the stack chart shows each interval exactly.
+    fn null_after(&self, samples: &[u32]) -> Vec<u64> {
+        let mut bits = vec![0u64; samples.len().div_ceil(64)];
+        let (p, Some(axis)) = (self.p, self.axis) else {
+            return bits;
+        };
+        for (k, &i) in samples.iter().enumerate() {
+            let i = i as usize;
+            let end = axis.start(i) + axis.dur(p, i);
+            let next = samples.get(k + 1).map(|&j| j as usize);
+            if next.is_none_or(|j| axis.start(j) > end || axis.gap_between(p, i, j)) {
+                bits[k / 64] |= 1 << (k % 64);
+            }
+        }
+        bits
+    }
+
+    /// The output samples: each of `samples`, followed by a `null` sample where `null_after`
+    /// says.
+    fn slots<'s>(&'s self, samples: &'s [u32], null_after: &'s [u64]) -> Slots<'s> {
+        Slots {
+            stack_of: self.p.sample_stack,
+            samples,
+            null_after,
+            k: 0,
+            null_next: false,
+        }
+    }
+
+    /// Where a sample starts, or where a `null` sample's sample ends.
+    fn time(&self, o: &Slot) -> Num {
+        let Some(axis) = self.axis else {
+            return Num::I(0);
+        };
+        let at = match o.stack {
+            NONE => axis.start(o.i) + axis.dur(self.p, o.i),
+            _ => axis.start(o.i),
+        };
+        scaled(at, axis.exp10)
+    }
+
+    fn weight(&self, o: &Slot) -> Num {
+        match (o.stack, self.weight.col) {
+            (NONE, _) => Num::I(0),
+            (_, None) => Num::I(1),
+            (_, Some(c)) => self.weight.num(self.p.sample_values[c][o.i]),
+        }
     }
 }
 
@@ -326,6 +472,7 @@ impl<T: Default> Default for Fill<T> {
 
 /// One output sample before renumbering: an IR stack (or `NONE` for `null`), a time in ms and a
 /// weight.
+#[derive(Clone, Copy)]
 struct RawSample {
     stack: u32,
     time: Num,
@@ -622,20 +769,39 @@ pub fn build_profile<'r, 'p>(
         None => vec![NONE; p.n_stacks()],
     };
     let mut raw = Vec::with_capacity(by_thread.len());
-    for samples in &by_thread {
+    for samples in by_thread {
         raw.push(match (&rank, &axis) {
-            (Some(rank), _) => aggregated_samples(p, samples, &weight, rank, &mut acc, interval)?,
-            (None, Some(axis)) => ordered_samples(p, samples, &weight, axis),
-            (None, None) => Vec::new(),
+            (Some(rank), _) => ThreadSamples::Stored(aggregated_samples(
+                p, &samples, &weight, rank, &mut acc, interval,
+            )?),
+            (None, Some(axis)) => {
+                let source = SampleSource {
+                    p,
+                    weight: &weight,
+                    axis: Some(axis),
+                };
+                let null_after = source.null_after(&samples);
+                let nulls: u32 = null_after.iter().map(|b| b.count_ones()).sum();
+                let len = samples.len() + nulls as usize;
+                ThreadSamples::Ordered {
+                    samples,
+                    null_after,
+                    len,
+                }
+            }
+            (None, None) => ThreadSamples::Stored(Vec::new()),
         });
     }
-    drop((by_thread, rank, axis));
+    drop(rank);
     let n = raw.len() as u32;
     // The profiler opens on this thread: the first with a sample on a stack (not a run with no
-    // call, or one that a transform such as focus-func emptied).
+    // call, or one that a transform such as focus-func emptied). Every IR sample has a stack.
     let selected = raw
         .iter()
-        .position(|r| r.iter().any(|s| s.stack != NONE))
+        .position(|r| match r {
+            ThreadSamples::Stored(raw) => raw.iter().any(|s| s.stack != NONE),
+            ThreadSamples::Ordered { samples, .. } => !samples.is_empty(),
+        })
         .unwrap_or(0) as u32;
     let meta = Meta {
         preprocessed_profile_version: PROCESSED_PROFILE_VERSION,
@@ -666,21 +832,28 @@ pub fn build_profile<'r, 'p>(
             raw,
             of_func: cats.of_func,
             weight_type: weight.weight_type,
+            weight,
+            axis,
         },
     })
 }
 
-/// The `threads` array: each thread's samples, decided up front; its tables are built when it
-/// is written, in scratch maps shared by all threads.
+/// The `threads` array: each thread's samples, decided up front (an ordered profile's are made
+/// again from the IR's for each column); its tables are built when it is written, in scratch
+/// maps shared by all threads.
 struct Threads<'r, 'p> {
     p: &'r ProfileRef<'p>,
     /// Index maps, reset after each thread (a mutex only so that the file can be written on
     /// another thread).
     scratch: Mutex<Scratch>,
-    raw: Vec<Vec<RawSample>>,
+    raw: Vec<ThreadSamples>,
     /// Each func's category ([`crate::Categories::of_func`]).
     of_func: Vec<Option<(u32, u32)>>,
     weight_type: &'static str,
+    /// The sample weight and (ordered profiles) the timeline, which make the samples of
+    /// [`ThreadSamples::Ordered`].
+    weight: Weight,
+    axis: Option<Axis<'p>>,
 }
 
 impl Threads<'_, '_> {
@@ -692,8 +865,24 @@ impl Threads<'_, '_> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let sc = &mut *sc;
+        let of = SampleSource {
+            p,
+            weight: &self.weight,
+            axis: self.axis.as_ref(),
+        };
         for (t, raw) in self.raw.iter().enumerate() {
-            let tables = build_tables(p, raw, &self.of_func, sc);
+            let tables = match raw {
+                ThreadSamples::Stored(v) => {
+                    build_tables(p, v.len(), v.iter().map(|r| r.stack), &self.of_func, sc)
+                }
+                ThreadSamples::Ordered { samples, len, .. } => build_tables(
+                    p,
+                    *len,
+                    samples.iter().map(|&i| p.sample_stack[i as usize]),
+                    &self.of_func,
+                    sc,
+                ),
+            };
             let name = thread_name(p, t);
             let scr = &*sc;
             let column = |prefix| StackColumn {
@@ -706,6 +895,7 @@ impl Threads<'_, '_> {
             let all = matches!(tables.used, Used::All);
             let sample = |what| SampleColumn {
                 raw,
+                of: &of,
                 sc: scr,
                 all,
                 what,
@@ -970,38 +1160,6 @@ fn time_axis<'a>(p: &ProfileRef<'a>, threads: &[Vec<u32>]) -> (Axis<'a>, bool) {
     }
 }
 
-/// The thread's samples in time order on `axis`, with a `null` sample where one ends before the
-/// next starts and after the last, so the stack chart shows each interval exactly.
-fn ordered_samples(
-    p: &ProfileRef<'_>,
-    samples: &[u32],
-    weight: &Weight,
-    axis: &Axis<'_>,
-) -> Vec<RawSample> {
-    let mut out = Vec::with_capacity(samples.len() + 1);
-    for (k, &i) in samples.iter().enumerate() {
-        let i = i as usize;
-        let start = axis.start(i);
-        let end = start + axis.dur(p, i);
-        out.push(RawSample {
-            stack: p.sample_stack[i],
-            time: scaled(start, axis.exp10),
-            weight: weight
-                .col
-                .map_or(Num::I(1), |c| weight.num(p.sample_values[c][i])),
-        });
-        let next = samples.get(k + 1).map(|&j| j as usize);
-        if next.is_none_or(|j| axis.start(j) > end || axis.gap_between(p, i, j)) {
-            out.push(RawSample {
-                stack: NONE,
-                time: scaled(end, axis.exp10),
-                weight: Num::I(0),
-            });
-        }
-    }
-    out
-}
-
 /// Index maps from IR rows to a thread's rows, reused across threads (reset after each).
 struct Scratch {
     /// New index of each IR stack the thread uses, else `NONE`.
@@ -1069,11 +1227,13 @@ struct Tables<'p> {
     used_strings: Vec<u32>,
 }
 
-/// Marks the stacks `raw` reaches and numbers them, their frames, funcs, resources and strings
-/// in `sc`, in IR stack order.
+/// Marks the stacks `raw` (the stacks of the thread's `n_raw` output samples, `NONE` for a
+/// `null` one) reaches and numbers them, their frames, funcs, resources and strings in `sc`, in
+/// IR stack order.
 fn build_tables<'p>(
     p: &ProfileRef<'p>,
-    raw: &[RawSample],
+    n_raw: usize,
+    raw: impl Iterator<Item = u32>,
     of_func: &[Option<(u32, u32)>],
     sc: &mut Scratch,
 ) -> Tables<'p> {
@@ -1086,10 +1246,10 @@ fn build_tables<'p>(
     let n = p.n_stacks();
     let mut list: Vec<u32> = Vec::new();
     let mut count = 0usize;
-    if raw.len() >= n / 64 && n > 0 {
-        for r in raw {
-            if r.stack != NONE {
-                sc.stack[r.stack as usize] = 0;
+    if n_raw >= n / 64 && n > 0 {
+        for st in raw {
+            if st != NONE {
+                sc.stack[st as usize] = 0;
             }
         }
         for s in (0..n).rev() {
@@ -1105,8 +1265,7 @@ fn build_tables<'p>(
             list.extend((0..n as u32).filter(|&s| sc.stack[s as usize] != NONE));
         }
     } else {
-        for r in raw {
-            let mut s = r.stack;
+        for mut s in raw {
             while s != NONE && sc.stack[s as usize] == NONE {
                 sc.stack[s as usize] = 0;
                 count += 1;

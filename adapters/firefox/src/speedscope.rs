@@ -14,11 +14,12 @@ use crate::common::{
     Num, UnitKind, aggregate_per_stack, calls_column, product_name, scaled, stack_rank_and_spare,
     thread_name, time_column, time_origin, unit_kind,
 };
-use profconv_plugin::ir::{NONE, ProfileRef, path_sums};
+use profconv_plugin::ir::{CallNodes, NONE, ProfileRef, path_sums};
 use profconv_plugin::{Context, PluginError, human_bytes, one_value_column};
 use serde::ser::SerializeSeq;
 use serde::{Serialize, Serializer};
 use std::io::{BufWriter, Write};
+use std::rc::Rc;
 
 /// The schema URL speedscope recognises the format by.
 pub const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
@@ -77,20 +78,146 @@ struct Frame<'p> {
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Profile<'r, 'p> {
-    Evented(Evented<'p>),
+    Evented(Evented<'r, 'p>),
     Sampled(Sampled<'r, 'p>),
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Evented<'p> {
+struct Evented<'r, 'p> {
     #[serde(rename = "type")]
     kind: &'static str,
     name: &'p str,
     unit: &'static str,
     start_value: Num,
     end_value: Num,
-    events: Vec<Event>,
+    events: Events<'r, 'p>,
+}
+
+/// A thread's open and close events, made from its samples while they are written (a trace of
+/// 10 M events stored them all first: 40 bytes each, as much memory again as the profile).
+struct Events<'r, 'p> {
+    p: &'r ProfileRef<'p>,
+    nodes: Rc<PathNodes>,
+    /// The thread's samples, in time order.
+    samples: Vec<u32>,
+    /// The `calls` column.
+    calls: usize,
+    /// The weight column (`None`: each sample weighs 1).
+    col: Option<usize>,
+    decimals: u32,
+    /// Sample times in the weight's clock, when usable (else the weights are laid end to end).
+    times: Option<&'p [i64]>,
+    /// Where the times start from.
+    origin: i128,
+}
+
+impl Events<'_, '_> {
+    /// Where each sample starts on the profile's axis, in order, with its end.
+    fn spans(&self) -> impl Iterator<Item = (usize, i128, i128)> + '_ {
+        let mut running: i128 = 0;
+        self.samples.iter().map(move |&i| {
+            let i = i as usize;
+            let start = self.times.map_or(running, |t| t[i] as i128 - self.origin);
+            let v = self.col.map_or(1, |c| self.p.sample_values[c][i]);
+            let end = start + (v as i128).abs();
+            running = end;
+            (i, start, end)
+        })
+    }
+
+    /// The first sample's start, the last one's end, and the deepest sample (how many calls
+    /// are open at once, at most): what the profile's header and the depth warning need,
+    /// without making the events.
+    fn extent(&self) -> (i128, i128, u64) {
+        let (mut first, mut end, mut deep) = (None, 0, 0u64);
+        for (i, start, e) in self.spans() {
+            first.get_or_insert(start);
+            end = e;
+            let leaf = self.nodes.of_stack[self.p.sample_stack[i] as usize];
+            deep = deep.max(u64::from(self.nodes.depth[leaf as usize]));
+        }
+        (first.unwrap_or(0), end, deep)
+    }
+
+    /// Calls `event` with each event in order: a call closes when a sample leaves it, opens when
+    /// a sample enters it (or starts a new call of it), and everything closes at a gap.
+    fn walk<E>(&self, mut event: impl FnMut(Event) -> Result<(), E>) -> Result<(), E> {
+        let (p, nodes) = (self.p, &*self.nodes);
+        let num = |v: i128| scaled(v, -(self.decimals as i32));
+        // Funcs of the open calls from the root, and their path nodes.
+        let mut open: Vec<u32> = Vec::new();
+        let mut open_nodes: Vec<u32> = Vec::new();
+        // Nodes the sample opens, deepest first.
+        let mut fresh: Vec<u32> = Vec::new();
+        let mut prev_end: Option<i128> = None;
+        // Closes the open calls past the first `keep`, innermost first.
+        let close_to = |open: &mut Vec<u32>,
+                        keep: usize,
+                        at: i128,
+                        event: &mut dyn FnMut(Event) -> Result<(), E>| {
+            while open.len() > keep {
+                let f = open.pop().unwrap_or(NONE);
+                event(Event {
+                    kind: "C",
+                    frame: f,
+                    at: num(at),
+                })?;
+            }
+            Ok(())
+        };
+        for (i, start, end) in self.spans() {
+            if let Some(e) = prev_end.filter(|&e| start > e) {
+                close_to(&mut open, 0, e, &mut event)?;
+                open_nodes.clear();
+            }
+            // Walk up from the sample's node to the deepest open call on its path: equal
+            // nodes at equal depth mean equal paths from the root.
+            let leaf = nodes.of_stack[p.sample_stack[i] as usize];
+            fresh.clear();
+            let mut node = leaf;
+            while node != NONE {
+                let d = nodes.depth[node as usize] as usize;
+                if d <= open_nodes.len() && open_nodes[d - 1] == node {
+                    break;
+                }
+                fresh.push(node);
+                node = nodes.parent[node as usize];
+            }
+            let mut keep = if node == NONE {
+                0
+            } else {
+                nodes.depth[node as usize] as usize
+            };
+            if p.sample_values[self.calls][i] > 0 && fresh.is_empty() && keep > 0 {
+                // A new call of the function already open here.
+                keep -= 1;
+                fresh.push(leaf);
+            }
+            close_to(&mut open, keep, start, &mut event)?;
+            open_nodes.truncate(keep);
+            for &n in fresh.iter().rev() {
+                let f = nodes.func[n as usize];
+                event(Event {
+                    kind: "O",
+                    frame: f,
+                    at: num(start),
+                })?;
+                open.push(f);
+                open_nodes.push(n);
+            }
+            prev_end = Some(end);
+        }
+        close_to(&mut open, 0, prev_end.unwrap_or(0), &mut event)
+    }
+}
+
+impl Serialize for Events<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(None)?;
+        self.walk(|e| seq.serialize_element(&e))?;
+        seq.end()
+    }
 }
 
 #[derive(Serialize)]
@@ -225,37 +352,29 @@ struct PathNodes {
 }
 
 impl PathNodes {
+    /// The IR's call nodes (made by parent node and func, numbered in first-seen order), with
+    /// their depths.
     fn new(p: &ProfileRef<'_>) -> Self {
-        let mut ids: std::collections::HashMap<(u32, u32), u32> = Default::default();
-        let mut n = PathNodes {
-            of_stack: Vec::with_capacity(p.n_stacks()),
-            parent: Vec::new(),
-            func: Vec::new(),
-            depth: Vec::new(),
-        };
-        for s in 0..p.n_stacks() {
-            // Prefixes come before their stacks (validated), so the parent's node exists.
-            let prefix = p.stack_prefix[s];
-            let parent = if prefix == NONE {
-                NONE
-            } else {
-                n.of_stack[prefix as usize]
+        let CallNodes {
+            parent,
+            func,
+            stack_node,
+        } = CallNodes::build(p);
+        // Parents come before their children.
+        let mut depth: Vec<u32> = Vec::with_capacity(parent.len());
+        for &up in &parent {
+            let d = match up {
+                NONE => 1,
+                up => depth[up as usize] + 1,
             };
-            let func = p.stack_func(s as u32);
-            let next = n.func.len() as u32;
-            let id = *ids.entry((parent, func)).or_insert(next);
-            if id == next {
-                n.parent.push(parent);
-                n.func.push(func);
-                n.depth.push(if parent == NONE {
-                    1
-                } else {
-                    n.depth[parent as usize] + 1
-                });
-            }
-            n.of_stack.push(id);
+            depth.push(d);
         }
-        n
+        PathNodes {
+            of_stack: stack_node,
+            parent,
+            func,
+            depth,
+        }
     }
 }
 
@@ -348,11 +467,11 @@ fn build_file<'r, 'p>(
     let mut profiles = Vec::new();
     // The path nodes of the whole profile, made once for every thread (per thread, a trace of
     // many runs took their number times its stacks).
-    let mut path_nodes: Option<PathNodes> = None;
+    let mut path_nodes: Option<Rc<PathNodes>> = None;
     // Where the events' times start from: the same for every run, so their timelines stay
     // comparable.
     let origin = times.map_or(0, time_origin);
-    for (t, samples) in p.samples_by_thread().iter().enumerate() {
+    for (t, samples) in p.samples_by_thread().into_iter().enumerate() {
         let name = thread_name(p, t);
         if let (true, Some(calls)) = (evented, calls) {
             let times = times.filter(|t| {
@@ -360,82 +479,25 @@ fn build_file<'r, 'p>(
                     .windows(2)
                     .all(|w| t[w[0] as usize] <= t[w[1] as usize])
             });
-            let nodes = path_nodes.get_or_insert_with(|| PathNodes::new(p));
-            let mut events = Vec::new();
-            // Funcs of the open calls from the root, and their path nodes.
-            let mut open: Vec<u32> = Vec::new();
-            let mut open_nodes: Vec<u32> = Vec::new();
-            // Nodes the sample opens, deepest first.
-            let mut fresh: Vec<u32> = Vec::new();
-            let mut prev_end: Option<i128> = None;
-            let mut running: i128 = 0;
-            let mut first: Option<i128> = None;
-            // Open calls by func, from the root: the call node is the func path.
-            let close_to = |open: &mut Vec<u32>, keep: usize, at: i128, ev: &mut Vec<Event>| {
-                while open.len() > keep {
-                    let f = open.pop().unwrap_or(NONE);
-                    ev.push(Event {
-                        kind: "C",
-                        frame: f,
-                        at: num(at),
-                    });
-                }
+            let nodes = path_nodes.get_or_insert_with(|| Rc::new(PathNodes::new(p)));
+            // The events are made while they are written; their extent is known now.
+            let events = Events {
+                p,
+                nodes: Rc::clone(nodes),
+                samples,
+                calls,
+                col,
+                decimals,
+                times,
+                origin,
             };
-            for &i in samples {
-                let i = i as usize;
-                let start = times.map_or(running, |t| t[i] as i128 - origin);
-                first.get_or_insert(start);
-                if prev_end.is_some_and(|e| start > e) {
-                    close_to(&mut open, 0, prev_end.unwrap_or(start), &mut events);
-                    open_nodes.clear();
-                }
-                // Walk up from the sample's node to the deepest open call on its path: equal
-                // nodes at equal depth mean equal paths from the root.
-                let leaf = nodes.of_stack[p.sample_stack[i] as usize];
-                fresh.clear();
-                let mut node = leaf;
-                while node != NONE {
-                    let d = nodes.depth[node as usize] as usize;
-                    if d <= open_nodes.len() && open_nodes[d - 1] == node {
-                        break;
-                    }
-                    fresh.push(node);
-                    node = nodes.parent[node as usize];
-                }
-                let mut keep = if node == NONE {
-                    0
-                } else {
-                    nodes.depth[node as usize] as usize
-                };
-                if p.sample_values[calls][i] > 0 && fresh.is_empty() && keep > 0 {
-                    // A new call of the function already open here.
-                    keep -= 1;
-                    fresh.push(leaf);
-                }
-                close_to(&mut open, keep, start, &mut events);
-                open_nodes.truncate(keep);
-                for &n in fresh.iter().rev() {
-                    let f = nodes.func[n as usize];
-                    events.push(Event {
-                        kind: "O",
-                        frame: f,
-                        at: num(start),
-                    });
-                    open.push(f);
-                    open_nodes.push(n);
-                }
-                bound.deep = bound.deep.max(open.len() as u64);
-                let end = start + (value(i) as i128).abs();
-                prev_end = Some(end);
-                running = end;
-            }
-            let end = prev_end.unwrap_or(0);
-            close_to(&mut open, 0, end, &mut events);
+            let (first, end, deep) = events.extent();
+            bound.deep = bound.deep.max(deep);
             profiles.push(Profile::Evented(Evented {
                 kind: "evented",
                 name,
                 unit,
-                start_value: num(first.unwrap_or(0)),
+                start_value: num(first),
                 end_value: num(end),
                 events,
             }));
@@ -443,7 +505,7 @@ fn build_file<'r, 'p>(
         }
         let rows: Vec<(u32, i64)> = match &rank {
             // Aggregated: per stack (call node), in depth-first order.
-            Some(rank) => aggregate_per_stack(p, samples, col, rank, &mut acc)?,
+            Some(rank) => aggregate_per_stack(p, &samples, col, rank, &mut acc)?,
             // Ordered: every sample, in time order.
             None => samples
                 .iter()
@@ -493,7 +555,7 @@ fn build_file<'r, 'p>(
     let active = profiles
         .iter()
         .position(|prof| match prof {
-            Profile::Evented(e) => !e.events.is_empty(),
+            Profile::Evented(e) => !e.events.samples.is_empty(),
             Profile::Sampled(s) => !s.samples.stacks.is_empty(),
         })
         .unwrap_or(0);

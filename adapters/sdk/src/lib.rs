@@ -24,6 +24,8 @@
 //! This is the only crate of profconv that contains `unsafe` code.
 
 pub mod abi;
+#[cfg(feature = "counting-alloc")]
+pub mod counting_alloc;
 #[cfg(feature = "host")]
 pub mod host;
 pub mod lines;
