@@ -45,22 +45,37 @@ pub struct Candidate {
     pub explicit: bool,
 }
 
-/// Loading a library runs its code with the user's rights, so a plugin that anyone could have
-/// replaced is refused: a file, or the directory holding it, writable by all users.
-/// (Group-writable is allowed: with per-user groups and umask 002 every build directory is.)
+/// Loading a library runs its code with the user's rights, so a plugin that another user could
+/// have replaced is refused: a file, or the directory holding it, writable by all users, or
+/// owned by a user other than this one and root (its owner may rewrite it, or the directory's
+/// entries, whatever the mode says: a directory another user made in /tmp before this one
+/// copied plugins into it). (Group-writable is allowed: with per-user groups and umask 002
+/// every build directory is.)
 #[cfg(unix)]
 pub fn untrusted(file: &Path) -> Option<String> {
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let me = profconv_plugin::host::effective_uid();
     let check = |p: &Path, what: &str| {
-        let mode = std::fs::metadata(p).ok()?.permissions().mode();
+        let meta = std::fs::metadata(p).ok()?;
+        let mode = meta.permissions().mode();
         // A sticky world-writable directory (like /tmp) still lets others add files there.
-        (mode & 0o002 != 0).then(|| {
-            format!(
+        if mode & 0o002 != 0 {
+            return Some(format!(
                 "refusing {}: its {what} {} is writable by all users (mode {:o}); \
                  `chmod o-w` it to load the plugin",
                 crate::io::shown(file),
                 crate::io::shown(p),
                 mode & 0o7777
+            ));
+        }
+        let owner = meta.uid();
+        (owner != me && owner != 0).then(|| {
+            format!(
+                "refusing {}: its {what} {} belongs to another user (uid {owner}), who could \
+                 replace the plugin; only plugins owned by you or root are loaded: `chown` it \
+                 to load the plugin",
+                crate::io::shown(file),
+                crate::io::shown(p),
             )
         })
     };

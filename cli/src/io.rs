@@ -809,6 +809,16 @@ impl Sink {
                         "is a directory",
                     ));
                 }
+                // A FIFO another user made in /tmp is read by them: refused before it is
+                // opened, as the system refuses the shell's `> fifo` (fs.protected_fifos).
+                #[cfg(unix)]
+                if let Some(dir) = std::fs::canonicalize(target)
+                    .ok()
+                    .and_then(|t| t.parent().map(Path::to_path_buf))
+                    && let Some(why) = planted(&meta, &dir)
+                {
+                    return Err(io::Error::new(io::ErrorKind::PermissionDenied, why));
+                }
                 let f = std::fs::OpenOptions::new().write(true).open(target)?;
                 return Ok(Sink::Direct(io::BufWriter::with_capacity(
                     DIRECT_BUFFER,
@@ -874,6 +884,15 @@ impl Sink {
             }
             Ok(_) => {}
             Err(e) => return Err(in_dir(e)),
+        }
+        // Another user's file in /tmp: replacing it would hand them the output (its owner and
+        // mode are kept), which the system refuses the shell's `> file` (fs.protected_regular),
+        // root's too.
+        #[cfg(unix)]
+        if let Some(old) = &existing
+            && let Some(why) = planted(old, &dir)
+        {
+            return Err(io::Error::new(io::ErrorKind::PermissionDenied, why));
         }
         // A temp file made in an append-only directory could be neither renamed into place nor
         // removed: it would stay, and nobody could delete it.
@@ -1068,6 +1087,31 @@ fn keep_owner_and_mode(
         let _ = new.set_permissions(std::fs::Permissions::from_mode(mode));
     }
     Ok(())
+}
+
+/// Why an existing output `meta` in directory `dir` is not written: it is what the kernel's
+/// `fs.protected_regular` and `fs.protected_fifos` keep a shell's `> file` from opening, a
+/// file or FIFO in a sticky directory anyone may write to (/tmp) that belongs neither to this
+/// user nor to the directory's owner: another user put it there, for root too, and writing it
+/// gives them the output (a FIFO is read by its maker; a replaced file keeps its owner and
+/// mode). `None`: not such a file.
+#[cfg(unix)]
+fn planted(meta: &std::fs::Metadata, dir: &Path) -> Option<String> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let d = std::fs::metadata(dir).ok()?;
+    let owner = meta.uid();
+    (d.permissions().mode() & 0o1002 == 0o1002
+        && owner != profconv_plugin::host::effective_uid()
+        && owner != d.uid())
+    .then(|| {
+        format!(
+            "the {} belongs to another user (uid {owner}) in {}, a sticky directory anyone may \
+             write to: writing it would give them the output, and the system refuses `> file` \
+             there too (fs.protected_regular, fs.protected_fifos); remove it or choose another name",
+            if meta.is_file() { "file" } else { "special file" },
+            shown(dir)
+        )
+    })
 }
 
 /// Whether `path` is a symbolic link the kernel's `fs.protected_symlinks` keeps this user from

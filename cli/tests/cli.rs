@@ -379,12 +379,12 @@ fn an_option_for_the_other_phase_of_a_format_is_a_usage_error() {
         &[input, "-o", svg, "-O", "per-thread"],
         "option 'per-thread' applies when format 'folded' writes a profile; here it reads one",
     );
-    // The output's options are listed too: the user meant the flame graph's, which has none;
-    // and the format not used here that has one (speedscope) is named.
+    // The output's options are listed too: the user meant callgrind's, which has none; and
+    // the formats not used here that have one (speedscope, flamegraph) are named.
     refused(
-        &[input, "-o", svg, "-O", "max-size=5"],
-        "here it reads one; format 'speedscope' also has it, not used by this command \
-         (options here: folded: skip-bad-lines, piece-size; flamegraph: title",
+        &[input, "-o", grind, "-O", "max-size=5"],
+        "here it reads one; formats 'speedscope', 'flamegraph' also have it, not used by this \
+         command (options here: folded: skip-bad-lines, piece-size; callgrind: value)",
     );
     // The tree's column is `--value`; `-O value` is the emitters'.
     let out = run(&["tree", input, "-O", "value=samples"]);

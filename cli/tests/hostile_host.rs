@@ -298,6 +298,97 @@ fn a_plugin_in_a_directory_anyone_can_write_is_refused_by_bare_name_and_through_
     assert!(!s.contains("plugin folded"), "{s}");
 }
 
+/// A plugin, or a plugin directory, that another user owns is refused like one anyone can
+/// write: its owner can replace the library whatever its mode says. A directory made in /tmp by
+/// another user before this one copied plugins into it (`mkdir -p` succeeds on it) passed the
+/// mode check (0755), and root loaded the library nobody put there in place of the copy. Runs
+/// as root (the test gives the files to `nobody`); skipped otherwise.
+#[cfg(unix)]
+#[test]
+fn a_plugin_another_user_owns_is_refused() {
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| text(&o.stdout).trim() == "0");
+    if !root {
+        eprintln!("skipped: needs root to give files to another user");
+        return;
+    }
+    let nobody = |p: &Path| std::os::unix::fs::lchown(p, Some(65534), Some(65534)).unwrap();
+    let d = tmp();
+    chmod(d.path(), 0o755);
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let lib = lib_path("profconv_plugin_folded");
+    // Another user's directory holding a copy of root's; root's directory holding a library
+    // another user owns.
+    let squatted = d.path().join("squatted");
+    std::fs::create_dir(&squatted).unwrap();
+    chmod(&squatted, 0o755);
+    nobody(&squatted);
+    let in_squatted = squatted.join("libprofconv_plugin_x.so");
+    std::fs::copy(&lib, &in_squatted).unwrap();
+    chmod(&in_squatted, 0o755);
+    let mine = d.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    chmod(&mine, 0o755);
+    let theirs = mine.join("libprofconv_plugin_y.so");
+    std::fs::copy(&lib, &theirs).unwrap();
+    chmod(&theirs, 0o755);
+    nobody(&theirs);
+    // And a link from root's directory to the library in the other user's directory.
+    let linked = d.path().join("linked");
+    std::fs::create_dir(&linked).unwrap();
+    chmod(&linked, 0o755);
+    let link = linked.join("libprofconv_plugin_z.so");
+    std::os::unix::fs::symlink(&in_squatted, &link).unwrap();
+
+    for (file, owned) in [
+        (&in_squatted, &squatted),
+        (&theirs, &theirs),
+        (&link, &squatted),
+    ] {
+        let out = run(&[
+            "--no-default-plugins",
+            "--plugin",
+            file.to_str().unwrap(),
+            "tree",
+            input.to_str().unwrap(),
+        ]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(5), "{}: {err}", file.display());
+        assert!(
+            err.contains("belongs to another user (uid 65534)")
+                && err.contains(&owned.display().to_string()),
+            "{}: {err}",
+            file.display()
+        );
+        assert!(out.stdout.is_empty());
+    }
+    for dir in [&squatted, &mine, &linked] {
+        let out = profconv()
+            .env("PROFCONV_PLUGIN_PATH", dir)
+            .args(["--no-default-plugins", "formats"])
+            .output()
+            .unwrap();
+        let s = text(&out.stdout);
+        assert!(
+            s.contains("rejected") && s.contains("belongs to another user"),
+            "{}: {s}",
+            dir.display()
+        );
+        assert!(!s.contains("plugin folded"), "{}: {s}", dir.display());
+    }
+    // Root's own files still load (the owner of the test's directories is root).
+    let out = run(&[
+        "--no-default-plugins",
+        "--plugin",
+        lib.to_str().unwrap(),
+        "tree",
+        input.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
 /// Data after the last gzip member is reported at the byte where it starts (the end of the
 /// last good member), not where the decoder gave up inside it; a member cut short in its
 /// header is reported there too, as what it is.
@@ -1737,6 +1828,78 @@ fn a_link_the_system_will_not_follow_is_not_written_through() {
     assert_eq!(std::fs::read(&victim).unwrap(), b"keep me\n");
     assert!(!d.path().join("new.folded").exists());
     assert!(temp_files(&shared).is_empty());
+}
+
+/// A file or FIFO another user put in a sticky directory anyone may write to (/tmp), where
+/// the output is to go, is not written, root's output included: the FIFO was opened and its
+/// maker read the profile as it was written, and the file was replaced by one given back to its
+/// owner (owner and mode kept: root's output became nobody's, mode 666). The kernel's
+/// `fs.protected_fifos` and `fs.protected_regular` (on in most distributions) refuse the shell's
+/// `> file` there for the same reason. Runs as root; skipped otherwise.
+#[cfg(target_os = "linux")]
+#[test]
+fn another_user_s_file_or_fifo_in_a_sticky_directory_is_not_written() {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| text(&o.stdout).trim() == "0");
+    if !root {
+        eprintln!("skipped: needs root to give files to another user");
+        return;
+    }
+    let d = tmp();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let shared = d.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let nobody = |p: &Path| std::os::unix::fs::lchown(p, Some(65534), Some(65534)).unwrap();
+
+    let planted = write(&shared, "report.folded", b"nobody's\n");
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o666)).unwrap();
+    nobody(&planted);
+    let fifo = shared.join("report.svg");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o622)).unwrap();
+    nobody(&fifo);
+    // The FIFO's maker, reading: opened without waiting for a writer.
+    let mut reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(&fifo)
+        .unwrap();
+    for (out, what) in [(&planted, "the file"), (&fifo, "the special file")] {
+        let r = run(&[
+            "convert",
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--to",
+            "folded",
+        ]);
+        let err = text(&r.stderr);
+        assert_eq!(r.status.code(), Some(4), "{err}");
+        assert!(
+            err.contains(&format!("{what} belongs to another user (uid 65534)"))
+                && err.contains("fs.protected_regular"),
+            "{err}"
+        );
+    }
+    assert_eq!(std::fs::read(&planted).unwrap(), b"nobody's\n");
+    assert_eq!(std::fs::metadata(&planted).unwrap().uid(), 65534);
+    let mut got = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut reader, &mut got);
+    assert!(got.is_empty(), "{}", text(&got));
+    assert_eq!(temp_files(&shared).len(), 0);
+    // The same name of root's own, or of the directory's owner, is written as before.
+    std::fs::remove_file(&planted).unwrap();
+    write(&shared, "report.folded", b"root's\n");
+    let r = run(&[
+        "convert",
+        input.to_str().unwrap(),
+        "-o",
+        planted.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", text(&r.stderr));
 }
 
 /// An input compressed by another tool than gzip (zstd, xz, bzip2, lz4, zip) or in UTF-16 says

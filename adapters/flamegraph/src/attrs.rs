@@ -82,7 +82,22 @@ pub const OPTIONS: &[OptionDesc] = &[
         "negate",
         "differential: swap the colours (blue for growth, red for shrinkage)",
     ),
+    OptionDesc::integer(
+        "max-size",
+        MAX_SIZE_TEXT,
+        "the most bytes the picture may take (0: no bound); each frame's tooltip holds its \
+         whole name, so a long name called deep in recursion can make terabytes",
+    ),
 ];
+
+/// Default [`FlameOptions::max_size`]: 2 GiB, far more than a browser opens as one SVG
+/// document. Each frame holds its whole name, so a name of 1 MB reached through 5 000 nested
+/// calls (a 1.3 KB gzipped trace) is a 5 GB picture: without a bound a small input could fill
+/// a disk.
+pub const MAX_SIZE: u64 = 1 << 31;
+
+/// [`MAX_SIZE`] as the option's documented default.
+pub const MAX_SIZE_TEXT: &str = "2147483648";
 
 /// The longest `countname`, in bytes.
 pub const MAX_COUNT_NAME: usize = 256;
@@ -164,6 +179,9 @@ pub struct FlameOptions {
     pub normalize: bool,
     /// Differential: swap the colours.
     pub negate: bool,
+    /// The most bytes the picture may take, checked before anything is written; `None`: no
+    /// bound (option `max-size`, default [`MAX_SIZE`]).
+    pub max_size: Option<u64>,
 }
 
 impl Default for FlameOptions {
@@ -189,6 +207,7 @@ impl Default for FlameOptions {
             value: None,
             normalize: false,
             negate: false,
+            max_size: Some(MAX_SIZE),
         }
     }
 }
@@ -273,6 +292,7 @@ impl FlameOptions {
             value: text("value"),
             normalize: o.flag("normalize"),
             negate: o.flag("negate"),
+            max_size: o.max_output_size_or("max-size", MAX_SIZE)?,
         })
     }
 

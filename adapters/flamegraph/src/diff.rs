@@ -550,6 +550,7 @@ fn draw_diff<W: Write + ?Sized>(
     crate::warn_if_all_pruned(&layout, cx);
     let mut layout = layout;
     layout.add_all_frame();
+    svg::check_size(&layout, &describe, o.max_size)?;
     svg::write_svg(out, &pic, &layout, &describe)?;
     Ok(())
 }

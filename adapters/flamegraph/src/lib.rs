@@ -312,6 +312,7 @@ fn draw<W: Write + ?Sized>(
         p,
         palette: o.palette,
     };
+    svg::check_size(&layout, &describe, o.max_size)?;
     svg::write_svg(out, &pic, &layout, &describe)?;
     Ok(())
 }

@@ -116,6 +116,49 @@ impl Geometry {
     }
 }
 
+/// The fewest bytes any frame takes besides its name: `<g><title> (…)</title>`, the `<rect>`
+/// with its seven attributes and the `<text>` (about 120 with one-digit numbers).
+const FRAME_BYTES: u128 = 100;
+
+/// Refuses, before anything is written, a picture whose frames would take more than
+/// `max_size` bytes (`None`: no bound). Each frame's tooltip holds its function's whole name,
+/// so the picture grows with the depth times the names' length, which a small input can make
+/// huge (one long name in a trace's name table, called through deep recursion).
+pub fn check_size(
+    layout: &Layout,
+    describe: &impl Describe,
+    max_size: Option<u64>,
+) -> Result<(), profconv_plugin::PluginError> {
+    let Some(max) = max_size else {
+        return Ok(());
+    };
+    let names: u128 = layout
+        .frames
+        .iter()
+        .map(|f| crate::color::display_name(describe.name(f)).len() as u128)
+        .sum();
+    let frames = layout.frames.len() as u128;
+    let bytes = names + frames * FRAME_BYTES;
+    if bytes <= u128::from(max) {
+        return Ok(());
+    }
+    let longest = layout
+        .frames
+        .iter()
+        .map(|f| crate::color::display_name(describe.name(f)).len())
+        .max()
+        .unwrap_or(0);
+    Err(profconv_plugin::PluginError::unsupported(format!(
+        "the flame graph would take at least {}: {frames} frames, whose names (each frame's \
+         tooltip holds its whole name; the longest has {longest} bytes) add up to {}; over the {max}-byte \
+         bound. Omit narrow frames (-O minwidth=N%), shorten the stacks (-T collapse-rec, -T \
+         max-depth:N), write a format that stores each name once (firefox, callgrind), or \
+         raise the bound: -O max-size=BYTES (0: none)",
+        profconv_plugin::human_bytes(bytes),
+        profconv_plugin::human_bytes(names),
+    )))
+}
+
 /// Writes the whole picture.
 pub fn write_svg<W: Write>(
     out: W,

@@ -1054,3 +1054,56 @@ fn the_stylesheet_is_scoped_by_the_root_class() {
         }
     }
 }
+
+/// Each frame's tooltip holds its function's whole name, so a long name called through deep
+/// recursion makes the picture grow with depth × length: a PVM trace naming one function of
+/// 1 MB and calling it 5 000 deep (1.3 KB gzipped) made a 5 GB SVG, with no bound, where the
+/// folded and speedscope writers refuse theirs. Over `max-size` the emitter refuses before
+/// writing anything, says why and how to get the picture; the bound is a lower one on the real
+/// size, so a picture exactly as large as its bound is written.
+#[test]
+fn a_long_name_deep_in_recursion_is_refused_over_max_size() {
+    let long = "n".repeat(10_000);
+    let stack = vec![long.as_str(); 200].join(";");
+    let p = folded(&[(stack.as_str(), 3), ("main", 1)]);
+    let (whole, _) = emit(&p, &opts(&[("max-size", Some("0"))]));
+    assert!(whole.len() > 200 * 10_000, "{} bytes", whole.len());
+    // A bound of the picture's own size passes; one of 1 MB does not.
+    let size = whole.len().to_string();
+    let (same, _) = emit(&p, &opts(&[("max-size", Some(size.as_str()))]));
+    assert_eq!(same, whole);
+    let mut sink = |_: u32, _: &str| {};
+    let mut cx = Context::with_sink(&mut sink);
+    let mut out = Vec::new();
+    let e = emit_flamegraph(
+        &p.view(),
+        &mut out,
+        &opts(&[("max-size", Some("1000000"))]),
+        &mut cx,
+    )
+    .unwrap_err();
+    assert!(out.is_empty(), "{} bytes written", out.len());
+    assert!(
+        e.message
+            .contains("the flame graph would take at least 2.0 MB")
+            && e.message.contains("202 frames")
+            && e.message.contains("the longest has 10000 bytes")
+            && e.message.contains("over the 1000000-byte bound")
+            && e.message.contains("-O max-size=BYTES (0: none)"),
+        "{}",
+        e.message
+    );
+    // The same for a differential graph, and by default (2 GiB) for a picture that big.
+    let mut out = Vec::new();
+    let e = emit_diff_with(
+        &p.view(),
+        &p.view(),
+        &mut out,
+        &opts(&[("max-size", Some("1000000"))]),
+        &mut cx,
+    )
+    .unwrap_err();
+    assert!(out.is_empty() && e.message.contains("over the 1000000-byte bound"));
+    assert_eq!(FlameOptions::default().max_size, Some(1 << 31));
+    assert_eq!(opts(&[]).max_size, Some(1 << 31));
+}

@@ -411,6 +411,24 @@ mod tests {
         );
     }
 
+    /// The summed column's name comes from the input too (a callgrind `events:` line can name
+    /// an event `Ir\x1b[2J\u{202e}`): it is escaped like the names, not written raw to the
+    /// terminal, which it cleared.
+    #[test]
+    fn summary_escapes_the_column_name() {
+        let mut b = profconv_plugin::ir::ProfileBuilder::new();
+        b.add_value_type(
+            "Ir\u{1b}[2J\u{202e}",
+            "count",
+            profconv_plugin::ir::ValueKind::Weight,
+        );
+        b.add_stack(&["a"], &[1]).unwrap();
+        assert_eq!(
+            summary(&b.finish()),
+            "run 1\na: 1 Ir\\u{1b}[2J\\u{202e}\nFull execution: 1 Ir\\u{1b}[2J\\u{202e}\n"
+        );
+    }
+
     /// `SB`/`SE <tick> [@<time>] <hex>`: the section's data is required and is bytes in hex, as
     /// the spec's grammar says (they were read up to the tick, so `SB 5 zz` and `SB 7` passed
     /// silently); the error names the line and the column of the data, or of the line's end.

@@ -68,7 +68,10 @@ pub fn emit_summary(
     let calls = p
         .value_type_index("calls")
         .filter(|&c| p.value_types[c].kind == ValueKind::Count);
-    let label = p.value_type_name(ticks);
+    // The column's name comes from the input too (a callgrind `events:` line): escaped like
+    // the names, so that it cannot drive the terminal the summary is printed on.
+    let mut label = String::new();
+    push_shown_name(&mut label, p.value_type_name(ticks));
     let ordered = p.is_ordered() && calls.is_some();
 
     // The root func of every stack, in one forward pass (prefix < index).
