@@ -670,9 +670,12 @@ impl Reader<'_, '_> {
         }
         // `cob=` and `cfi=` name the object and file of the next call's function (the
         // specification), before its `cfn=` (callgrind) or after it (lsprofcalltree writes
-        // `cfn=NAME`, `cfi=FILE`, `calls=`): the callee is resolved here. Not given: the
-        // caller's; given as `???`: none.
-        if self.callee == NONE || self.cob != NONE || self.cfi != NONE {
+        // `cfn=NAME`, `cfi=FILE`, `calls=`): the callee is resolved at the first `calls=` after
+        // its `cfn=`. Not given: the caller's; given as `???`: none. A later `calls=` without a
+        // `cfn=` of its own calls that function again, as KCachegrind and callgrind_annotate
+        // read it (both resolve the callee at `cfn=`): a `cob=`/`cfi=` before it is dropped,
+        // as KCachegrind drops them after each call.
+        if self.callee == NONE {
             let object = match self.cob {
                 NONE => self.ob,
                 UNKNOWN => NONE,
@@ -684,9 +687,9 @@ impl Reader<'_, '_> {
                 cfi => cfi,
             };
             self.callee = self.func_of(object, file, self.cfn_name);
-            self.cob = NONE;
-            self.cfi = NONE;
         }
+        self.cob = NONE;
+        self.cfi = NONE;
         let mut toks = tokens(v);
         let Some((count_at, count)) = toks.next() else {
             return Err(self.err(col, "expected a call count after `calls=`"));

@@ -1660,6 +1660,21 @@ mod tests {
         );
     }
 
+    /// Two `calls=` after one `cfn=` call one function, also with a `cfi=` between them:
+    /// KCachegrind and callgrind_annotate resolve the callee at its `cfn=` (`a.c:foo`, inclusive
+    /// 17, in `callgrind_annotate --inclusive=yes`). The `cfi=`, which names the file of a
+    /// callee after its `cfn=` in lsprofcalltree's output, made the second call one to a `foo`
+    /// of `b.c`, a function of its own.
+    #[test]
+    fn a_second_call_without_a_cfn_calls_the_same_function() {
+        let text = "events: Ir\nfl=a.c\nfn=main\n1 1\ncfn=foo\ncalls=1 1\n1 10\n\
+                    cfi=b.c\ncalls=1 1\n1 7\nfn=foo\n1 17\n";
+        assert_eq!(
+            tree(text, BuildOptions::default()),
+            "main self=1 total=18 calls=0\n  foo self=17 total=17 calls=2\n"
+        );
+    }
+
     /// A header's code inlined into two functions of one name in two files (two static `work`,
     /// as `gcc -O2` writes for glibc's fortify headers): each host gets its own piece, with its
     /// own costs. The piece was one function under the first host only: there `work` (a.c)

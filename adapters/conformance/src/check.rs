@@ -236,6 +236,17 @@ fn read_sample(path: &Path) -> Result<Vec<u8>, String> {
             MAX_SAMPLE >> 20
         ));
     }
+    // profconv takes a layer of gzip off its input before a plugin reads it, so a reader that
+    // meets gzip's magic number says the file was compressed twice: a sample is given as it
+    // is, and that would be a wrong word about it.
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        return Err(
+            "it is gzip-compressed, and plugin-check gives a sample to the plugin as it \
+                    is (profconv decompresses gzip input before a plugin reads it): give it \
+                    decompressed (`gzip -dk FILE`)"
+                .into(),
+        );
+    }
     Ok(bytes)
 }
 

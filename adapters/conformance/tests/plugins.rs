@@ -166,6 +166,34 @@ fn a_missing_library_and_a_missing_sample_fail() {
     assert!(c.detail.contains("larger than 16 MiB"), "{report}");
 }
 
+/// A gzip sample is refused as such: plugin-check gives a sample to the plugin as it is, and
+/// the plugin, which profconv gives decompressed input, said it was "gzip-compressed twice".
+#[test]
+fn a_gzip_sample_is_refused_saying_it_is_compressed() {
+    let dir = std::env::temp_dir().join(format!("profconv-conformance-gz-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let gz = dir.join("sample.folded.gz");
+    // `main;a 1\n`, gzip-compressed once.
+    let bytes: [u8; 29] = [
+        0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xcb, 0x4d, 0xcc, 0xcc, 0xb3, 0x4e, 0x54, 0x30, 0xe4,
+        2, 0, 0xd9, 4, 0x1a, 0x30, 9, 0, 0, 0,
+    ];
+    std::fs::write(&gz, bytes).unwrap();
+    let report = check_plugin(
+        &PathBuf::from("/nonexistent/libprofconv_plugin_nothing.so"),
+        std::slice::from_ref(&gz),
+    );
+    let c = report.check(&format!("sample {}", gz.display())).unwrap();
+    assert_eq!(c.outcome, Outcome::Fail, "{report}");
+    assert!(
+        c.detail
+            .contains("it is gzip-compressed, and plugin-check gives a sample"),
+        "{report}"
+    );
+    assert!(!c.detail.contains("twice"), "{report}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn user_samples_are_checked_too() {
     let dir = std::env::temp_dir().join(format!("profconv-conformance-{}", std::process::id()));

@@ -364,9 +364,12 @@ fn truncated_elf(path: &Path) -> Option<String> {
     file.seek(io::SeekFrom::Start(phoff)).ok()?;
     file.read_exact(&mut headers).ok()?;
     const PT_LOAD: u64 = 1;
+    // A segment of no file bytes (`.bss` alone, p_filesz 0) holds nothing of the file: its
+    // p_offset may lie past the end of a whole file, which the loader loads, and a cut shows
+    // in the segments that hold bytes.
     let need = headers
         .chunks_exact(phentsize as usize)
-        .filter(|h| int(&h[0..4]) == PT_LOAD)
+        .filter(|h| int(&h[0..4]) == PT_LOAD && int(&h[filesz.clone()]) > 0)
         .filter_map(|h| int(&h[offset.clone()]).checked_add(int(&h[filesz.clone()])))
         .max()?;
     (need > len).then(|| said(need, "a loadable segment"))
@@ -2132,6 +2135,44 @@ unsafe impl Sync for FormatHandle {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A 64-bit little-endian ELF file of `len` bytes whose program headers are `loads`
+    /// (p_offset, p_filesz), each a PT_LOAD, the table right after the ELF header.
+    fn elf64_with_loads(loads: &[(u64, u64)], len: usize) -> Vec<u8> {
+        let mut b = vec![0u8; len];
+        b[..4].copy_from_slice(b"\x7fELF");
+        b[4] = 2; // ELFCLASS64
+        b[5] = 1; // ELFDATA2LSB
+        b[0x20..0x28].copy_from_slice(&64u64.to_le_bytes()); // e_phoff
+        b[0x36..0x38].copy_from_slice(&56u16.to_le_bytes()); // e_phentsize
+        b[0x38..0x3a].copy_from_slice(&(loads.len() as u16).to_le_bytes()); // e_phnum
+        for (k, &(offset, filesz)) in loads.iter().enumerate() {
+            let h = 64 + 56 * k;
+            b[h..h + 4].copy_from_slice(&1u32.to_le_bytes()); // PT_LOAD
+            b[h + 8..h + 16].copy_from_slice(&offset.to_le_bytes());
+            b[h + 32..h + 40].copy_from_slice(&filesz.to_le_bytes());
+        }
+        b
+    }
+
+    /// A segment of no file bytes (`.bss` alone) whose offset is past the end of the file is
+    /// no sign of a cut (glibc loads such a library: it maps nothing of it from the file); a
+    /// segment whose bytes the file lacks is.
+    #[test]
+    fn a_segment_of_no_file_bytes_past_the_end_is_no_cut() {
+        let path = std::env::temp_dir().join(format!("profconv-elf-{}", std::process::id()));
+        let whole = elf64_with_loads(&[(0, 4096), (0x3000, 0)], 4096);
+        std::fs::write(&path, &whole).unwrap();
+        assert_eq!(truncated_elf(&path), None);
+        let cut = elf64_with_loads(&[(0, 4096), (0x3000, 0)], 2048);
+        std::fs::write(&path, &cut).unwrap();
+        let why = truncated_elf(&path).expect("a cut file");
+        assert!(
+            why.contains("a loadable segment reaches byte 4096"),
+            "{why}"
+        );
+        std::fs::remove_file(&path).unwrap();
+    }
 
     /// A file is mapped only when it takes at most an eighth of an address-space limit: the
     /// mapping holds the file's whole size of it ([`read_rather_than_map`]). The limit is read
