@@ -49,10 +49,28 @@ pub struct Candidate {
 /// have replaced is refused: a file, or the directory holding it, writable by all users, or
 /// owned by a user other than this one and root (its owner may rewrite it, or the directory's
 /// entries, whatever the mode says: a directory another user made in /tmp before this one
-/// copied plugins into it). (Group-writable is allowed: with per-user groups and umask 002
-/// every build directory is.)
+/// copied plugins into it); beside the executable, its owner's are loaded too ([`exe_owner`]).
+/// (Group-writable is allowed: with per-user groups and umask 002 every build directory is.)
 #[cfg(unix)]
 pub fn untrusted(file: &Path) -> Option<String> {
+    untrusted_but(file, None)
+}
+
+/// The owner of the running `profconv`, who could rewrite it: the plugins installed beside it
+/// ([`Source::ExeDir`], [`Source::InstallDir`]) may be theirs too. `sudo
+/// ./target/release/profconv` on a user's own build, or a system install seen from a user
+/// namespace (where root's files show as the overflow uid), refused every plugin beside it as
+/// another user's.
+#[cfg(unix)]
+fn exe_owner() -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let exe = std::env::current_exe().ok()?;
+    Some(std::fs::metadata(exe).ok()?.uid())
+}
+
+/// [`untrusted`], trusting also the files of user `also` (the executable's owner).
+#[cfg(unix)]
+fn untrusted_but(file: &Path, also: Option<u32>) -> Option<String> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let me = profconv_plugin::host::effective_uid();
     let check = |p: &Path, what: &str| {
@@ -69,13 +87,17 @@ pub fn untrusted(file: &Path) -> Option<String> {
             ));
         }
         let owner = meta.uid();
-        (owner != me && owner != 0).then(|| {
+        (owner != me && owner != 0 && Some(owner) != also).then(|| {
             format!(
                 "refusing {}: its {what} {} belongs to another user (uid {owner}), who could \
-                 replace the plugin; only plugins owned by you or root are loaded: `chown` it \
-                 to load the plugin",
+                 replace the plugin; only plugins owned by you or root{} are loaded: `chown` \
+                 it to load the plugin",
                 crate::io::shown(file),
                 crate::io::shown(p),
+                match also {
+                    Some(_) => " (or, beside profconv, by its owner)",
+                    None => "",
+                },
             )
         })
     };
@@ -115,8 +137,15 @@ pub fn untrusted(_file: &Path) -> Option<String> {
 }
 
 fn candidate(path: PathBuf, source: Source, explicit: bool) -> Candidate {
+    #[cfg(unix)]
+    let refused = match source {
+        Source::ExeDir | Source::InstallDir => untrusted_but(&path, exe_owner()),
+        _ => untrusted(&path),
+    };
+    #[cfg(not(unix))]
+    let refused = untrusted(&path);
     Candidate {
-        refused: untrusted(&path),
+        refused,
         path,
         source,
         explicit,

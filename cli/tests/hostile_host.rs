@@ -389,6 +389,59 @@ fn a_plugin_another_user_owns_is_refused() {
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
 
+/// `sudo ./target/release/profconv` on a user's own build loads the plugins beside it: they
+/// belong to the user who owns the executable, who could rewrite `profconv` itself, so they are
+/// as trusted as it is. Every plugin there was refused as "another user's" (root running a
+/// build of uid 1000 found no format at all, exit 2, and was told to `chown` the build). Runs
+/// as root (the test gives the build to `nobody`); skipped otherwise.
+#[cfg(unix)]
+#[test]
+fn plugins_owned_by_the_owner_of_profconv_load_when_another_user_runs_it() {
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| text(&o.stdout).trim() == "0");
+    if !root {
+        eprintln!("skipped: needs root to give files to another user");
+        return;
+    }
+    let nobody = |p: &Path| std::os::unix::fs::lchown(p, Some(65534), Some(65534)).unwrap();
+    let d = tmp();
+    let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
+    let build = d.path().join("build");
+    std::fs::create_dir(&build).unwrap();
+    chmod(&build, 0o755);
+    let exe = build.join("profconv");
+    std::fs::copy(env!("CARGO_BIN_EXE_profconv"), &exe).unwrap();
+    chmod(&exe, 0o755);
+    let lib = lib_path("profconv_plugin_folded");
+    let copy = build.join(lib.file_name().unwrap());
+    std::fs::copy(&lib, &copy).unwrap();
+    chmod(&copy, 0o755);
+    for p in [&build, &exe, &copy] {
+        nobody(p);
+    }
+    let out = std::process::Command::new(&exe)
+        .env_remove("PROFCONV_PLUGIN_PATH")
+        .env("XDG_DATA_HOME", "/nonexistent-profconv-test")
+        .args(["tree", input.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("belongs to another user"), "{err}");
+    assert!(text(&out.stdout).starts_with("A self=0 total=3"));
+    // Another user's plugin beside root's profconv is still refused.
+    let out = run(&[
+        "--plugin",
+        copy.to_str().unwrap(),
+        "tree",
+        input.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("belongs to another user (uid 65534)"));
+}
+
 /// Data after the last gzip member is reported at the byte where it starts (the end of the
 /// last good member), not where the decoder gave up inside it; a member cut short in its
 /// header is reported there too, as what it is.
