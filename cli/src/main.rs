@@ -986,8 +986,8 @@ fn names_meant(view: &ProfileRef<'_>, t: &Transform) -> String {
     }
 }
 
-/// Applies the `--transform` stack; `None` when there is none (the plugin's profile is used as
-/// it is, without a copy).
+/// Applies the `--transform` stack; `None` when there is none, or when none changed anything
+/// (the plugin's profile is used as it is, without a copy).
 fn apply_transforms(
     view: &ProfileRef<'_>,
     transforms: &[Transform],
@@ -997,7 +997,7 @@ fn apply_transforms(
     let mut current: Option<Profile> = None;
     for t in transforms {
         let input = current.as_ref().map_or_else(|| view.clone(), Profile::view);
-        let (next, applied) = profconv_ir::transform::apply(&input, t)
+        let (next, applied) = profconv_ir::transform::apply_or_keep(&input, t)
             .map_err(|e| Failure::ir(&format!("{name}: transform {t}"), &e))?;
         if applied.matched == 0 && !matches!(t, Transform::MaxDepth(_) | Transform::MinTotal(_)) {
             let hint = names_meant(&input, t);
@@ -1020,7 +1020,10 @@ fn apply_transforms(
                 ),
             );
         }
-        current = Some(next);
+        // A transform that changed nothing leaves the profile as it was, not a copy.
+        if let Some(next) = next {
+            current = Some(next);
+        }
     }
     Ok(current)
 }

@@ -322,11 +322,179 @@ impl Rebuild {
     }
 }
 
-/// Applies one transform.
+/// A [`Rebuild`] made only once a transform changes a stack. While every stack so far is kept
+/// where it is, nothing is built: the kept stacks are only counted, and made (as
+/// [`Rebuild::keep`] would have made them) when the first change comes. A transform that keeps
+/// every stack of a profile that rebuilds to itself ([`rebuilds_to_itself`]) builds nothing.
+struct Plan {
+    rebuild: Option<Rebuild>,
+    /// Stacks kept, from the first, while nothing is built.
+    kept: usize,
+}
+
+impl Plan {
+    fn new() -> Self {
+        Plan {
+            rebuild: None,
+            kept: 0,
+        }
+    }
+
+    /// The rebuild, made now if it is not yet, with the stacks kept so far.
+    fn rebuild(&mut self, p: &ProfileRef<'_>) -> &mut Rebuild {
+        let kept = self.kept;
+        self.rebuild.get_or_insert_with(|| {
+            let mut r = Rebuild::new(p);
+            for s in 0..kept {
+                r.keep(p, s);
+            }
+            r
+        })
+    }
+
+    fn keep(&mut self, p: &ProfileRef<'_>, s: usize) {
+        match &mut self.rebuild {
+            None => {
+                debug_assert_eq!(self.kept, s, "stacks are planned in table order");
+                self.kept += 1;
+            }
+            Some(r) => r.keep(p, s),
+        }
+    }
+
+    fn root(&mut self, p: &ProfileRef<'_>, s: usize) {
+        self.rebuild(p).root(p, s);
+    }
+
+    fn merge(&mut self, p: &ProfileRef<'_>, s: usize) {
+        self.rebuild(p).merge(p, s);
+    }
+
+    fn drop_stack(&mut self, p: &ProfileRef<'_>) {
+        self.rebuild(p).drop_stack();
+    }
+
+    /// The new profile, or `None` (with `keep_unchanged`) when every stack was kept and the
+    /// rebuild would give `p` again.
+    fn finish(
+        mut self,
+        p: &ProfileRef<'_>,
+        matched: usize,
+        live: &[bool],
+        keep_unchanged: bool,
+    ) -> Result<(Option<Profile>, Applied), IrError> {
+        if self.rebuild.is_none() {
+            debug_assert_eq!(self.kept, p.n_stacks());
+            if keep_unchanged && rebuilds_to_itself(p, live) {
+                return Ok((
+                    None,
+                    Applied {
+                        matched,
+                        samples_removed: 0,
+                    },
+                ));
+            }
+        }
+        self.rebuild(p);
+        let r = self.rebuild.take().expect("made just now");
+        let (profile, applied) = r.finish(p, matched)?;
+        Ok((Some(profile), applied))
+    }
+}
+
+/// Whether rebuilding `p` with every stack kept in place gives `p` again, column for column:
+/// every stack has samples on it or below it (`live`, else the rebuild drops it), no two stacks
+/// have one prefix and one frame (else the rebuild makes them one), and, without time order, no
+/// two sample rows have one stack and thread (else the rebuild adds them up) nor a time column
+/// (which the rebuild does not keep); with time order, a time column holds a sample (an empty
+/// one is not made again). One pass over the stacks and one over the samples; memory of a
+/// `u32` per stack, and a set of the (prefix, frame) pairs of stacks with siblings.
+fn rebuilds_to_itself(p: &ProfileRef<'_>, live: &[bool]) -> bool {
+    if !live.iter().all(|&l| l) {
+        return false;
+    }
+    let n = p.n_stacks();
+    if p.is_ordered() {
+        if p.sample_time.is_some() && p.n_samples() == 0 {
+            return false;
+        }
+    } else {
+        if p.sample_time.is_some() {
+            return false;
+        }
+        // The thread (+ 1) of each stack's first row; a later row of the stack is looked up
+        // among the (thread, stack) pairs of stacks with rows in several threads.
+        let mut first = vec![0u32; n];
+        let mut more: hashbrown::HashSet<(u32, u32), FixedState> =
+            hashbrown::HashSet::with_hasher(FixedState::with_seed(7));
+        for i in 0..p.n_samples() {
+            let s = p.sample_stack[i];
+            let t = p.sample_thread.map_or(0, |t| t[i]);
+            let cell = &mut first[s as usize];
+            if *cell == 0 {
+                *cell = t + 1;
+            } else if *cell == t + 1 || !more.insert((t, s)) {
+                return false;
+            } else {
+                more.insert((*cell - 1, s));
+            }
+        }
+    }
+    // Each parent's first child's frame (roots under `n`); a parent with two or more children
+    // has them checked in a set.
+    let mut first_frame = vec![NONE; n + 1];
+    let mut siblings = vec![false; n + 1];
+    let parent = |s: usize| match p.stack_prefix[s] {
+        NONE => n,
+        prefix => prefix as usize,
+    };
+    for s in 0..n {
+        let (up, frame) = (parent(s), p.stack_frame[s]);
+        if first_frame[up] == NONE {
+            first_frame[up] = frame;
+        } else if first_frame[up] == frame {
+            return false;
+        } else {
+            siblings[up] = true;
+        }
+    }
+    drop(first_frame);
+    let mut seen: hashbrown::HashSet<(u32, u32), FixedState> =
+        hashbrown::HashSet::with_hasher(FixedState::with_seed(7));
+    (0..n).all(|s| {
+        let up = parent(s);
+        !siblings[up] || seen.insert((up as u32, p.stack_frame[s]))
+    })
+}
+
+/// Applies one transform, building a new profile even when the transform changes nothing
+/// (see [`apply_or_keep`]).
 pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), IrError> {
+    let (profile, applied) = apply_inner(p, t, false)?;
+    Ok((profile.expect("a profile is built"), applied))
+}
+
+/// Applies one transform; `None` instead of a profile when the transform provably changes
+/// nothing (no stack merged, dropped or moved, and `p` is what a rebuild of it gives: see
+/// [`rebuilds_to_itself`]), so `p` is the result, as [`apply`] would have built it column for
+/// column. Deciding costs a pass over the stacks (and the samples, for a profile without time
+/// order), not the new tables: a `merge-func` naming no function, a `max-depth` above the
+/// deepest stack, a `min-total:0`.
+pub fn apply_or_keep(
+    p: &ProfileRef<'_>,
+    t: &Transform,
+) -> Result<(Option<Profile>, Applied), IrError> {
+    apply_inner(p, t, true)
+}
+
+fn apply_inner(
+    p: &ProfileRef<'_>,
+    t: &Transform,
+    keep_unchanged: bool,
+) -> Result<(Option<Profile>, Applied), IrError> {
     let keys = NameKeys::new(p);
     let n = p.n_stacks();
-    let mut r = Rebuild::new(p);
+    let mut r = Plan::new();
     // Only a stack with samples on it or below counts as matched: a parser may leave stacks
     // without any (a transform's own output never has them), and a target found only there
     // matched nothing a user can see.
@@ -348,10 +516,10 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
                 match (t, st) {
                     (Transform::MergeCallNode(_), st) if st == k => r.merge(p, s),
                     (Transform::MergeSubtree(_), st) if st == k || st == INSIDE => r.merge(p, s),
-                    (Transform::Drop(_), st) if st == k || st == INSIDE => r.drop_stack(),
+                    (Transform::Drop(_), st) if st == k || st == INSIDE => r.drop_stack(p),
                     (Transform::FocusSubtree(_), st) if st == k => r.root(p, s),
                     (Transform::FocusSubtree(_), INSIDE) => r.keep(p, s),
-                    (Transform::FocusSubtree(_), _) => r.drop_stack(),
+                    (Transform::FocusSubtree(_), _) => r.drop_stack(p),
                     _ => r.keep(p, s),
                 }
             }
@@ -379,7 +547,7 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
                     matched += live_count(s);
                     r.root(p, s);
                 } else {
-                    r.drop_stack();
+                    r.drop_stack(p);
                 }
                 in_focus.push(parent_in || keys.stack_key[s] == f);
             }
@@ -409,7 +577,7 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
                 &mut r,
             );
         }
-        Transform::Invert => return invert(p),
+        Transform::Invert => return invert(p).map(|(q, a)| (Some(q), a)),
         Transform::MaxDepth(max) => {
             if *max == 0 {
                 return Err(IrError::Invalid("max depth must be at least 1".into()));
@@ -475,7 +643,7 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
             }
         }
     }
-    r.finish(p, matched)
+    r.finish(p, matched, &live, keep_unchanged)
 }
 
 /// Call nodes as a transform sees them, functions compared by name (two `f`s of different
@@ -528,7 +696,7 @@ fn collapse_recursion(
     keys: &NameKeys<'_>,
     only: Option<u32>,
     live: &[bool],
-    r: &mut Rebuild,
+    plan: &mut Plan,
 ) -> usize {
     let n = p.n_stacks();
     // Children lists, ascending.
@@ -549,7 +717,7 @@ fn collapse_recursion(
     let mut outer = vec![NONE; n_keys];
     // The input stack each merged stack becomes (an ancestor: a lower id), or NONE.
     let mut merged_into = vec![NONE; n];
-    r.merged_leaf = vec![false; n];
+    let mut merged_leaf = vec![false; n];
     let mut matched = 0;
     // (stack, entering?) events; on exit, restore what entering set.
     let mut todo: Vec<(u32, bool)> = roots.iter().rev().map(|&s| (s, true)).collect();
@@ -567,7 +735,7 @@ fn collapse_recursion(
         if tracked && outer[key as usize] != NONE {
             matched += live[si] as usize;
             merged_into[si] = outer[key as usize];
-            r.merged_leaf[si] = true;
+            merged_leaf[si] = true;
         } else if tracked {
             outer[key as usize] = s;
             set_here[si] = true;
@@ -579,6 +747,15 @@ fn collapse_recursion(
             c = next_sibling[c as usize];
         }
     }
+    if !merged_leaf.contains(&true) {
+        // Nothing is merged: every stack stays where it is.
+        for s in 0..n {
+            plan.keep(p, s);
+        }
+        return matched;
+    }
+    let r = plan.rebuild(p);
+    r.merged_leaf = merged_leaf;
     // The new stacks are made in the input's stack order, not the walk's: a stack moved up to
     // an outer call (`a;b;a;d` → `a;d`) then comes after the siblings the input reached first
     // (`a;c`), and `--order first-seen` keeps the input's order. A stack's prefix and the
@@ -1500,5 +1677,208 @@ mod tests {
             "ordered samples are not aggregated"
         );
         assert_eq!(p.samples.time.as_deref(), Some(&[0, 10, 20][..]));
+    }
+
+    /// Every transform the shortcut may take: some change nothing on any profile below (names
+    /// no function has, depths above any stack, a fraction no node is below), some change
+    /// something on some.
+    const SHORTCUT_SPECS: &[&str] = &[
+        "merge-func:nomatch",
+        "merge-func:f0",
+        "merge:nomatch",
+        "merge:f0;f1",
+        "prune:nomatch",
+        "prune:f1",
+        "drop:nomatch",
+        "drop:f2",
+        "focus:f0",
+        "focus-func:f1",
+        "collapse-direct-rec",
+        "collapse-direct-rec:nomatch",
+        "collapse-direct-rec:f1",
+        "collapse-rec",
+        "collapse-rec:nomatch",
+        "collapse-rec:f2",
+        "invert",
+        "max-depth:1",
+        "max-depth:3",
+        "max-depth:1000",
+        "min-total:0",
+        "min-total:0.2",
+    ];
+
+    /// `apply_or_keep`'s result as a profile: the one it built, or `p` when it kept `p`.
+    fn kept_or_built(p: &Profile, t: &Transform) -> Result<(Option<String>, Applied), String> {
+        apply_or_keep(&p.view(), t)
+            .map(|(q, a)| (q.map(|q| format!("{q:?}")), a))
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_transform_that_changes_nothing_keeps_the_profile_instead_of_building_it() {
+        let aggregated = seed_001();
+        let ordered = crate::testing::trace(&[
+            "C main 0",
+            "C a 10",
+            "E 20",
+            "C b 30",
+            "C a 35",
+            "E 40",
+            "E 50",
+            "E 60",
+            "R two",
+            "C main 70",
+            "C a 80",
+            "E 90",
+            "E 100",
+        ]);
+        for p in [&aggregated, &ordered] {
+            for spec in [
+                "merge-func:nomatch",
+                "merge:nomatch",
+                "merge:A;nomatch",
+                "prune:nomatch",
+                "drop:nomatch",
+                "collapse-direct-rec",
+                "collapse-rec",
+                "collapse-rec:nomatch",
+                "max-depth:1000",
+                "min-total:0",
+            ] {
+                let t: Transform = spec.parse().unwrap();
+                let (kept, applied) = apply_or_keep(&p.view(), &t).unwrap();
+                assert!(kept.is_none(), "{spec} built a profile");
+                // What the rebuild gives is the profile itself, and it finds the same.
+                let (built, rebuilt) = apply(&p.view(), &t).unwrap();
+                assert_eq!(format!("{built:?}"), format!("{p:?}"), "{spec}");
+                assert_eq!(applied, rebuilt, "{spec}");
+            }
+            // One that changes something builds.
+            let t: Transform = "max-depth:1".parse().unwrap();
+            assert!(apply_or_keep(&p.view(), &t).unwrap().0.is_some());
+        }
+    }
+
+    #[test]
+    fn a_profile_a_rebuild_changes_is_rebuilt_even_by_a_transform_that_matches_nothing() {
+        let t: Transform = "merge-func:nomatch".parse().unwrap();
+        let changed = |p: &Profile| apply_or_keep(&p.view(), &t).unwrap().0.is_some();
+        let good = seed_001();
+        assert!(!changed(&good));
+        // A stack without samples (dropped by a rebuild).
+        let mut dead = good.clone();
+        dead.stacks.prefix.push(0);
+        dead.stacks.frame.push(dead.stacks.frame[4]);
+        assert!(changed(&dead));
+        // Two stacks of one prefix and frame (made one).
+        let mut twice = good.clone();
+        twice.stacks.prefix.push(NONE);
+        twice.stacks.frame.push(twice.stacks.frame[0]);
+        twice
+            .samples
+            .stack
+            .push(twice.stacks.prefix.len() as u32 - 1);
+        for col in &mut twice.samples.values {
+            col.push(1);
+        }
+        assert!(changed(&twice));
+        // Two rows of one stack without time order (added up).
+        let mut rows = good.clone();
+        rows.samples.stack.push(rows.samples.stack[0]);
+        rows.samples.values[0].push(1);
+        assert!(changed(&rows));
+        // ... but in two threads they stay two.
+        let mut threads = rows.clone();
+        let name = threads.strings.intern("t");
+        threads.threads = vec![name, name];
+        threads.samples.thread = Some(vec![0, 0, 0, 1]);
+        assert!(!changed(&threads));
+        // A time column without time order (not kept).
+        let mut timed = good.clone();
+        timed.samples.time = Some(vec![0; timed.samples.stack.len()]);
+        assert!(changed(&timed));
+    }
+
+    /// On random profiles, each valid but many not what a rebuild gives (stacks without
+    /// samples, stacks made twice, rows of one stack without time order, threads): every
+    /// transform gives the same profile, column for column, with the shortcut (the profile
+    /// itself when it keeps it) and without, and finds the same.
+    #[test]
+    fn the_shortcut_gives_what_a_rebuild_gives() {
+        let mut rng = crate::testing::XorShift::new(29);
+        let mut kept = 0;
+        for case in 0..400 {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("samples", "count", ValueKind::Weight);
+            b.add_value_type("calls", "count", ValueKind::Count);
+            let ordered = case % 2 == 0;
+            let canonical = case % 4 < 2;
+            if ordered {
+                b.set_flags(crate::flags::ORDERED);
+            }
+            let threads = rng.below(3) == 0;
+            if threads {
+                b.add_thread("one");
+                b.add_thread("two");
+                b.start_thread_column();
+            }
+            let frames = crate::testing::numbered_frames(&mut b, 3);
+            let mut p = b.finish();
+            let n_stacks = 1 + rng.below(25) as usize;
+            let mut made: Vec<(u32, u32)> = Vec::new();
+            for _ in 0..n_stacks {
+                let len = p.stacks.prefix.len() as u64;
+                let prefix = if len == 0 || rng.below(4) == 0 {
+                    NONE
+                } else {
+                    rng.below(len) as u32
+                };
+                let frame = frames[rng.below(3) as usize];
+                if canonical && made.contains(&(prefix, frame)) {
+                    continue;
+                }
+                made.push((prefix, frame));
+                p.stacks.prefix.push(prefix);
+                p.stacks.frame.push(frame);
+            }
+            let n = p.stacks.prefix.len() as u64;
+            let mut rows: Vec<u32> = if canonical {
+                (0..n as u32).collect()
+            } else {
+                (0..rng.below(2 * n)).map(|_| rng.below(n) as u32).collect()
+            };
+            if canonical && !ordered && !threads {
+                rows.sort_unstable();
+                rows.dedup();
+            }
+            for (i, &s) in rows.iter().enumerate() {
+                p.samples.stack.push(s);
+                p.samples.values[0].push(rng.below(10) as i64);
+                p.samples.values[1].push(rng.below(3) as i64);
+                if let Some(t) = &mut p.samples.thread {
+                    t.push(if canonical && !ordered {
+                        0
+                    } else {
+                        rng.below(2) as u32
+                    });
+                }
+                if ordered && case % 8 == 0 {
+                    p.samples.time.get_or_insert_with(Vec::new).push(i as i64);
+                }
+            }
+            p.view().validate().unwrap();
+            for spec in SHORTCUT_SPECS {
+                let t: Transform = spec.parse().unwrap();
+                let rebuilt = apply(&p.view(), &t)
+                    .map(|(q, a)| (format!("{q:?}"), a))
+                    .map_err(|e| e.to_string());
+                let shortcut = kept_or_built(&p, &t).map(|(q, a)| {
+                    kept += usize::from(q.is_none());
+                    (q.unwrap_or_else(|| format!("{p:?}")), a)
+                });
+                assert_eq!(shortcut, rebuilt, "case {case}, {spec}");
+            }
+        }
+        assert!(kept > 300, "the shortcut was taken {kept} times");
     }
 }

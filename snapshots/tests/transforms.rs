@@ -137,3 +137,65 @@ fn transformed_trees_of_a_perf_capture() {
         insta::assert_snapshot!("transforms__gzip_focus_func_read", tree(&kernel));
     });
 }
+
+/// A transform that changes nothing (a name no function has, a depth above every stack, a
+/// fraction no node is below) keeps a real capture or trace as it is, building nothing, and
+/// that is exactly, column for column, the profile the rebuild gives.
+#[test]
+fn a_transform_that_changes_nothing_keeps_real_profiles_as_the_rebuild_gives_them() {
+    use profconv_ir::transform::apply_or_keep;
+    use profconv_pvm::{ParseOptions, parse_pvm};
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let mut profiles: Vec<(String, Profile)> = [
+        "folded/perf/py.folded",
+        "folded/perf/cargo.folded",
+        "folded/perf/pyspy-native-threads.folded",
+    ]
+    .iter()
+    .map(|rel| (rel.to_string(), load(rel)))
+    .collect();
+    let mut traces: Vec<_> = std::fs::read_dir(dir.join("pvm"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "pvmtrace"))
+        .collect();
+    traces.sort();
+    assert!(traces.len() >= 4);
+    for path in traces {
+        let bytes = std::fs::read(&path).unwrap();
+        for aggregate in [false, true] {
+            let opts = ParseOptions {
+                aggregate,
+                ..Default::default()
+            };
+            let Ok(p) = parse_pvm(
+                &mut Input::from_slice(&bytes),
+                &opts,
+                &mut Context::silent(),
+            ) else {
+                continue;
+            };
+            profiles.push((format!("{} aggregate={aggregate}", path.display()), p));
+        }
+    }
+    assert!(profiles.len() >= 3 + 8, "{} profiles", profiles.len());
+    for (name, p) in &profiles {
+        for spec in [
+            "merge-func:nomatch",
+            "merge:nomatch",
+            "prune:nomatch",
+            "drop:nomatch",
+            "collapse-direct-rec:nomatch",
+            "collapse-rec:nomatch",
+            "max-depth:100000",
+            "min-total:0",
+        ] {
+            let t: Transform = spec.parse().unwrap();
+            let (kept, applied) = apply_or_keep(&p.view(), &t).unwrap();
+            assert!(kept.is_none(), "{name}: {spec} built a profile");
+            let (rebuilt, rebuilt_applied) = apply(&p.view(), &t).unwrap();
+            assert_eq!(format!("{rebuilt:?}"), format!("{p:?}"), "{name}: {spec}");
+            assert_eq!(applied, rebuilt_applied, "{name}: {spec}");
+        }
+    }
+}
