@@ -275,11 +275,13 @@ impl Graph {
     }
 
     /// Xdebug (PHP) names its two events by their units and writes no `event:` long names:
-    /// `Time_(10ns)` in units of 10 ns, `Memory_(bytes)` in bytes. Read as counts they had no
-    /// unit (speedscope shows such a file as a time and a size). The time becomes `Time` in
-    /// nanoseconds (its costs times 10, so that folded counts stay whole numbers, which
-    /// inferno needs), or, should that overflow or another event be named `Time`, keeps its
-    /// costs in microseconds with two decimals; the memory keeps its name, in bytes.
+    /// `Time_(10ns)` in units of 10 ns (Xdebug 3.1 on; `Time_(µs)` in microseconds in Xdebug
+    /// 3.0), `Memory_(bytes)` in bytes. Read as counts they had no unit (speedscope shows such
+    /// a file as a time and a size). The time becomes `Time` in nanoseconds (its costs times 10,
+    /// or 1000, so that folded counts stay whole numbers, which inferno needs, and the two
+    /// versions' profiles compare), or, should that overflow or another event be named `Time`,
+    /// keeps its costs as written: microseconds with two decimals, or microseconds; the memory
+    /// keeps its name, in bytes.
     pub(crate) fn read_xdebug_units(&mut self) {
         let taken = |g: &Self, name: &str| g.events.iter().any(|e| e.name == name);
         for k in 0..self.events.len() {
@@ -288,27 +290,32 @@ impl Graph {
             }
             match self.events[k].name.as_str() {
                 "Memory_(bytes)" => self.events[k].long_name = Some("Memory (bytes)".into()),
-                "Time_(10ns)" => {
+                // Xdebug 3.0 writes a MICRO SIGN (U+00B5); U+03BC as well, as NFKC gives.
+                name @ ("Time_(10ns)" | "Time_(\u{b5}s)" | "Time_(\u{3bc}s)") => {
+                    let (factor, as_written) = match name {
+                        "Time_(10ns)" => (10, "Time (microseconds/10^2)"),
+                        _ => (1000, "Time (microseconds)"),
+                    };
                     let sums_fit = [&self.summary, &self.totals]
                         .into_iter()
                         .flatten()
-                        .all(|s| s.get(k).is_none_or(|v| v.checked_mul(10).is_some()));
+                        .all(|s| s.get(k).is_none_or(|v| v.checked_mul(factor).is_some()));
                     if !taken(self, "Time")
                         && sums_fit
-                        && self.self_costs.column_scales(k, 10)
-                        && self.edge_costs.column_scales(k, 10)
+                        && self.self_costs.column_scales(k, factor)
+                        && self.edge_costs.column_scales(k, factor)
                     {
-                        self.self_costs.scale_column(k, 10);
-                        self.edge_costs.scale_column(k, 10);
+                        self.self_costs.scale_column(k, factor);
+                        self.edge_costs.scale_column(k, factor);
                         for sums in [&mut self.summary, &mut self.totals].into_iter().flatten() {
                             if let Some(v) = sums.get_mut(k) {
-                                *v *= 10;
+                                *v *= factor;
                             }
                         }
                         self.events[k].name = "Time".into();
                         self.events[k].long_name = Some("Time (nanoseconds)".into());
                     } else {
-                        self.events[k].long_name = Some("Time (microseconds/10^2)".into());
+                        self.events[k].long_name = Some(as_written.into());
                     }
                 }
                 _ => {}

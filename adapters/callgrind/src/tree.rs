@@ -1432,6 +1432,46 @@ mod tests {
         );
     }
 
+    /// Xdebug 3.0 wrote its time in microseconds, `events: Time_(µs) Memory_(bytes)` (its tests'
+    /// expected profiles, e.g. `tests/profiler/bug00360.phpt`): it is read as `Time` in
+    /// nanoseconds like Xdebug 3.1's `Time_(10ns)`, so speedscope and the Firefox Profiler show a
+    /// time and the two versions' profiles compare; it was read as a count with no unit. Where
+    /// it cannot be multiplied it stays in microseconds, as written.
+    #[test]
+    fn xdebug_3_0_time_in_microseconds_is_a_time() {
+        let read = |text: &str| read_with_messages(text).0;
+        let text = "version: 1\ncreator: xdebug 3.0.4 (PHP 8.0.3)\npositions: line\n\
+                    events: Time_(\u{b5}s) Memory_(bytes)\nfl=(1) /var/www/index.php\n\
+                    fn=(1) {main}\n1 100 200\ncfl=(1)\ncfn=(2) f\ncalls=1 0 0\n1 5 0\n\
+                    fn=(2)\n1 5 0\nsummary: 105 200\n";
+        for text in [text.to_string(), text.replace('\u{b5}', "\u{3bc}")] {
+            let p = read(&text);
+            let v = p.view();
+            let columns: Vec<(&str, &str, u32)> = (0..2)
+                .map(|c| {
+                    let t = &v.value_types[c];
+                    (v.strings.get(t.name), v.value_type_unit(c), t.decimals)
+                })
+                .collect();
+            assert_eq!(
+                columns,
+                [("Time", "nanoseconds", 0), ("Memory_(bytes)", "bytes", 0)]
+            );
+            assert_eq!(
+                first_seen_tree(&v, false),
+                "{main} self=100000 total=105000 calls=0\n  f self=5000 total=5000 calls=1\n"
+            );
+        }
+        let big = text.replace("1 100 200", "1 1000000000000000000 200");
+        let p = read(&big);
+        let v = p.view();
+        assert_eq!(v.strings.get(v.value_types[0].name), "Time_(\u{b5}s)");
+        assert_eq!(
+            (v.value_type_unit(0), v.value_types[0].decimals),
+            ("microseconds", 0)
+        );
+    }
+
     /// A recursion cycle that nothing outside calls starts at its function with the most cost
     /// beyond what the calls into it bring: cProfile's data (pyprof2calltree) has `exec` run
     /// the script's `<module>`, whose imports run `exec` again. Entered at the first function in

@@ -41,11 +41,14 @@ pub struct DeepOptions {
 pub const COLUMNS: [(&str, &str, ValueKind); 10] = [
     ("quanta", "samples", ValueKind::Weight),
     ("calls", "calls", ValueKind::Count),
-    ("recursive_calls", "calls", ValueKind::Count),
-    ("exits", "events", ValueKind::Count),
-    ("fails", "events", ValueKind::Count),
-    ("redos", "events", ValueKind::Count),
-    ("excps", "events", ValueKind::Count),
+    // Each port count is its own unit, so that a flame graph of one (`-O value=fails`) says
+    // which it draws: its tooltips name the unit (they all said `events`, and recursive calls
+    // were `calls`, like the calls).
+    ("recursive_calls", "recursive calls", ValueKind::Count),
+    ("exits", "exits", ValueKind::Count),
+    ("fails", "fails", ValueKind::Count),
+    ("redos", "redos", ValueKind::Count),
+    ("excps", "exceptions", ValueKind::Count),
     ("call_seqs", "calls", ValueKind::Weight),
     ("allocs", "allocations", ValueKind::Weight),
     ("words", "words", ValueKind::Weight),

@@ -2,7 +2,7 @@
 //! `snapshots/tests/deep.rs`).
 
 use super::*;
-use profconv_plugin::ir::CallTree;
+use profconv_plugin::ir::{CallTree, ValueKind};
 
 /// A Deep.data writer for tests: the primitives of spec §2. Numbers take at least `.1` bytes
 /// (leading `0x80` groups: the same value written longer), or as few as they need with 0.
@@ -850,4 +850,34 @@ fn each_listed_call_site_dynamic_gets_the_call_site_of_its_slot() {
         let called: Vec<bool> = f.ps.iter().map(|p| p.called).collect();
         assert_eq!(called, named);
     }
+}
+
+/// A flame graph of one Count column says what it counts by the column's unit
+/// (`-O value=fails`: `tiny.bar (1 fails, ...)`): each port count and the recursive calls have
+/// a unit of their own, so none reads as another (exits, fails, redos and excps all said
+/// `events`, and recursive calls said `calls`, as the calls do).
+#[test]
+fn each_count_column_has_a_unit_of_its_own() {
+    let p = parse_deep(
+        &self_recursion_with_quanta(7),
+        &DeepOptions::default(),
+        &mut Context::silent(),
+    )
+    .expect("parse");
+    let v = p.view();
+    let counts: Vec<(&str, &str)> = (0..v.value_types.len())
+        .filter(|&c| v.value_types[c].kind == ValueKind::Count)
+        .map(|c| (v.strings.get(v.value_types[c].name), v.value_type_unit(c)))
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            ("calls", "calls"),
+            ("recursive_calls", "recursive calls"),
+            ("exits", "exits"),
+            ("fails", "fails"),
+            ("redos", "redos"),
+            ("excps", "exceptions"),
+        ]
+    );
 }
