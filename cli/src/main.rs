@@ -778,6 +778,7 @@ fn parse(
     }
     let (head_is_all, head) = (input.head.len() < io::HEAD, input.head.clone());
     let (gzip_file, detected_by_content) = (input.gzip_file, input.detected_by_content);
+    let from_stdin = input.path.as_os_str() == "-";
     let mut reader = input.into_reader(mapped.is_none() && !run.quiet);
     let mut read = Vec::new();
     if !streams && mapped.is_none() {
@@ -791,10 +792,17 @@ fn parse(
         let cap = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX);
         io::read_bounded(&mut reader, cap, &mut read).map_err(|e| Failure::reading(&name, &e))?;
         if read.len() as u64 > limit {
+            // What the input is, and what to give instead: a named pipe (`<(cmd)`, `mkfifo`)
+            // is neither stdin nor gzip.
+            let (what, instead) = match (gzip_file, from_stdin) {
+                (true, _) => ("this gzip stream, decompressed,", "the uncompressed file"),
+                (false, true) => ("this stream on stdin", "the file by its path"),
+                (false, false) => ("this pipe (not a regular file)", "a regular file"),
+            };
             return Err(Failure::Usage(format!(
-                "{name}: format '{}' reads its input whole, and this stream (stdin or gzip) is \
-                 larger than {bound} bytes; give the uncompressed file instead (it is mapped, not \
-                 read into memory), or raise the bound: PROFCONV_MAX_WHOLE_STREAM=BYTES",
+                "{name}: format '{}' reads its input whole, and {what} is larger than {bound} \
+                 bytes; give {instead} instead (it is mapped, not read into memory), or raise \
+                 the bound: PROFCONV_MAX_WHOLE_STREAM=BYTES",
                 parser.id
             )));
         }

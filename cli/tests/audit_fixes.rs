@@ -683,6 +683,45 @@ fn a_stream_read_whole_stops_at_its_bound() {
     assert!(text(&out.stdout).contains("tiny.main/2"));
 }
 
+/// The bound's message names what was read whole: a named pipe (`<(cmd)`, `mkfifo`) is
+/// neither stdin nor gzip, and the advice for it is a regular file.
+#[cfg(unix)]
+#[test]
+fn a_named_pipe_past_the_whole_stream_bound_is_called_a_pipe() {
+    let d = tmp();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut data = std::fs::read(dir.join("../snapshots/fixtures/deep/tiny_tree.data")).unwrap();
+    data.push(0);
+    data.extend(vec![0u8; 1 << 20]);
+    let fifo = d.path().join("deep.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            // profconv stops reading at the bound: the rest meets a closed pipe.
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&fifo)
+                .and_then(|mut f| f.write_all(&data));
+        })
+    };
+    let out = profconv()
+        .args(["tree", "--from", "deep", fifo.to_str().unwrap()])
+        .env("PROFCONV_MAX_WHOLE_STREAM", "100000")
+        .output()
+        .unwrap();
+    writer.join().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("deep.fifo: format 'deep' reads its input whole, and this pipe")
+            && err.contains("give a regular file instead")
+            && !err.contains("stdin"),
+        "{err}"
+    );
+}
+
 /// `--plugin libx.so` and `plugin-check libx.so` mean the file in the current directory (the
 /// system loader would search its library path for a bare name).
 #[test]

@@ -742,7 +742,13 @@ pub fn build_profile<'r, 'p>(
         }
     }
     let cats = categorize(p);
-    let interval = sample_interval(p);
+    // The profile's sampling interval is that of its samples (Deep.data's quanta); another
+    // column drawn (`-O value=calls`) is laid out at 1 ms a unit, like every other count: a
+    // Deep.data profile's calls at 50 ms each made a timeline of weeks.
+    let interval = match col {
+        Some(c) if p.value_type_unit(c) != "samples" => INTERVAL_MS,
+        _ => sample_interval(p),
+    };
     let by_thread = p.samples_by_thread();
     let (rank, spare) = match p.is_ordered() {
         true => (None, Vec::new()),

@@ -1086,3 +1086,29 @@ fn large_fractions_are_rounded_once() {
     };
     assert_eq!(y, 0.25);
 }
+
+/// The profile's sampling interval (`sample_interval_ms`, Deep.data's 50 ms quanta) is that of
+/// its samples: another column drawn is laid out at 1 ms a unit. The real profiler showed
+/// mandelbrot's calls (`-O value=calls`) as a run of 58 days.
+#[test]
+fn the_sampling_interval_is_the_samples_own() {
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("quanta", "samples", ValueKind::Weight);
+    b.add_value_type("words", "words", ValueKind::Weight);
+    b.add_stack(&["main", "f"], &[3, 4000]).unwrap();
+    b.add_stack(&["main", "g"], &[1, 6000]).unwrap();
+    b.add_meta("sample_interval_ms", "50");
+    let p = b.finish();
+    let last_time = |v: &Value| {
+        let times = thread(v, 0)["samples"]["time"].as_array().unwrap().clone();
+        times.last().unwrap().as_f64().unwrap()
+    };
+    let (_, v) = firefox(&p, &[]);
+    assert_eq!(v["meta"]["interval"].as_f64(), Some(50.0));
+    assert_eq!(last_time(&v), 4.0 * 50.0);
+    let (_, v) = firefox(&p, &[("value", "quanta")]);
+    assert_eq!(v["meta"]["interval"].as_f64(), Some(50.0));
+    let (_, v) = firefox(&p, &[("value", "words")]);
+    assert_eq!(v["meta"]["interval"].as_f64(), Some(1.0));
+    assert_eq!(last_time(&v), 10_000.0);
+}
