@@ -3,7 +3,7 @@
 //! allocates: allocations are deterministic, unlike resident memory or time. It lives here
 //! because a global allocator cannot be written without `unsafe`, which only this crate may use.
 //!
-//! ```ignore
+//! ```text
 //! #[global_allocator]
 //! static ALLOCATOR: profconv_plugin::counting_alloc::CountingAlloc =
 //!     profconv_plugin::counting_alloc::CountingAlloc;
