@@ -229,6 +229,21 @@ fn a_file_size_limit_is_an_io_error_and_leaves_no_temp_file() {
     );
 }
 
+/// Whether the tests run as root (those that give files to another user need it).
+#[cfg(unix)]
+fn running_as_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| text(&o.stdout).trim() == "0")
+}
+
+/// Gives `p` (not what it links to) to user and group `nobody` (65534); needs root.
+#[cfg(unix)]
+fn give_to_nobody(p: &Path) {
+    std::os::unix::fs::lchown(p, Some(65534), Some(65534)).unwrap();
+}
+
 /// Sets `mode` on `path`.
 #[cfg(unix)]
 fn chmod(path: &Path, mode: u32) {
@@ -306,15 +321,11 @@ fn a_plugin_in_a_directory_anyone_can_write_is_refused_by_bare_name_and_through_
 #[cfg(unix)]
 #[test]
 fn a_plugin_another_user_owns_is_refused() {
-    let root = std::process::Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| text(&o.stdout).trim() == "0");
+    let root = running_as_root();
     if !root {
         eprintln!("skipped: needs root to give files to another user");
         return;
     }
-    let nobody = |p: &Path| std::os::unix::fs::lchown(p, Some(65534), Some(65534)).unwrap();
     let d = tmp();
     chmod(d.path(), 0o755);
     let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
@@ -324,7 +335,7 @@ fn a_plugin_another_user_owns_is_refused() {
     let squatted = d.path().join("squatted");
     std::fs::create_dir(&squatted).unwrap();
     chmod(&squatted, 0o755);
-    nobody(&squatted);
+    give_to_nobody(&squatted);
     let in_squatted = squatted.join("libprofconv_plugin_x.so");
     std::fs::copy(&lib, &in_squatted).unwrap();
     chmod(&in_squatted, 0o755);
@@ -334,7 +345,7 @@ fn a_plugin_another_user_owns_is_refused() {
     let theirs = mine.join("libprofconv_plugin_y.so");
     std::fs::copy(&lib, &theirs).unwrap();
     chmod(&theirs, 0o755);
-    nobody(&theirs);
+    give_to_nobody(&theirs);
     // And a link from root's directory to the library in the other user's directory.
     let linked = d.path().join("linked");
     std::fs::create_dir(&linked).unwrap();
@@ -397,15 +408,11 @@ fn a_plugin_another_user_owns_is_refused() {
 #[cfg(unix)]
 #[test]
 fn plugins_owned_by_the_owner_of_profconv_load_when_another_user_runs_it() {
-    let root = std::process::Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| text(&o.stdout).trim() == "0");
+    let root = running_as_root();
     if !root {
         eprintln!("skipped: needs root to give files to another user");
         return;
     }
-    let nobody = |p: &Path| std::os::unix::fs::lchown(p, Some(65534), Some(65534)).unwrap();
     let d = tmp();
     let input = write(d.path(), "seed.folded", SEED_001.as_bytes());
     let build = d.path().join("build");
@@ -419,7 +426,7 @@ fn plugins_owned_by_the_owner_of_profconv_load_when_another_user_runs_it() {
     std::fs::copy(&lib, &copy).unwrap();
     chmod(&copy, 0o755);
     for p in [&build, &exe, &copy] {
-        nobody(p);
+        give_to_nobody(p);
     }
     let out = std::process::Command::new(&exe)
         .env_remove("PROFCONV_PLUGIN_PATH")
@@ -1845,10 +1852,7 @@ fn control_characters_in_file_names_are_escaped_in_messages() {
 fn a_link_the_system_will_not_follow_is_not_written_through() {
     let on =
         std::fs::read_to_string("/proc/sys/fs/protected_symlinks").is_ok_and(|v| v.trim() == "1");
-    let root = std::process::Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| text(&o.stdout).trim() == "0");
+    let root = running_as_root();
     if !(on && root) {
         eprintln!("skipped: needs root and fs.protected_symlinks = 1 (on: {on}, root: {root})");
         return;
@@ -1866,7 +1870,7 @@ fn a_link_the_system_will_not_follow_is_not_written_through() {
     ] {
         let link = shared.join(link);
         std::os::unix::fs::symlink(&to, &link).unwrap();
-        std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+        give_to_nobody(&link);
         let out = run(&[
             "convert",
             input.to_str().unwrap(),
@@ -1893,10 +1897,7 @@ fn a_link_the_system_will_not_follow_is_not_written_through() {
 #[test]
 fn another_user_s_file_or_fifo_in_a_sticky_directory_is_not_written() {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
-    let root = std::process::Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| text(&o.stdout).trim() == "0");
+    let root = running_as_root();
     if !root {
         eprintln!("skipped: needs root to give files to another user");
         return;
@@ -1906,14 +1907,13 @@ fn another_user_s_file_or_fifo_in_a_sticky_directory_is_not_written() {
     let shared = d.path().join("shared");
     std::fs::create_dir(&shared).unwrap();
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
-    let nobody = |p: &Path| std::os::unix::fs::lchown(p, Some(65534), Some(65534)).unwrap();
 
     let planted = write(&shared, "report.folded", b"nobody's\n");
     std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o666)).unwrap();
-    nobody(&planted);
+    give_to_nobody(&planted);
     let fifo = shared.join("report.svg");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o622)).unwrap();
-    nobody(&fifo);
+    give_to_nobody(&fifo);
     // The FIFO's maker, reading: opened without waiting for a writer.
     let mut reader = std::fs::OpenOptions::new()
         .read(true)

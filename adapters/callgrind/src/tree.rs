@@ -1276,8 +1276,8 @@ mod tests {
     use super::*;
     use crate::parse::parse_graph;
     use profconv_plugin::Input;
-    use profconv_plugin::ir::CallTree;
     use profconv_plugin::ir::testing::first_seen_tree;
+    use profconv_plugin::ir::{CallTree, ProfileRef};
     use std::collections::BTreeMap;
 
     fn tree(text: &str, opts: BuildOptions) -> String {
@@ -1387,6 +1387,16 @@ mod tests {
         );
     }
 
+    /// Each value column's name, unit and decimals.
+    fn value_columns<'a>(v: &'a ProfileRef<'a>) -> Vec<(&'a str, &'a str, u32)> {
+        (0..v.value_types.len())
+            .map(|c| {
+                let t = &v.value_types[c];
+                (v.strings.get(t.name), v.value_type_unit(c), t.decimals)
+            })
+            .collect()
+    }
+
     /// Xdebug names its events by their units and writes no `event:` long names: its time, in
     /// units of 10 ns, is read as `Time` in nanoseconds (costs times 10: folded counts stay
     /// whole, which inferno needs), its memory in bytes; speedscope shows such a file as a time
@@ -1402,15 +1412,13 @@ mod tests {
                     fn=(2)\n1 5 0\nsummary: 105 200\n";
         let p = read(text);
         let v = p.view();
-        let columns: Vec<(&str, &str, u32)> = (0..2)
-            .map(|c| {
-                let t = &v.value_types[c];
-                (v.strings.get(t.name), v.value_type_unit(c), t.decimals)
-            })
-            .collect();
         assert_eq!(
-            columns,
-            [("Time", "nanoseconds", 0), ("Memory_(bytes)", "bytes", 0)]
+            value_columns(&v),
+            [
+                ("Time", "nanoseconds", 0),
+                ("Memory_(bytes)", "bytes", 0),
+                ("calls", "count", 0)
+            ]
         );
         assert_eq!(
             first_seen_tree(&v, false),
@@ -1447,15 +1455,13 @@ mod tests {
         for text in [text.to_string(), text.replace('\u{b5}', "\u{3bc}")] {
             let p = read(&text);
             let v = p.view();
-            let columns: Vec<(&str, &str, u32)> = (0..2)
-                .map(|c| {
-                    let t = &v.value_types[c];
-                    (v.strings.get(t.name), v.value_type_unit(c), t.decimals)
-                })
-                .collect();
             assert_eq!(
-                columns,
-                [("Time", "nanoseconds", 0), ("Memory_(bytes)", "bytes", 0)]
+                value_columns(&v),
+                [
+                    ("Time", "nanoseconds", 0),
+                    ("Memory_(bytes)", "bytes", 0),
+                    ("calls", "count", 0)
+                ]
             );
             assert_eq!(
                 first_seen_tree(&v, false),
