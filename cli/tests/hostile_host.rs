@@ -238,6 +238,17 @@ fn running_as_root() -> bool {
         .is_ok_and(|o| text(&o.stdout).trim() == "0")
 }
 
+/// True when running as root; else says the calling test is skipped, as it gives files to
+/// another user.
+#[cfg(unix)]
+fn root_to_give_files_away() -> bool {
+    let root = running_as_root();
+    if !root {
+        eprintln!("skipped: needs root to give files to another user");
+    }
+    root
+}
+
 /// Gives `p` (not what it links to) to user and group `nobody` (65534); needs root.
 #[cfg(unix)]
 fn give_to_nobody(p: &Path) {
@@ -321,9 +332,7 @@ fn a_plugin_in_a_directory_anyone_can_write_is_refused_by_bare_name_and_through_
 #[cfg(unix)]
 #[test]
 fn a_plugin_another_user_owns_is_refused() {
-    let root = running_as_root();
-    if !root {
-        eprintln!("skipped: needs root to give files to another user");
+    if !root_to_give_files_away() {
         return;
     }
     let d = tmp();
@@ -408,9 +417,7 @@ fn a_plugin_another_user_owns_is_refused() {
 #[cfg(unix)]
 #[test]
 fn plugins_owned_by_the_owner_of_profconv_load_when_another_user_runs_it() {
-    let root = running_as_root();
-    if !root {
-        eprintln!("skipped: needs root to give files to another user");
+    if !root_to_give_files_away() {
         return;
     }
     let d = tmp();
@@ -1897,9 +1904,7 @@ fn a_link_the_system_will_not_follow_is_not_written_through() {
 #[test]
 fn another_user_s_file_or_fifo_in_a_sticky_directory_is_not_written() {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
-    let root = running_as_root();
-    if !root {
-        eprintln!("skipped: needs root to give files to another user");
+    if !root_to_give_files_away() {
         return;
     }
     let d = tmp();

@@ -1406,53 +1406,37 @@ mod tests {
     #[test]
     fn xdebug_time_and_memory_events_keep_their_units() {
         let read = |text: &str| read_with_messages(text).0;
-        let text = "version: 1\ncreator: xdebug 3.2.0 (PHP 8.2.0)\npositions: line\n\
-                    events: Time_(10ns) Memory_(bytes)\nfl=(1) /var/www/index.php\n\
-                    fn=(1) {main}\n1 100 200\ncfl=(1)\ncfn=(2) f\ncalls=1 0\n1 5 0\n\
-                    fn=(2)\n1 5 0\nsummary: 105 200\n";
-        let p = read(text);
-        let v = p.view();
-        assert_eq!(
-            value_columns(&v),
-            [
-                ("Time", "nanoseconds", 0),
-                ("Memory_(bytes)", "bytes", 0),
-                ("calls", "count", 0)
-            ]
-        );
-        assert_eq!(
-            first_seen_tree(&v, false),
-            "{main} self=1000 total=1050 calls=0\n  f self=50 total=50 calls=1\n"
-        );
-        // A cost that cannot be multiplied by 10: microseconds with two decimals, as written.
-        let big = text.replace("1 100 200", "1 1000000000000000000 200");
-        let p = read(&big);
-        let v = p.view();
-        assert_eq!(v.strings.get(v.value_types[0].name), "Time_(10ns)");
-        assert_eq!(
-            (v.value_type_unit(0), v.value_types[0].decimals),
-            ("microseconds", 2)
-        );
-        assert!(
-            first_seen_tree(&v, false).starts_with("{main} self=10000000000000000.00 "),
-            "{}",
-            first_seen_tree(&v, false)
-        );
-    }
-
-    /// Xdebug 3.0 wrote its time in microseconds, `events: Time_(µs) Memory_(bytes)` (its tests'
-    /// expected profiles, e.g. `tests/profiler/bug00360.phpt`): it is read as `Time` in
-    /// nanoseconds like Xdebug 3.1's `Time_(10ns)`, so speedscope and the Firefox Profiler show a
-    /// time and the two versions' profiles compare; it was read as a count with no unit. Where
-    /// it cannot be multiplied it stays in microseconds, as written.
-    #[test]
-    fn xdebug_3_0_time_in_microseconds_is_a_time() {
-        let read = |text: &str| read_with_messages(text).0;
-        let text = "version: 1\ncreator: xdebug 3.0.4 (PHP 8.0.3)\npositions: line\n\
-                    events: Time_(\u{b5}s) Memory_(bytes)\nfl=(1) /var/www/index.php\n\
-                    fn=(1) {main}\n1 100 200\ncfl=(1)\ncfn=(2) f\ncalls=1 0 0\n1 5 0\n\
-                    fn=(2)\n1 5 0\nsummary: 105 200\n";
-        for text in [text.to_string(), text.replace('\u{b5}', "\u{3bc}")] {
+        // Xdebug 3.1 on writes `Time_(10ns)`; 3.0 wrote microseconds, `Time_(µs)` (its tests'
+        // expected profiles, e.g. `tests/profiler/bug00360.phpt`, with a MICRO SIGN; a Greek mu
+        // too, as NFKC gives), which was read as a count with no unit. Each becomes `Time` in
+        // nanoseconds, so the two versions' profiles compare; where the costs cannot be
+        // multiplied they stay as written: microseconds, with two decimals for `10ns`.
+        for (event, ns, tree, (as_written, big_self)) in [
+            (
+                "Time_(10ns)",
+                "calls=1 0",
+                "{main} self=1000 total=1050 calls=0\n  f self=50 total=50 calls=1\n",
+                (2, "10000000000000000.00"),
+            ),
+            (
+                "Time_(\u{b5}s)",
+                "calls=1 0 0",
+                "{main} self=100000 total=105000 calls=0\n  f self=5000 total=5000 calls=1\n",
+                (0, "1000000000000000000"),
+            ),
+            (
+                "Time_(\u{3bc}s)",
+                "calls=1 0 0",
+                "{main} self=100000 total=105000 calls=0\n  f self=5000 total=5000 calls=1\n",
+                (0, "1000000000000000000"),
+            ),
+        ] {
+            let text = format!(
+                "version: 1\ncreator: xdebug 3.2.0 (PHP 8.2.0)\npositions: line\n\
+                 events: {event} Memory_(bytes)\nfl=(1) /var/www/index.php\n\
+                 fn=(1) {{main}}\n1 100 200\ncfl=(1)\ncfn=(2) f\n{ns}\n1 5 0\n\
+                 fn=(2)\n1 5 0\nsummary: 105 200\n"
+            );
             let p = read(&text);
             let v = p.view();
             assert_eq!(
@@ -1461,21 +1445,26 @@ mod tests {
                     ("Time", "nanoseconds", 0),
                     ("Memory_(bytes)", "bytes", 0),
                     ("calls", "count", 0)
-                ]
+                ],
+                "{event}"
             );
+            assert_eq!(first_seen_tree(&v, false), tree, "{event}");
+            // A cost that cannot be multiplied: as written.
+            let big = text.replace("1 100 200", "1 1000000000000000000 200");
+            let p = read(&big);
+            let v = p.view();
+            assert_eq!(v.strings.get(v.value_types[0].name), event);
             assert_eq!(
-                first_seen_tree(&v, false),
-                "{main} self=100000 total=105000 calls=0\n  f self=5000 total=5000 calls=1\n"
+                (v.value_type_unit(0), v.value_types[0].decimals),
+                ("microseconds", as_written),
+                "{event}"
+            );
+            let tree = first_seen_tree(&v, false);
+            assert!(
+                tree.starts_with(&format!("{{main}} self={big_self} ")),
+                "{tree}"
             );
         }
-        let big = text.replace("1 100 200", "1 1000000000000000000 200");
-        let p = read(&big);
-        let v = p.view();
-        assert_eq!(v.strings.get(v.value_types[0].name), "Time_(\u{b5}s)");
-        assert_eq!(
-            (v.value_type_unit(0), v.value_types[0].decimals),
-            ("microseconds", 0)
-        );
     }
 
     /// A recursion cycle that nothing outside calls starts at its function with the most cost
