@@ -827,12 +827,7 @@ fn formats_of_a_lone_binary_names_the_directories_searched_and_the_install_scrip
     std::fs::create_dir(&lone).unwrap();
     let exe = lone.join("profconv");
     std::fs::copy(env!("CARGO_BIN_EXE_profconv"), &exe).unwrap();
-    let out = Command::new(&exe)
-        .arg("formats")
-        .env_remove("PROFCONV_PLUGIN_PATH")
-        .env("XDG_DATA_HOME", "/nonexistent-profconv-test")
-        .output()
-        .unwrap();
+    let out = formats_of(&exe);
     let s = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let dir = lone.canonicalize().unwrap();
@@ -851,6 +846,17 @@ fn formats_of_a_lone_binary_names_the_directories_searched_and_the_install_scrip
     }
 }
 
+/// `exe formats`, with only the plugin places of `exe` itself (no `PROFCONV_PLUGIN_PATH`, no
+/// user plugin directory).
+fn formats_of(exe: &std::path::Path) -> std::process::Output {
+    Command::new(exe)
+        .arg("formats")
+        .env_remove("PROFCONV_PLUGIN_PATH")
+        .env("XDG_DATA_HOME", "/nonexistent-profconv-test")
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn the_install_script_gives_a_profconv_that_finds_every_plugin() {
     let target = built_plugins();
@@ -867,12 +873,7 @@ fn the_install_script_gives_a_profconv_that_finds_every_plugin() {
         .status()
         .unwrap();
     assert!(status.success());
-    let out = Command::new(prefix.path().join("bin/profconv"))
-        .arg("formats")
-        .env_remove("PROFCONV_PLUGIN_PATH")
-        .env("XDG_DATA_HOME", "/nonexistent-profconv-test")
-        .output()
-        .unwrap();
+    let out = formats_of(&prefix.path().join("bin/profconv"));
     let s = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
     for plugin in [
@@ -961,12 +962,7 @@ fn the_install_script_takes_relative_paths_from_the_caller_and_ignores_the_umask
             .mode();
         assert_eq!(mode & 0o777, 0o755, "{dir}: {mode:o}");
     }
-    let out = Command::new(prefix.join("bin/profconv"))
-        .arg("formats")
-        .env_remove("PROFCONV_PLUGIN_PATH")
-        .env("XDG_DATA_HOME", "/nonexistent-profconv-test")
-        .output()
-        .unwrap();
+    let out = formats_of(&prefix.join("bin/profconv"));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).is_empty(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("plugin folded "));
