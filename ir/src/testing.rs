@@ -7,6 +7,21 @@ use crate::calltree::CallTree;
 use crate::profile::{Profile, ProfileRef, ValueKind, flags};
 use crate::text::{TreeOrder, TreeTextOptions, render_tree};
 
+/// Checks that transform `spec` keeps `p` ([`apply_or_keep`](crate::transform::apply_or_keep)
+/// builds nothing) and that a rebuild ([`apply`](crate::transform::apply)) gives `p` again, column
+/// for column, finding the same: the no-op shortcut is exact.
+///
+/// # Panics
+/// When `spec` is no transform, builds a profile, or its rebuild differs from `p`.
+pub fn assert_kept_as_rebuilt(p: &Profile, spec: &str) {
+    let t: crate::Transform = spec.parse().expect("a transform");
+    let (kept, applied) = crate::transform::apply_or_keep(&p.view(), &t).expect("applied");
+    assert!(kept.is_none(), "{spec} built a profile");
+    let (rebuilt, rebuilt_applied) = crate::transform::apply(&p.view(), &t).expect("applied");
+    assert_eq!(format!("{rebuilt:?}"), format!("{p:?}"), "{spec}");
+    assert_eq!(applied, rebuilt_applied, "{spec}");
+}
+
 /// The call tree of `p` as text, siblings in first-seen order, with the first value column
 /// (`self=` and `total=`) or, with `all_values`, every column: what readers' tests compare.
 ///
