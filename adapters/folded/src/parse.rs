@@ -2470,6 +2470,35 @@ mod tests {
         assert!(parse(b"\xff\xfemain;a 3\n", false).is_ok());
     }
 
+    /// UTF-16 whose first frame name starts with a character that is not ASCII (`Ωmain`, `中文`)
+    /// is the same error: it was read as UTF-8 and failed with `1:18: expected a count ...,
+    /// found `\01\0``, as the UTF-16 of an ASCII start did before it was recognised.
+    #[test]
+    fn utf16_input_starting_with_a_non_ascii_name_is_an_error_that_says_so() {
+        for text in [
+            "\u{3a9}main;a 1\n",
+            "\u{4e2d}\u{6587};a 1\n",
+            "\u{e9};a 1\n",
+        ] {
+            let le: Vec<u8> = [0xFF, 0xFE]
+                .into_iter()
+                .chain(text.encode_utf16().flat_map(u16::to_le_bytes))
+                .collect();
+            let be: Vec<u8> = [0xFE, 0xFF]
+                .into_iter()
+                .chain(text.encode_utf16().flat_map(u16::to_be_bytes))
+                .collect();
+            for (bytes, encoding) in [(le, "UTF-16 LE"), (be, "UTF-16 BE")] {
+                let e = parse(&bytes, false).unwrap_err();
+                assert!(e.message.contains(encoding), "{text:?}: {}", e.message);
+                assert_eq!((e.line, e.column), (Some(1), Some(1)));
+                same_with_threads(&bytes, false);
+            }
+        }
+        // Latin-1 names after `ÿþ`, with or without other non-ASCII bytes, have no NUL: text.
+        assert!(parse(b"\xff\xfe\xe9t\xe9;a 3\n", false).is_ok());
+    }
+
     /// Cut into pieces of every size from one byte up, on 2 and 3 threads, streamed or whole,
     /// the input gives the one-thread profile, warnings and errors exactly.
     fn same_with_threads(text: &[u8], skip_bad_lines: bool) {

@@ -7,14 +7,21 @@ use std::fmt::Write as _;
 pub const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// The error for a text input that starts with a UTF-16 byte-order mark and an ASCII
-/// character (PowerShell 5.1's `>` writes UTF-16 LE so), which a reader of UTF-8 would
-/// otherwise report as some unexpected character on line 1. The character's NUL byte is what
-/// tells UTF-16 from a Latin-1 name that starts with `ÿþ`. `files` names the format's files in
-/// the message (`"callgrind files"`); `None` for any other start.
+/// character among its first seven (PowerShell 5.1's `>` writes UTF-16 LE so), which a reader
+/// of UTF-8 would otherwise report as some unexpected character on line 1. The character's NUL
+/// byte is what tells UTF-16 from a Latin-1 name that starts with `ÿþ` (Latin-1 text has no
+/// NUL); the first character need not be ASCII (`Ωmain;a 1`, `中文;a 1`: the `;` is). `files`
+/// names the format's files in the message (`"callgrind files"`); `None` for any other start.
 pub fn utf16_input_error(head: &[u8], files: &str) -> Option<crate::PluginError> {
+    // Code units 2 bytes each, the high byte at `high`: is one of the first seven ASCII?
+    let ascii_unit = |rest: &[u8], high: usize| {
+        rest.chunks_exact(2)
+            .take(7)
+            .any(|u| u[high] == 0 && u[1 - high] != 0 && u[1 - high].is_ascii())
+    };
     let encoding = match head {
-        [0xFF, 0xFE, c, 0, ..] if c.is_ascii() => "UTF-16 LE",
-        [0xFE, 0xFF, 0, c, ..] if c.is_ascii() => "UTF-16 BE",
+        [0xFF, 0xFE, rest @ ..] if ascii_unit(rest, 1) => "UTF-16 LE",
+        [0xFE, 0xFF, rest @ ..] if ascii_unit(rest, 0) => "UTF-16 BE",
         _ => return None,
     };
     Some(
