@@ -210,14 +210,40 @@ function fg_show_details() {
   fg_set_text(fg_details, head + "\u2068" + name + "\u2069" + rest);
 }
 
-// Character cells of a code point: 2 for East Asian wide characters (same table as the Rust
-// side, so static and re-fitted labels agree).
+// Code points of no cell (they join the character before: combining marks, joiners, variation
+// selectors, skin tones) and of two cells (East Asian wide characters, emoji): sorted,
+// inclusive, the Rust side's ZERO_CELLS and WIDE_CELLS, so static and re-fitted labels agree.
+var fg_zero_cells = [
+  [0x300, 0x36f], [0x1ab0, 0x1aff], [0x1dc0, 0x1dff], [0x200b, 0x200f], [0x2060, 0x2064],
+  [0x20d0, 0x20ff], [0xfe00, 0xfe0f], [0xfe20, 0xfe2f], [0xfeff, 0xfeff], [0x1f3fb, 0x1f3ff],
+  [0xe0000, 0xe007f], [0xe0100, 0xe01ef]];
+var fg_wide_cells = [
+  [0x1100, 0x115f], [0x231a, 0x231b], [0x2329, 0x232a], [0x23e9, 0x23ec], [0x23f0, 0x23f0],
+  [0x23f3, 0x23f3], [0x25fd, 0x25fe], [0x2614, 0x2615], [0x2648, 0x2653], [0x267f, 0x267f],
+  [0x2693, 0x2693], [0x26a1, 0x26a1], [0x26aa, 0x26ab], [0x26bd, 0x26be], [0x26c4, 0x26c5],
+  [0x26ce, 0x26ce], [0x26d4, 0x26d4], [0x26ea, 0x26ea], [0x26f2, 0x26f3], [0x26f5, 0x26f5],
+  [0x26fa, 0x26fa], [0x26fd, 0x26fd], [0x2705, 0x2705], [0x270a, 0x270b], [0x2728, 0x2728],
+  [0x274c, 0x274c], [0x274e, 0x274e], [0x2753, 0x2755], [0x2757, 0x2757], [0x2795, 0x2797],
+  [0x27b0, 0x27b0], [0x27bf, 0x27bf], [0x2b1b, 0x2b1c], [0x2b50, 0x2b50], [0x2b55, 0x2b55],
+  [0x2e80, 0xa4cf], [0xac00, 0xd7a3], [0xf900, 0xfaff], [0xfe30, 0xfe4f], [0xff00, 0xff60],
+  [0xffe0, 0xffe6], [0x1f004, 0x1f004], [0x1f0cf, 0x1f0cf], [0x1f18e, 0x1f18e],
+  [0x1f191, 0x1f19a], [0x1f200, 0x1faff], [0x20000, 0x3fffd]];
+
+// Whether `cp` is in one of the sorted inclusive `ranges` (a binary search).
+function fg_in(ranges, cp) {
+  var lo = 0, hi = ranges.length;
+  while (lo < hi) {
+    var mid = (lo + hi) >> 1;
+    if (ranges[mid][1] < cp) lo = mid + 1; else hi = mid;
+  }
+  return lo < ranges.length && ranges[lo][0] <= cp;
+}
+
+// Character cells of a code point: 0, 2 or 1.
 function fg_cells(cp) {
-  return (cp >= 0x1100 && cp <= 0x115f) || (cp >= 0x2e80 && cp <= 0xa4cf) ||
-    (cp >= 0xac00 && cp <= 0xd7a3) || (cp >= 0xf900 && cp <= 0xfaff) ||
-    (cp >= 0xfe30 && cp <= 0xfe4f) || (cp >= 0xff00 && cp <= 0xff60) ||
-    (cp >= 0xffe0 && cp <= 0xffe6) || (cp >= 0x1f300 && cp <= 0x1faff) ||
-    (cp >= 0x20000 && cp <= 0x3fffd) ? 2 : 1;
+  if (cp < 0x300) return 1;
+  if (fg_in(fg_zero_cells, cp)) return 0;
+  return fg_in(fg_wide_cells, cp) ? 2 : 1;
 }
 
 function fg_width(s) {
@@ -236,13 +262,17 @@ function fg_fit(name, px) {
 // `name` if it takes at most `room` cells, else its start and an ellipsis in `room` cells.
 function fg_cut(name, room) {
   if (fg_width(name) <= room) return name;
-  var out = "", used = 0, c;
+  // A character's combining marks (0 cells) stay with it; half a flag (an odd regional
+  // indicator at the end) is dropped.
+  var out = "", used = 0, indicators = 0, c;
   for (c of name) {
-    var w = fg_cells(c.codePointAt(0));
+    var cp = c.codePointAt(0), w = fg_cells(cp);
     if (used + w > room - 1) break;
     out += c;
     used += w;
+    indicators = cp >= 0x1f1e6 && cp <= 0x1f1ff ? indicators + 1 : 0;
   }
+  if (indicators % 2 === 1) out = out.slice(0, -2); // a regional indicator is 2 UTF-16 units
   return out + "\u2026";
 }
 

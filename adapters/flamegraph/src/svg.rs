@@ -766,25 +766,107 @@ pub fn push_percent_of(s: &mut String, part: f64, whole: i64) {
     let _ = write!(s, "{pc:.2}%");
 }
 
-/// Width of a character in character cells: 2 for East Asian wide characters, else 1. The
-/// script uses the same table, so static and re-fitted labels agree.
+/// Code points that take no character cell: they join the character before them (combining
+/// marks, zero-width spaces and joiners, variation selectors, emoji skin tones and tags).
+/// Sorted, inclusive; `flamegraph.js` has the same list (`fg_zero_cells`, checked by a test).
+pub const ZERO_CELLS: &[(u32, u32)] = &[
+    (0x300, 0x36f),
+    (0x1ab0, 0x1aff),
+    (0x1dc0, 0x1dff),
+    (0x200b, 0x200f),
+    (0x2060, 0x2064),
+    (0x20d0, 0x20ff),
+    (0xfe00, 0xfe0f),
+    (0xfe20, 0xfe2f),
+    (0xfeff, 0xfeff),
+    (0x1f3fb, 0x1f3ff),
+    (0xe0000, 0xe007f),
+    (0xe0100, 0xe01ef),
+];
+
+/// Code points drawn two cells wide: East Asian wide characters, and emoji, some of which sit
+/// in the BMP among narrow symbols (`☕`, `✅`, `⭐`). Sorted, inclusive; `flamegraph.js` has
+/// the same list (`fg_wide_cells`).
+pub const WIDE_CELLS: &[(u32, u32)] = &[
+    (0x1100, 0x115f),
+    (0x231a, 0x231b),
+    (0x2329, 0x232a),
+    (0x23e9, 0x23ec),
+    (0x23f0, 0x23f0),
+    (0x23f3, 0x23f3),
+    (0x25fd, 0x25fe),
+    (0x2614, 0x2615),
+    (0x2648, 0x2653),
+    (0x267f, 0x267f),
+    (0x2693, 0x2693),
+    (0x26a1, 0x26a1),
+    (0x26aa, 0x26ab),
+    (0x26bd, 0x26be),
+    (0x26c4, 0x26c5),
+    (0x26ce, 0x26ce),
+    (0x26d4, 0x26d4),
+    (0x26ea, 0x26ea),
+    (0x26f2, 0x26f3),
+    (0x26f5, 0x26f5),
+    (0x26fa, 0x26fa),
+    (0x26fd, 0x26fd),
+    (0x2705, 0x2705),
+    (0x270a, 0x270b),
+    (0x2728, 0x2728),
+    (0x274c, 0x274c),
+    (0x274e, 0x274e),
+    (0x2753, 0x2755),
+    (0x2757, 0x2757),
+    (0x2795, 0x2797),
+    (0x27b0, 0x27b0),
+    (0x27bf, 0x27bf),
+    (0x2b1b, 0x2b1c),
+    (0x2b50, 0x2b50),
+    (0x2b55, 0x2b55),
+    (0x2e80, 0xa4cf),
+    (0xac00, 0xd7a3),
+    (0xf900, 0xfaff),
+    (0xfe30, 0xfe4f),
+    (0xff00, 0xff60),
+    (0xffe0, 0xffe6),
+    (0x1f004, 0x1f004),
+    (0x1f0cf, 0x1f0cf),
+    (0x1f18e, 0x1f18e),
+    (0x1f191, 0x1f19a),
+    (0x1f200, 0x1faff),
+    (0x20000, 0x3fffd),
+];
+
+/// Whether `c` is in one of the sorted inclusive `ranges`.
+fn in_ranges(ranges: &[(u32, u32)], c: u32) -> bool {
+    let i = ranges.partition_point(|&(_, last)| last < c);
+    ranges.get(i).is_some_and(|&(first, _)| first <= c)
+}
+
+/// Width of a character in character cells: 0 for [`ZERO_CELLS`], 2 for [`WIDE_CELLS`], else
+/// 1. The script counts with the same lists, so static and re-fitted labels agree.
 pub fn char_cells(c: char) -> usize {
     let c = c as u32;
-    let wide = matches!(c,
-        0x1100..=0x115f
-        | 0x2e80..=0xa4cf
-        | 0xac00..=0xd7a3
-        | 0xf900..=0xfaff
-        | 0xfe30..=0xfe4f
-        | 0xff00..=0xff60
-        | 0xffe0..=0xffe6
-        | 0x1f300..=0x1faff
-        | 0x20000..=0x3fffd);
-    if wide { 2 } else { 1 }
+    if c < 0x300 {
+        1
+    } else if in_ranges(ZERO_CELLS, c) {
+        0
+    } else if in_ranges(WIDE_CELLS, c) {
+        2
+    } else {
+        1
+    }
+}
+
+/// A regional indicator (`🇫`): two of them draw one flag.
+fn is_regional_indicator(c: char) -> bool {
+    matches!(c, '\u{1f1e6}'..='\u{1f1ff}')
 }
 
 /// The label of a frame `px` pixels wide (padding excluded): the whole name if it fits, else as
-/// many leading characters as fit followed by `…`, else nothing (fewer than 3 cells).
+/// many leading characters as fit followed by `…`, else nothing (fewer than 3 cells). The cut
+/// keeps a character's combining marks (zero cells) with it and does not split a flag's pair
+/// of regional indicators.
 pub fn fit_label(name: &str, px: f64, char_w: f64, out: &mut String) {
     if px <= 0.0 {
         return;
@@ -799,6 +881,7 @@ pub fn fit_label(name: &str, px: f64, char_w: f64, out: &mut String) {
         return;
     }
     let mut used = 0;
+    let mut indicators = 0; // regional indicators in a row at the end of the label
     for c in name.chars() {
         let w = char_cells(c);
         if used + w > room - 1 {
@@ -806,6 +889,14 @@ pub fn fit_label(name: &str, px: f64, char_w: f64, out: &mut String) {
         }
         out.push(c);
         used += w;
+        indicators = if is_regional_indicator(c) {
+            indicators + 1
+        } else {
+            0
+        };
+    }
+    if indicators % 2 == 1 {
+        out.pop(); // half a flag
     }
     out.push('\u{2026}');
 }
@@ -948,6 +1039,87 @@ mod tests {
         assert_eq!(fit("日本語の関数", 80.0), "日本語\u{2026}");
         assert_eq!(fit("日本語の関数", 120.0), "日本語の関数");
         assert_eq!(fit("ééééé", 40.0), "ééé\u{2026}");
+    }
+
+    /// Emoji that are drawn two cells wide though they sit among narrow symbols (`☕` U+2615)
+    /// take two cells: counted as one, 15 of them were drawn in a 16-cell frame, twice its
+    /// width, over the frames beside it. A character's combining marks and an emoji's skin tone
+    /// stay with it, and a flag (two regional indicators) is not cut in half.
+    #[test]
+    fn labels_of_emoji_and_marks_fit_their_frames_whole() {
+        let fit = |name: &str, px: f64| {
+            let mut s = String::new();
+            fit_label(name, px, 10.0, &mut s);
+            s
+        };
+        let cells = |s: &str| s.chars().map(char_cells).sum::<usize>();
+        let coffee = "\u{2615}".repeat(20);
+        let label = fit(&coffee, 160.0);
+        assert!(cells(&label) <= 16, "{label} takes {} cells", cells(&label));
+        assert_eq!(label, format!("{}\u{2026}", "\u{2615}".repeat(7)));
+        // e + combining acute accent: one cell, never cut from its mark.
+        assert_eq!(
+            fit("e\u{301}e\u{301}e\u{301}e\u{301}e\u{301}", 40.0),
+            "e\u{301}e\u{301}e\u{301}\u{2026}"
+        );
+        assert_eq!(
+            fit("e\u{301}e\u{301}e\u{301}e\u{301}", 40.0),
+            "e\u{301}e\u{301}e\u{301}e\u{301}"
+        );
+        // Thumbs up with a skin tone: two cells, the tone kept.
+        let thumbs = "\u{1f44d}\u{1f3fd}".repeat(6);
+        assert_eq!(
+            fit(&thumbs, 80.0),
+            format!("{}\u{2026}", "\u{1f44d}\u{1f3fd}".repeat(3))
+        );
+        // Flags 🇫🇷🇩🇪🇯🇵 in a 6-cell room: five cells before the ellipsis would end in half a
+        // flag (🇯, drawn as a lone letter).
+        let flags = "\u{1f1eb}\u{1f1f7}\u{1f1e9}\u{1f1ea}\u{1f1ef}\u{1f1f5}x";
+        assert_eq!(
+            fit(flags, 60.0),
+            "\u{1f1eb}\u{1f1f7}\u{1f1e9}\u{1f1ea}\u{2026}"
+        );
+    }
+
+    /// The script re-fits labels with the same cell counts as the Rust side: its
+    /// `fg_zero_cells` and `fg_wide_cells` are [`ZERO_CELLS`] and [`WIDE_CELLS`], each sorted
+    /// and without overlaps (the script's binary search needs that).
+    #[test]
+    fn the_script_counts_cells_with_the_same_ranges() {
+        let script_ranges = |name: &str| -> Vec<(u32, u32)> {
+            let start = SCRIPT.find(&format!("var {name} = [")).expect(name);
+            let body = &SCRIPT[start..];
+            let body = &body[body.find('[').unwrap() + 1..body.find("]];").unwrap() + 1];
+            body.split(']')
+                .filter_map(|pair| {
+                    let pair = pair.trim_start_matches([',', ' ', '\n', '[']);
+                    let (a, b) = pair.split_once(", ")?;
+                    let hex = |x: &str| u32::from_str_radix(x.trim().trim_start_matches("0x"), 16);
+                    Some((hex(a).unwrap(), hex(b).unwrap()))
+                })
+                .collect()
+        };
+        for (name, ranges) in [("fg_zero_cells", ZERO_CELLS), ("fg_wide_cells", WIDE_CELLS)] {
+            assert_eq!(script_ranges(name), ranges, "{name}");
+            assert!(ranges.iter().all(|&(a, b)| a <= b), "{name}");
+            assert!(ranges.windows(2).all(|w| w[0].1 < w[1].0), "{name}");
+        }
+        let (cells, bounds): (Vec<usize>, Vec<char>) = [
+            (1, 'a'),
+            (0, '\u{301}'),
+            (2, '\u{2615}'),
+            (1, '\u{2616}'),
+            (2, '\u{1f600}'),
+            (0, '\u{1f3fd}'),
+            (2, '\u{3fffd}'),
+            (1, '\u{3fffe}'),
+        ]
+        .into_iter()
+        .unzip();
+        assert_eq!(
+            bounds.into_iter().map(char_cells).collect::<Vec<_>>(),
+            cells
+        );
     }
 
     #[test]
