@@ -57,8 +57,8 @@ enum Command {
     /// List the loaded plugins and their formats.
     Formats,
     /// Check a plugin library with the conformance kit (handshake, sniffing, round trips,
-    /// determinism, malformed input, two threads): `profconv plugin-check libprofconv_plugin_x.so
-    /// sample.x`. Exits 1 if any check fails.
+    /// determinism, malformed input, two threads, the thread count): `profconv plugin-check
+    /// libprofconv_plugin_x.so sample.x`. Exits 1 if any check fails.
     PluginCheck {
         /// The plugin library (it need not be in a plugin directory).
         path: PathBuf,

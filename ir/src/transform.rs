@@ -1,11 +1,14 @@
 //! Call-tree transforms (seed 001, "Modifying the tree"), as functions from profile to profile.
 //!
-//! Each transform rewrites the stack table and the samples, so every emitter sees the result,
-//! and each is one pass over the stacks in table order (a prefix always comes before its
-//! stacks) plus one over the samples: linear in the stack table, not in input lines. Targets are
-//! named by a [`CallNodePath`](crate::CallNodePath) of function names from a root, or by one
-//! function name. Applied one after another they form a stack: each names nodes of the tree the
-//! previous ones left.
+//! Each transform rewrites the stack table and the samples, so every emitter sees the result.
+//! All but `invert` are linear in the stack table, not in input lines: passes over the stacks in
+//! table order (a prefix always comes before its stacks; `collapse-rec` walks them depth-first)
+//! plus one over the samples. `invert` walks each distinct sampled stack's depth, which grows
+//! with the square of a deep chain's depth: it is bounded ([`invert_step_budget`],
+//! [`invert_bound`]) and an error past that. Targets are named by a
+//! [`CallNodePath`](crate::CallNodePath) of function names from a root, or by one function name.
+//! Applied one after another they form a stack: each names nodes of the tree the previous ones
+//! left.
 //!
 //! Rules shared by all transforms:
 //! * a stack whose leaf frame is *merged* takes its parent's place; its samples' weights go to
@@ -476,7 +479,7 @@ pub fn apply(p: &ProfileRef<'_>, t: &Transform) -> Result<(Profile, Applied), Ir
 
 /// Applies one transform; `None` instead of a profile when the transform provably changes
 /// nothing (no stack merged, dropped or moved, and `p` is what a rebuild of it gives: see
-/// [`rebuilds_to_itself`]), so `p` is the result, as [`apply`] would have built it column for
+/// `rebuilds_to_itself`), so `p` is the result, as [`apply`] would have built it column for
 /// column. Deciding costs a pass over the stacks (and the samples, for a profile without time
 /// order), not the new tables: a `merge-func` naming no function, a `max-depth` above the
 /// deepest stack, a `min-total:0`.

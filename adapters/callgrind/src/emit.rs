@@ -1008,7 +1008,7 @@ struct Notes {
     root_caller: Option<(u32, usize)>,
 }
 
-/// Name of the synthetic caller [`RootEntries`] adds (`'` appended while a function of the
+/// Name of the synthetic caller `RootEntries` adds (`'` appended while a function of the
 /// profile has it). Readers show it as a function; profconv's callgrind reader recognises it by
 /// the header's [`ROOT_CALLER_DESC`] line and leaves its calls out, so a round trip keeps the
 /// tree it had.

@@ -17,7 +17,8 @@
 //! 3. Units are visited in topological order (Kahn's algorithm, ties in file order), so all
 //!    call-tree nodes of a unit exist before it is visited. A function nobody calls gets one
 //!    root node. A function of a cycle splits its items over all of the cycle's entry nodes,
-//!    its frames under the entry function's frame where the entry is another function. Each node gets a capacity, its share of the function's total (per event column,
+//!    its frames under the entry function's frame where the entry is another function. Each
+//!    node gets a capacity, its share of the function's total (per event column,
 //!    in proportion to the nodes' weights; equal shares when a column's weights are all zero),
 //!    and each of the function's self costs and call edges is split over what the capacities
 //!    have left (see [`Split`]): the shares of every item add up to the item, and every node gets
@@ -28,10 +29,9 @@
 //!    no node.
 //! 4. A child is not created when its share is zero in every column (but an edge that costs
 //!    nothing and has calls gets one child of no weight, with its calls, under the caller's
-//!    first node), when it would be deeper
-//!    than `max_depth`, or when `max_nodes` nodes exist (fewer with more than 16 event columns,
-//!    see [`NODE_CELLS`]): its function's costs then go to its other nodes (or, if it has none,
-//!    to a root node of its own).
+//!    first node), when it would be deeper than `max_depth`, or when `max_nodes` nodes exist
+//!    (fewer with more than 16 event columns, see [`NODE_CELLS`]): its function's costs then go
+//!    to its other nodes (or, if it has none, to a root node of its own).
 //! 5. The work is bounded (see [`WORK_PER_NODE`]): shares are found by a tree search when an
 //!    item is smaller than its function's node count; past a limit of node shares, a call edge
 //!    makes no child (as in 4.) and a function's self costs are split as one item, at its
@@ -103,7 +103,7 @@ struct TEdge {
     addr: Option<u64>,
     line: u32,
     calls: u64,
-    /// Offset of its weights in `TGraph::costs`.
+    /// Offset of its weights (one per event column) in `build`'s `costs`.
     cost: usize,
 }
 

@@ -71,7 +71,7 @@ pub struct Report {
 impl Report {
     /// True when at least one check ran and none failed.
     pub fn passed(&self) -> bool {
-        !self.checks.is_empty() && self.checks.iter().all(|c| c.outcome != Outcome::Fail)
+        !self.checks.is_empty() && self.failures().next().is_none()
     }
     /// The failed checks.
     pub fn failures(&self) -> impl Iterator<Item = &CheckResult> {

@@ -4,8 +4,9 @@
 //!
 //! * [`check_plugin`] loads a built plugin library through the real host (the same loader as
 //!   `profconv`) and runs the conformance checks on every format it provides: the handshake,
-//!   sniffing, parse → folded → parse, deterministic emit, malformed and truncated input,
-//!   concurrent use. It returns a [`Report`] that prints one line per check. `profconv
+//!   sniffing, parse → folded → parse, deterministic emit (of an empty profile too), malformed
+//!   and truncated input, concurrent use, and the same result with 4 worker threads allowed as
+//!   with one. It returns a [`Report`] that prints one line per check. `profconv
 //!   plugin-check PATH [SAMPLES…]` is this function plus an exit code.
 //! * [`tree_text`] and [`tree_text_with`] turn any input a format reads into the normalized call
 //!   tree text of `profconv tree`, optionally reshaped by transforms (max depth, min total) to

@@ -161,17 +161,17 @@ pub fn thread_name<'p>(p: &ProfileRef<'p>, t: usize) -> &'p str {
     }
 }
 
-/// Position of each stack in a depth-first walk of the call tree with siblings by function name
-/// (bytewise; ties by func), the stacks of one call node (frames of one func at other lines or
-/// addresses) one after another in first-seen order: the order of a flame graph, so every call
-/// node's subtree has its samples together.
+/// The rank of [`stack_rank_and_spare`] alone.
 #[cfg(test)]
 pub fn stack_rank(p: &ProfileRef<'_>) -> Vec<u32> {
     stack_rank_and_spare(p).0
 }
 
-/// [`stack_rank`], and a spare array of one `NONE` per stack (the memory of a temporary, to
-/// be reused as a per-stack scratch map).
+/// Position of each stack in a depth-first walk of the call tree with siblings by function name
+/// (bytewise; ties by func), the stacks of one call node (frames of one func at other lines or
+/// addresses) one after another in first-seen order: the order of a flame graph, so every call
+/// node's subtree has its samples together. With it, a spare array of one `NONE` per stack (the
+/// memory of a temporary, to be reused as a per-stack scratch map).
 pub fn stack_rank_and_spare(p: &ProfileRef<'_>) -> (Vec<u32>, Vec<u32>) {
     let n = p.n_stacks();
     // Funcs ranked by name once, so sibling sorts compare integers.
@@ -293,9 +293,10 @@ fn tree_rank(
     (rank, first_child)
 }
 
-/// Sums of one thread's samples per stack, sorted in depth-first order ([`stack_rank`]): one
-/// row per distinct stack with its self value (`col`'s values, or the number of samples without
-/// a column). Scratch `acc` has one slot per stack, all `NONE`, and is left so.
+/// Sums of one thread's samples per stack, sorted in depth-first order
+/// ([`stack_rank_and_spare`]): one row per distinct stack with its self value (`col`'s values,
+/// or the number of samples without a column). Scratch `acc` has one slot per stack, all
+/// `NONE`, and is left so.
 pub fn aggregate_per_stack(
     p: &ProfileRef<'_>,
     samples: &[u32],

@@ -41,7 +41,8 @@ pub const PROCESSED_PROFILE_VERSION: u32 = 55;
 /// `meta.version`: the Gecko format version a v55 processed file declares.
 pub const GECKO_VERSION: u32 = 24;
 /// `meta.interval` in milliseconds when the profile does not say (`sample_interval_ms`
-/// metadata): one unit of a sample count on the time axis.
+/// metadata), and always when the column drawn is not in `samples` (`-O value=calls`): one unit
+/// of a count on the time axis.
 pub const INTERVAL_MS: f64 = 1.0;
 /// gzip compression level (fixed, so the output bytes are too).
 pub const GZIP_LEVEL: u32 = 1;

@@ -1019,7 +1019,7 @@ fn push_name(path: &mut Vec<u8>, name: &str, at: Places) {
     }
 }
 
-/// Every func's name as the writer writes it, by func id (see [`push_name`]): what a reader of
+/// Every func's name as the writer writes it, by func id (see `push_name`): what a reader of
 /// the output sees, for checks that compare a profile with its folded stacks read back.
 pub fn written_names(p: &ProfileRef<'_>) -> Vec<String> {
     let names = WrittenNames::new(p);

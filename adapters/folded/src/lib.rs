@@ -5,10 +5,10 @@
 //! * Parse: streaming, one pass, no allocation per line; repeated stacks are summed; counts may
 //!   be decimal (kept exactly as fixed point); CRLF and blank lines are fine; names that are not
 //!   UTF-8 are replaced lossily with a warning; a UTF-8 byte-order mark starting a line is read
-//!   as whitespace, and input starting with a UTF-16 one is an error saying so. A line without a count is an error naming the line, unless
-//!   `-O skip-bad-lines` (inferno's behaviour: warn and skip). A file whose first data line has
-//!   two counts is differential (inferno's `STACK BEFORE AFTER`): columns `before` and `after`
-//!   and metadata `diff`, as `profconv diff` builds.
+//!   as whitespace, and input starting with a UTF-16 one is an error saying so. A line without
+//!   a count is an error naming the line, unless `-O skip-bad-lines` (inferno's behaviour: warn
+//!   and skip). A file whose first data line has two counts is differential (inferno's `STACK
+//!   BEFORE AFTER`): columns `before` and `after` and metadata `diff`, as `profconv diff` builds.
 //! * Emit: one line per call node with a self value, siblings sorted by name, so the output is
 //!   deterministic and folded → IR → folded gives the input's aggregation. A differential
 //!   profile is written with both counts on each line.

@@ -990,7 +990,7 @@ pub struct ParseOptions {
     /// Lines are batched once the profile has this many stacks; before, they go in one at a
     /// time (a small stack index stays in the caches: there are no misses to overlap).
     pub batch_from_stacks: usize,
-    /// The longest line read from a stream ([`MAX_LINE`]; smaller in tests).
+    /// The longest line read from a stream (`MAX_LINE`, 256 MiB; smaller in tests).
     pub max_line: usize,
     /// Remember the leaf stack of each stack text, so that a line repeating an earlier line's
     /// stack skips its frames (it stops by itself where few lines repeat). The profile is the

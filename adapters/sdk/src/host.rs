@@ -79,7 +79,8 @@ pub enum LoadError {
     NoEntry(PathBuf),
     /// The entry returned something without the profconv magic.
     BadMagic(PluginOrigin),
-    /// Built for another ABI major (or a newer minor's required layout).
+    /// Built for another ABI major (any minor of this major loads: a newer one's fields are
+    /// ignored).
     AbiMismatch(Box<PluginInfo>),
     /// The descriptor is inconsistent.
     Malformed(PluginOrigin, String),
