@@ -1319,24 +1319,64 @@ fn convert(registry: &Registry, args: &ConvertArgs, run: Run) -> Result<(), Fail
         run,
     )?;
     let out = open_output(&out_path, emitter)?;
-    let (input, parser) = open_input(registry, &args.input, run.quiet)?;
-    let opts = split_options_read(
+    let (read, emit_options) = read_input(registry, &args.input, Some(emitter), checked, run)?;
+    write_output(emitter, &read.view(), out, &emit_options, run)
+}
+
+/// An input read and reshaped by its transforms.
+struct ReadInput {
+    /// The input's name, as messages show it.
+    name: String,
+    profile: profconv_plugin::host::ForeignProfile,
+    /// The transforms' result; `None` when there were none or they changed nothing.
+    transformed: Option<Profile>,
+}
+
+impl ReadInput {
+    fn view(&self) -> ProfileRef<'_> {
+        self.transformed
+            .as_ref()
+            .map_or_else(|| self.profile.view(), Profile::view)
+    }
+}
+
+/// Opens `args`' input, splits `-O` between its reader and `emitter` (whose options are
+/// returned), checks the reader's option values unless `checked` says that was done before
+/// anything was opened, parses, and applies the transforms: what `convert` and `tree` share.
+fn read_input(
+    registry: &Registry,
+    args: &InputArgs,
+    emitter: Option<&FormatHandle>,
+    checked: bool,
+    run: Run,
+) -> Result<(ReadInput, OptionList), Failure> {
+    let (input, parser) = open_input(registry, args, run.quiet)?;
+    let mut formats = vec![(parser, true)];
+    formats.extend(emitter.map(|e| (e, false)));
+    let mut opts = split_options_read(
         registry,
-        &args.input.options,
-        &[(parser, true), (emitter, false)],
+        &args.options,
+        &formats,
         input
             .detected_by_content
             .then_some((input.name.as_str(), parser)),
     )?;
+    let emit_options = if emitter.is_some() {
+        opts.pop().unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     if !checked {
         check_option_values(parser, true, &opts[0], &input.name, run)?;
     }
     let (name, profile) = parse(input, parser, &opts[0], run)?;
-    let transformed = apply_transforms(&profile.view(), &args.input.transforms, &name, run.quiet)?;
-    let view = transformed
-        .as_ref()
-        .map_or_else(|| profile.view(), Profile::view);
-    write_output(emitter, &view, out, &opts[1], run)
+    let transformed = apply_transforms(&profile.view(), &args.transforms, &name, run.quiet)?;
+    let read = ReadInput {
+        name,
+        profile,
+        transformed,
+    };
+    Ok((read, emit_options))
 }
 
 /// The value column `--value` names, or the first weight.
@@ -1532,29 +1572,14 @@ fn tree(registry: &Registry, args: &TreeArgs, run: Run) -> Result<(), Failure> {
         None,
         run,
     )?;
-    let (input, parser) = open_input(registry, &args.input, run.quiet)?;
-    let opts = split_options_read(
-        registry,
-        &args.input.options,
-        &[(parser, true)],
-        input
-            .detected_by_content
-            .then_some((input.name.as_str(), parser)),
-    )?;
-    if !checked {
-        check_option_values(parser, true, &opts[0], &input.name, run)?;
-    }
-    let (name, profile) = parse(input, parser, &opts[0], run)?;
-    let transformed = apply_transforms(&profile.view(), &args.input.transforms, &name, run.quiet)?;
-    let view = transformed
-        .as_ref()
-        .map_or_else(|| profile.view(), Profile::view);
+    let (read, _) = read_input(registry, &args.input, None, checked, run)?;
+    let (name, view) = (&read.name, read.view());
     // The renderer's default (no --value) is the first weight, as value_column's.
     let value = match &args.value {
-        Some(v) => Some(value_column(&view, Some(v), &name)?),
+        Some(v) => Some(value_column(&view, Some(v), name)?),
         None => None,
     };
-    let call_tree = CallTree::build(&view).map_err(|e| Failure::ir(&name, &e))?;
+    let call_tree = CallTree::build(&view).map_err(|e| Failure::ir(name, &e))?;
     let options = TreeTextOptions {
         value,
         all_values: args.all_values,
@@ -1573,7 +1598,7 @@ fn tree(registry: &Registry, args: &TreeArgs, run: Run) -> Result<(), Failure> {
         Ok(()) => Ok(()),
         Err(TreeError::Io(e)) if is_broken_pipe(&e) => Err(Failure::BrokenPipe),
         Err(TreeError::Io(e)) => Err(Failure::Io(format!("<stdout>: {e}"))),
-        Err(TreeError::Ir(e)) => Err(Failure::ir(&name, &e)),
+        Err(TreeError::Ir(e)) => Err(Failure::ir(name, &e)),
     }
 }
 
