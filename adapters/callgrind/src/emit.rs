@@ -1563,18 +1563,8 @@ fn push_clean(out: &mut String, s: &str) {
     out.push_str(&clean(s));
 }
 
-fn push_u64(buf: &mut Vec<u8>, mut v: u64) {
-    let mut tmp = [0u8; 20];
-    let mut i = tmp.len();
-    loop {
-        i -= 1;
-        tmp[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    buf.extend_from_slice(&tmp[i..]);
+fn push_u64(buf: &mut Vec<u8>, v: u64) {
+    buf.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
 fn push_hex(buf: &mut Vec<u8>, v: u64) {

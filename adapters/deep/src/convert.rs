@@ -177,20 +177,7 @@ fn mdprof_type_spec(name: &str) -> Option<(&str, &str)> {
 
 /// Appends a number in decimal (no formatting machinery: names are built for every procedure).
 fn push_u32(out: &mut String, v: u32) {
-    let mut digits = [0u8; 10];
-    let mut n = 0;
-    let mut v = v;
-    loop {
-        digits[n] = b'0' + (v % 10) as u8;
-        n += 1;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    for &d in digits[..n].iter().rev() {
-        out.push(char::from(d));
-    }
+    out.push_str(itoa::Buffer::new().format(v));
 }
 
 /// The module qualifying a procedure (the declaring module; a type's module for
