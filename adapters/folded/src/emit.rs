@@ -823,14 +823,17 @@ fn open_in(
 }
 
 /// Each func's rank when names are sorted as the lines that hold them are (`name;` byte
-/// order); equal names share a rank.
+/// order), names as written ([`WrittenNames`]: `42` alone is written `_42`, which sorts after
+/// `B`), so the lines come in `LC_ALL=C sort` order and reading them back writes them in the
+/// same order; equal written names share a rank.
 fn name_ranks(p: &ProfileRef<'_>) -> Vec<u32> {
-    let name = |f: u32| p.func_name_str(f).as_bytes();
+    let written = WrittenNames::new(p);
+    let name = |f: u32| written.get(f);
     let order = order_by_bytes(p.n_funcs(), name, Some(b';'));
     let mut rank = vec![0u32; order.len()];
     let mut r = 0u32;
     for k in 1..order.len() {
-        if p.func_name_str(order[k - 1]) != p.func_name_str(order[k]) {
+        if written.get(order[k - 1]) != written.get(order[k]) {
             r += 1;
         }
         rank[order[k] as usize] = r;
@@ -958,6 +961,13 @@ impl WrittenNames {
             end.push(text.len());
         }
         WrittenNames { text, end }
+    }
+
+    /// `func`'s name as written.
+    #[inline]
+    fn get(&self, func: u32) -> &[u8] {
+        let f = func as usize;
+        &self.text[self.end[f]..self.end[f + 1]]
     }
 
     /// Appends `func`'s name as written to `path`.
@@ -1574,19 +1584,16 @@ mod tests {
         let text = emit(&p, EmitOptions::default());
         assert_eq!(
             text,
-            // In the order of the names as they are, each followed by `;` (`  ;` < ` lead;` <
-            // `42;` < `;`).
-            "__ 1\n_lead;trail_ 1\n_42 7\n_42;x_1.5 1\n_ 4\nattempt_3 5\nm;_42 3\n\
-             main;[T; 2]>::f 1;g 1\nmain;a\tb;tab 7 x 1\nmain;attempt_3 2\n_bom 1\n"
+            // In the order of the names as written, each followed by `;` (`_42;` < `_;` <
+            // `__;` < `_bom;`).
+            "_42 7\n_42;x_1.5 1\n_ 4\n__ 1\n_bom 1\n_lead;trail_ 1\nattempt_3 5\nm;_42 3\n\
+             main;[T; 2]>::f 1;g 1\nmain;a\tb;tab 7 x 1\nmain;attempt_3 2\n"
         );
         let back = parse(text.as_bytes());
         assert_eq!(back.view().meta("diff"), None);
         assert_eq!(back.samples.values[0].iter().sum::<i64>(), 27);
-        // The same lines (in the order of the names as written).
-        assert_eq!(
-            sorted_lines(&emit(&back, EmitOptions::default())),
-            sorted_lines(&text)
-        );
+        // The same lines in the same order.
+        assert_eq!(emit(&back, EmitOptions::default()), text);
     }
 
     /// A line break before a number that ends a leaf's name is written as a space, so it is a
@@ -1637,10 +1644,20 @@ mod tests {
         );
     }
 
-    fn sorted_lines(text: &str) -> Vec<&str> {
-        let mut lines: Vec<&str> = text.lines().collect();
-        lines.sort_unstable();
-        lines
+    /// Siblings are sorted by their names as written, not as they are: `42` alone is written
+    /// `_42`, which `sort` puts after `B`, and a leaf `x 3` is written `x_3`, after `x;y`.
+    /// Sorted as they were, the lines were not in `sort` order, and folded → folded → folded
+    /// was not byte-stable (the second conversion moved `_42 5` below `B 1`).
+    #[test]
+    fn rewritten_names_sort_as_written_so_a_second_conversion_is_identical() {
+        for (input, want) in [
+            (&b"B 1\n42 5\n"[..], "B 1\n_42 5\n"),
+            (b"m 1\nm;x 3 1\nm;x;y 2\n", "m 1\nm;x;y 2\nm;x_3 1\n"),
+        ] {
+            let text = emit(&parse(input), EmitOptions::default());
+            assert_eq!(text, want);
+            assert_eq!(emit(&parse(text.as_bytes()), EmitOptions::default()), text);
+        }
     }
 
     /// A root named `#`, or `#` and whitespace, would turn its lines into comments (samples
@@ -1661,16 +1678,13 @@ mod tests {
         let text = emit(&p, EmitOptions::default());
         assert_eq!(
             text,
-            // In the order of the names as they are (`\n` < ` ` < `1` < `;`).
-            "_# x 2\n_# key: value 1\n_# key: value;# inner 3\n#1 worker;_# 4\n_# 2\n"
+            // In the order of the names as written (`#1` < `_# k` < `_# x` < `_#;`).
+            "#1 worker;_# 4\n_# key: value 1\n_# key: value;# inner 3\n_# x 2\n_# 2\n"
         );
-        // Read back, every sample is there.
+        // Read back, every sample is there, and written again in the same order.
         let back = parse(text.as_bytes());
         assert_eq!(back.samples.values[0].iter().sum::<i64>(), 12);
-        assert_eq!(
-            sorted_lines(&emit(&back, EmitOptions::default())),
-            sorted_lines(&text)
-        );
+        assert_eq!(emit(&back, EmitOptions::default()), text);
         // The flame chart marks the same roots.
         let p = trace(&["C #\trun 0", "C g 10", "E 60", "E 100"]);
         assert_eq!(emit(&p, CHART), "_#\trun 50\n_#\trun;g 50\n");
