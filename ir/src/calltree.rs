@@ -320,6 +320,25 @@ mod tests {
         assert_eq!(all.grand_total(0), 12);
     }
 
+    /// A profile without samples has no call node, and its grand totals are 0 all the same: a
+    /// caller needs no `is_empty` check before [`CallTree::grand_total`].
+    #[test]
+    fn an_empty_tree_is_empty_and_its_grand_totals_are_zero() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_value_type("calls", "calls", ValueKind::Count);
+        let empty = CallTree::build(&b.finish().view()).unwrap();
+        assert!(empty.is_empty());
+        assert_eq!(empty.len(), 0);
+        assert_eq!((empty.grand_total(0), empty.grand_total(1)), (0, 0));
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&["a"], &[0]).unwrap();
+        let one = CallTree::build(&b.finish().view()).unwrap();
+        assert!(!one.is_empty(), "a node with a zero weight is a node");
+        assert_eq!(one.len(), 1);
+    }
+
     #[test]
     fn a_100_000_deep_stack_needs_no_recursion() {
         let mut b = ProfileBuilder::new();

@@ -1308,6 +1308,47 @@ mod tests {
         assert_eq!(figure(&q), "a:3,3\nc:2,2\n");
     }
 
+    /// Each transform counts the stacks (with samples on or below them) it matched and the
+    /// samples it removed: what the CLI's "matched nothing" and "removed N sample(s) whose
+    /// stack became empty" warnings read.
+    #[test]
+    fn every_transform_counts_what_it_matched_and_removed() {
+        let p = profile(&[
+            (&["main", "f", "f", "g"], 1),
+            (&["main", "f", "h", "f"], 2),
+            (&["main", "k"], 3),
+        ]);
+        for (spec, matched, removed) in [
+            ("merge:main;f", 1, 0),
+            ("merge-func:f", 3, 0),
+            ("prune:main;f;h", 1, 0),
+            ("drop:main;k", 1, 1),
+            ("focus:main;f", 1, 1),
+            ("focus-func:f", 1, 1),
+            ("collapse-direct-rec", 1, 0),
+            ("collapse-direct-rec:g", 0, 0),
+            ("collapse-rec", 2, 0),
+            ("collapse-rec:f", 2, 0),
+            ("collapse-rec:g", 0, 0),
+            ("invert", 3, 0),
+            ("max-depth:2", 4, 0),
+            // 34 % of 6 is 2.04: `main;f;f` (1) and `main;f;h` (2) go, with what is under them.
+            ("min-total:34%", 4, 0),
+        ] {
+            let (_, applied) = apply(&p.view(), &spec.parse().unwrap()).unwrap();
+            assert_eq!(
+                (applied.matched, applied.samples_removed),
+                (matched, removed),
+                "{spec}"
+            );
+        }
+        // Merging a root leaves its own samples without a stack: they are removed.
+        let p = profile(&[(&["main"], 4), (&["main", "k"], 1), (&["main"], 2)]);
+        let (q, applied) = apply(&p.view(), &"merge:main".parse().unwrap()).unwrap();
+        assert_eq!((applied.matched, applied.samples_removed), (1, 1));
+        assert_eq!(figure(&q), "k:1,1\n");
+    }
+
     /// The threshold is exact: a node whose total is exactly X × the grand total stays (as
     /// floating point, 70% of 10 is 7.000000000000001, and a node of 7 was merged), and one a
     /// unit below it goes, however large the totals.

@@ -35,13 +35,9 @@ fn build(stacks: &Stacks) -> Profile {
     b.finish()
 }
 
+/// The grand total of the weight column (0 for a tree without nodes).
 fn total(p: &Profile) -> i64 {
-    let tree = CallTree::build(&p.view()).unwrap();
-    if tree.is_empty() {
-        0
-    } else {
-        tree.grand_total(0)
-    }
+    CallTree::build(&p.view()).unwrap().grand_total(0)
 }
 
 /// A path of names taken from one of the input's stacks (so it usually exists), of length ≥ 2
@@ -91,6 +87,7 @@ proptest! {
     ) {
         let p = build(&s);
         let before = total(&p);
+        prop_assert_eq!(before, s.iter().map(|(_, _, w)| w).sum::<i64>());
         let path = path_of(&s, pick, len);
         let name = NAMES[f].to_string();
         for t in [
@@ -115,6 +112,7 @@ proptest! {
     ) {
         let p = build(&s);
         let before = total(&p);
+        prop_assert_eq!(before, s.iter().map(|(_, _, w)| w).sum::<i64>());
         let path = path_of(&s, pick, len);
         let dropped = total(&check(&p, &Transform::Drop(path.clone())));
         let focused = total(&check(&p, &Transform::FocusSubtree(path)));

@@ -390,11 +390,7 @@ fn check_readers(stem: &str, p: &Profile, annotate: Option<&Path>, gprof2dot: Op
     let v = p.view();
     let col = v.default_weight().expect("a weight column");
     let tree = CallTree::build(&v).expect("call tree");
-    let total = if tree.is_empty() {
-        0
-    } else {
-        tree.grand_total(col)
-    };
+    let total = tree.grand_total(col);
     let key = |f: u32| func_key(p, f);
 
     // profconv reads its own output back with the same self costs.

@@ -260,11 +260,7 @@ fn check_fixture(stem: &str, rel: &str, skip_bad_lines: bool) {
     let sum = independent_sum(&bytes, differential);
     let decimals = profile.value_types.first().map_or(0, |v| v.decimals);
     assert!(decimals <= CHECK_DECIMALS);
-    let total = if tree.is_empty() {
-        0
-    } else {
-        tree.grand_total(0)
-    };
+    let total = tree.grand_total(0);
     let columns = if differential {
         vec![(0, sum.before), (1, sum.scaled)]
     } else {
@@ -272,11 +268,7 @@ fn check_fixture(stem: &str, rel: &str, skip_bad_lines: bool) {
     };
     for (col, expected) in columns {
         let d = profile.value_types[col].decimals;
-        let t = if tree.is_empty() {
-            0
-        } else {
-            tree.grand_total(col)
-        };
+        let t = tree.grand_total(col);
         assert_eq!(
             t as i128 * 10i128.pow(CHECK_DECIMALS - d),
             expected,

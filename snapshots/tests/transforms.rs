@@ -23,7 +23,7 @@ fn load(rel: &str) -> Profile {
 
 fn total(p: &Profile) -> i64 {
     let t = CallTree::build(&p.view()).unwrap();
-    if t.is_empty() { 0 } else { t.grand_total(0) }
+    t.grand_total(0)
 }
 
 /// The heaviest path of `len` functions from the heaviest root (a target that exists).

@@ -1931,6 +1931,59 @@ mod tests {
         assert!(text.contains("ESTIMATED"));
     }
 
+    /// Seed 003's own example (rbspy's callgrind writer): a stack that goes deeper than the
+    /// previous one enters new calls below it (`a b c d` then `a b c d d`: d -> d), and one
+    /// that shares a prefix continues the calls along it.
+    #[test]
+    fn estimate_counts_the_seed_003_example() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.set_flags(flags::ORDERED);
+        for stack in [
+            &["a", "b", "c", "d", "d", "g", "x"][..],
+            &["a", "b", "c", "d", "d"],
+            &["a", "b", "c", "d"],
+            &["a", "b", "c", "d", "d"],
+            &["a", "b", "e", "f", "g"],
+        ] {
+            let s = b.stack_of_names(stack);
+            b.push_sample(s, None, &[1]);
+        }
+        // The seed's counts: a -> b, b -> c, b -> e, c -> d, d -> g, e -> f, f -> g, g -> x once
+        // each, d -> d twice.
+        assert_eq!(
+            body(&emit(&b.finish())),
+            "\nsummary: 5\n\nfl=(1) ???\nfn=(1) a\ncfi=(1)\ncfn=(2) b\ncalls=1 0\n0 5\n\nfn=(2)\ncfi=(1)\ncfn=(3) c\ncalls=1 0\n0 4\ncfi=(1)\ncfn=(4) e\ncalls=1 0\n0 1\n\nfn=(3)\ncfi=(1)\ncfn=(5) d\ncalls=1 0\n0 4\n\nfn=(5)\n0 3\ncfi=(1)\ncfn=(5)\ncalls=2 0\n0 0\ncfi=(1)\ncfn=(6) g\ncalls=1 0\n0 1\n\nfn=(4)\ncfi=(1)\ncfn=(7) f\ncalls=1 0\n0 1\n\nfn=(7)\ncfi=(1)\ncfn=(6)\ncalls=1 0\n0 1\n\nfn=(6)\n0 1\ncfi=(1)\ncfn=(8) x\ncalls=1 0\n0 1\n\nfn=(8)\n0 1\n\ntotals: 5\n"
+        );
+    }
+
+    /// Seed 003's rule for the first differing level: a callee of one function on another line
+    /// (the sample caught it elsewhere in its body) continues the call its caller made; a
+    /// sample in another callee in between ends it.
+    #[test]
+    fn estimate_keeps_a_call_whose_callee_moved_to_another_line() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.set_flags(flags::ORDERED);
+        let (main, f, g) = (b.func("main"), b.func("f"), b.func("g"));
+        let main1 = b.frame_at(main, None, Some(1));
+        let (f10, f20) = (b.frame_at(f, None, Some(10)), b.frame_at(f, None, Some(20)));
+        let g30 = b.frame_at(g, None, Some(30));
+        let root = b.stack(NONE, main1);
+        for leaf in [f10, f20, f10, g30, f20] {
+            let s = b.stack(root, leaf);
+            b.push_sample(s, None, &[1]);
+        }
+        let text = emit(&b.finish());
+        // main -> f: entered at samples 1 (lines 10, 20, 10: one call) and 5; main -> g once.
+        assert!(
+            text.contains(
+                "fn=(3) main\ncfi=(1)\ncfn=(1)\ncalls=2 0\n1 4\ncfi=(1)\ncfn=(2)\ncalls=1 0\n1 1\n"
+            ),
+            "{text}"
+        );
+    }
+
     #[test]
     fn estimate_is_per_thread() {
         // Two threads interleaved: a;b (t1), a;c (t2), a;b (t1). Per thread, t1's second
@@ -2084,12 +2137,20 @@ mod tests {
         b.add_value_type("delta", "count", ValueKind::Weight);
         b.add_stack(&["a"], &[-1]).unwrap();
         let mut out = Vec::new();
-        assert!(emit_callgrind(&b.finish().view(), &mut out, EmitOptions::default()).is_err());
+        let e = emit_callgrind(&b.finish().view(), &mut out, EmitOptions::default()).unwrap_err();
+        assert_eq!(
+            e.message,
+            "sample 0 has a negative delta (-1): callgrind costs are unsigned"
+        );
         let mut b = ProfileBuilder::new();
         b.add_value_type("calls", "count", ValueKind::Count);
         b.add_stack(&["a"], &[1]).unwrap();
         let p = b.finish();
-        assert!(emit_callgrind(&p.view(), &mut out, EmitOptions::default()).is_err());
+        let e = emit_callgrind(&p.view(), &mut out, EmitOptions::default()).unwrap_err();
+        assert_eq!(
+            e.message,
+            "the profile has no weight (cost) column; callgrind needs at least one event"
+        );
         // A count chosen with `-O value=` is an error that names the option, as every bad
         // option value's is.
         let e = emit_callgrind(

@@ -1197,6 +1197,72 @@ mod tests {
         assert_eq!(emit(&inverted, CHART), "kernel_run 10\nkernel_run 10\n");
     }
 
+    /// A flame chart of samples with a calls column, where some calls were never seen starting
+    /// (no sample with a call on them): callers between an open call and a deeper sample stay
+    /// open, so the outer call continues after a new call under them; a trace cut inside a
+    /// call (its first sample deep, its caller not a root) continues that call; a sample on a
+    /// sibling of the open call, with no call, starts a line of its own.
+    #[test]
+    fn a_flamechart_follows_calls_it_did_not_see_start() {
+        let chart = |rows: &[(&[&str], i64)]| {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("samples", "count", ValueKind::Weight);
+            b.add_value_type("calls", "count", ValueKind::Count);
+            b.set_flags(profconv_plugin::ir::flags::ORDERED);
+            for &(names, calls) in rows {
+                let s = b.stack_of_names(names);
+                b.push_sample(s, None, &[1, calls]);
+            }
+            emit(&b.finish(), CHART)
+        };
+        // `a;b` is not seen called: it stays open under `a` while `e` is called from it, and
+        // `a` then continues its first call.
+        assert_eq!(
+            chart(&[
+                (&["a"], 1),
+                (&["a", "b", "c"], 0),
+                (&["a", "b", "e"], 1),
+                (&["a"], 0)
+            ]),
+            "a 2\na;b;c 1\na;b;e 1\n"
+        );
+        // Cut inside `a;b`: the call of `c` continues after its callee `d`.
+        assert_eq!(
+            chart(&[
+                (&["a", "b", "c"], 1),
+                (&["a", "b", "c", "d"], 0),
+                (&["a", "b", "c"], 0)
+            ]),
+            "a;b;c 2\na;b;c;d 1\n"
+        );
+        // `c` runs after `b` returned, not seen called: a line of its own; `a` continues.
+        assert_eq!(
+            chart(&[(&["a"], 1), (&["a", "b"], 1), (&["a", "c"], 0), (&["a"], 0)]),
+            "a 2\na;b 1\na;c 1\n"
+        );
+        // After a cut trace, a sample under another root shares no open call.
+        assert_eq!(
+            chart(&[(&["a", "b", "c"], 1), (&["x", "y"], 0), (&["x", "y"], 0)]),
+            "a;b;c 1\nx;y 2\n"
+        );
+    }
+
+    /// Without a calls column, a flame chart joins a run of samples of one stack into one
+    /// line, but never across threads (kernel runs).
+    #[test]
+    fn a_flamechart_without_calls_joins_samples_within_a_thread_only() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.set_flags(profconv_plugin::ir::flags::ORDERED);
+        let (t1, t2) = (b.add_thread("run1"), b.add_thread("run2"));
+        for (t, names) in [(t1, &["a", "b"][..]), (t1, &["a", "b"]), (t2, &["a", "b"])] {
+            b.set_thread(t);
+            let s = b.stack_of_names(names);
+            b.push_sample(s, None, &[1]);
+        }
+        assert_eq!(emit(&b.finish(), CHART), "a;b 2\na;b 1\n");
+    }
+
     #[test]
     fn per_thread_blocks_follow_thread_order() {
         let p = trace(&[
