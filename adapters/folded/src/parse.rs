@@ -1832,11 +1832,19 @@ mod tests {
         same_in_batches(text, same);
         // A count that does not fit once its column is rescaled: only its column's counts
         // matter.
-        for ok in [
-            &b"a 10000000000 1\nb 1 0.000000001\n"[..],
-            b"a 1 10000000000\nb 0.000000001 1\n",
+        for (ok, tree) in [
+            (
+                &b"a 10000000000 1\nb 1 0.000000001\n"[..],
+                "a self=10000000000 total=10000000000 self_after=1.000000000 total_after=1.000000000\n\
+                 b self=1 total=1 self_after=0.000000001 total_after=0.000000001\n",
+            ),
+            (
+                b"a 1 10000000000\nb 0.000000001 1\n",
+                "a self=1.000000000 total=1.000000000 self_after=10000000000 total_after=10000000000\n\
+                 b self=0.000000001 total=0.000000001 self_after=1 total_after=1\n",
+            ),
         ] {
-            assert!(parse(ok, false).is_ok());
+            assert_eq!(diff_tree(&parse(ok, false).unwrap()), tree);
         }
         let e = parse(b"a 1 10000000000\nb 1 0.000000001\n", false).unwrap_err();
         assert!(e.message.contains("needs 9 decimals"), "{e}");
@@ -2465,9 +2473,15 @@ mod tests {
             same_with_threads(&bytes, true);
         }
         let utf8 = [b"\xef\xbb\xbf".as_slice(), text.as_bytes()].concat();
-        assert!(parse(&utf8, false).is_ok());
+        assert_eq!(
+            tree(&parse(&utf8, false).unwrap()),
+            tree(&parse(text.as_bytes(), false).unwrap())
+        );
         // A Latin-1 name that starts with `ÿþ` (bytes FF FE) is no UTF-16: it is read, lossily.
-        assert!(parse(b"\xff\xfemain;a 3\n", false).is_ok());
+        assert_eq!(
+            tree(&parse(b"\xff\xfemain;a 3\n", false).unwrap()),
+            "\u{fffd}\u{fffd}main self=0 total=3\n  a self=3 total=3\n"
+        );
     }
 
     /// UTF-16 whose first frame name starts with a character that is not ASCII (`Ωmain`, `中文`)
