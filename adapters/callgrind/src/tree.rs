@@ -3,40 +3,46 @@
 //! A callgrind file gives, per function, self costs and call edges with inclusive costs; it
 //! does not say which caller a callee's cost belongs to when it has several. The tree is
 //! rebuilt the way gprof does it, assuming a function costs the same per unit of inclusive
-//! cost whoever calls it:
+//! cost whoever calls it. [`build`] takes these steps in turn, then [`report`] gives the
+//! messages:
 //!
-//! 1. Every edge of the graph is an edge here, except self-calls (`f -> f`), plus one edge from
-//!    a function to each piece of code of another file inlined into it (`fi=`/`fe=`), whose
-//!    weight is that piece's self cost plus its calls.
-//! 2. Recursion cycles of several functions are units, as gprof takes them: the strongly
-//!    connected components of the graph ([`components`]), whose functions share the nodes made
-//!    by the calls into any of them (the cycle's entries), and whose calls to each other are
-//!    left out (their inclusive costs count nested levels again); up to [`MAX_UNIT`] functions.
-//!    Larger components (call graphs rebuilt from sampled stacks) have their cycles broken by
-//!    a depth-first search that drops the edges closing a cycle. What is left is acyclic.
-//! 3. Units are visited in topological order (Kahn's algorithm, ties in file order), so all
-//!    call-tree nodes of a unit exist before it is visited. A function nobody calls gets one
-//!    root node. A function of a cycle splits its items over all of the cycle's entry nodes,
-//!    its frames under the entry function's frame where the entry is another function. Each
-//!    node gets a capacity, its share of the function's total (per event column,
-//!    in proportion to the nodes' weights; equal shares when a column's weights are all zero),
-//!    and each of the function's self costs and call edges is split over what the capacities
-//!    have left (see [`Split`]): the shares of every item add up to the item, and every node gets
-//!    its capacity exactly. An edge's share at a node becomes a child node whose weight is that
-//!    share, and the edge's call count is split over those children like its cost. A function
-//!    that costs more than the calls into it (a thread's start, a function that is also a root)
-//!    gets a root node for the rest, unless it is in a recursion cycle or some of its calls made
-//!    no node.
-//! 4. A child is not created when its share is zero in every column (but an edge that costs
-//!    nothing and has calls gets one child of no weight, with its calls, under the caller's
-//!    first node), when it would be deeper than `max_depth`, or when `max_nodes` nodes exist
-//!    (fewer with more than 16 event columns, see [`NODE_CELLS`]): its function's costs then go
-//!    to its other nodes (or, if it has none, to a root node of its own).
-//! 5. The work is bounded (see [`WORK_PER_NODE`]): shares are found by a tree search when an
-//!    item is smaller than its function's node count; past a limit of node shares, a call edge
-//!    makes no child (as in 4.) and a function's self costs are split as one item, at its
-//!    first position. Splits that can make no child (only counting the nodes not made, for the
-//!    warnings) have a limit of their own, past which they are skipped, uncounted.
+//! 1. [`tree_edges`]: every edge of the graph is an edge here, except self-calls (`f -> f`),
+//!    plus one edge from a function to each piece of code of another file inlined into it
+//!    (`fi=`/`fe=`), whose weight is that piece's self cost plus its calls.
+//! 2. [`recursion_units`]: recursion cycles of several functions are units, as gprof takes
+//!    them: the strongly connected components of the graph ([`components`]), whose functions
+//!    share the nodes made by the calls into any of them (the cycle's entries), and whose calls
+//!    to each other are left out (their inclusive costs count nested levels again); up to
+//!    [`MAX_UNIT`] functions. Larger components (call graphs rebuilt from sampled stacks) have
+//!    their cycles broken by a depth-first search that drops the edges closing a cycle
+//!    ([`break_cycles`]). What is left is acyclic.
+//! 3. [`units_in_order`]: units are visited in topological order (Kahn's algorithm, ties in
+//!    file order), so all call-tree nodes of a unit exist before it is visited
+//!    ([`Reconstruction::visit`]). A function nobody calls gets one root node
+//!    ([`Reconstruction::add_root`]). A function of a cycle splits its items over all of the
+//!    cycle's entry nodes, its frames under the entry function's frame where the entry is
+//!    another function ([`UnitFrames`]). Each node gets a capacity, its share of the function's
+//!    total (per event column, in proportion to the nodes' weights; equal shares when a
+//!    column's weights are all zero), and each of the function's self costs and call edges is
+//!    split over what the capacities have left (see [`Split`]): the shares of every item add up
+//!    to the item, and every node gets its capacity exactly. An edge's share at a node becomes
+//!    a child node whose weight is that share, and the edge's call count is split over those
+//!    children like its cost ([`Reconstruction::split_call_edge`]). A function that costs more
+//!    than the calls into it (a thread's start, a function that is also a root) gets a root
+//!    node for the rest, unless it is in a recursion cycle or some of its calls made no node
+//!    ([`Reconstruction::add_excess_root`]).
+//! 4. A child is not created ([`Reconstruction::split_call_edge`]) when its share is zero in
+//!    every column (but an edge that costs nothing and has calls gets one child of no weight,
+//!    with its calls, under the caller's first node), when it would be deeper than
+//!    `max_depth`, or when `max_nodes` nodes exist (fewer with more than 16 event columns, see
+//!    [`NODE_CELLS`]): its function's costs then go to its other nodes (or, if it has none, to
+//!    a root node of its own).
+//! 5. [`WorkLimit`]: the work is bounded (see [`WORK_PER_NODE`]): shares are found by a tree
+//!    search when an item is smaller than its function's node count; past a limit of node
+//!    shares, a call edge makes no child (as in 4.) and a function's self costs are split as
+//!    one item, at its first position ([`Reconstruction::split_self_costs`]). Splits that can
+//!    make no child (only counting the nodes not made, for the warnings) have a limit of their
+//!    own, past which they are skipped, uncounted.
 //!
 //! So the self cost of every function is exactly the file's, the grand total is the file's
 //! total self cost, and everything is iterative. What is lost: cost inside a cycle or below a
@@ -93,7 +99,7 @@ pub const WORK_PER_NODE: usize = 4;
 /// See [`WORK_PER_NODE`].
 pub const WORK_PER_ITEM: usize = 16;
 
-/// The most functions of a recursion cycle taken as one unit (see `build`).
+/// The most functions of a recursion cycle taken as one unit (see `recursion_units`).
 pub const MAX_UNIT: usize = 256;
 
 /// An edge of the reconstruction graph.
@@ -103,8 +109,24 @@ struct TEdge {
     addr: Option<u64>,
     line: u32,
     calls: u64,
-    /// Offset of its weights (one per event column) in `build`'s `costs`.
+    /// Offset of its weights (one per event column) in [`TreeEdges::costs`].
     cost: usize,
+}
+
+/// The edges of the reconstruction graph (step 1) and their weights.
+struct TreeEdges {
+    list: Vec<TEdge>,
+    /// The edges' weights, `nc` from each edge's `cost`.
+    costs: Vec<i64>,
+    nc: usize,
+}
+
+impl TreeEdges {
+    /// The weights of edge `e`, one per event column.
+    fn cost(&self, e: u32) -> &[i64] {
+        let at = self.list[e as usize].cost;
+        &self.costs[at..at + self.nc]
+    }
 }
 
 /// Parses nothing: builds the call-tree profile of `g`.
@@ -138,7 +160,7 @@ struct Stats {
     nodes: usize,
 }
 
-/// [`build_profile`], tuned.
+/// [`build_profile`], tuned: the steps of the module doc in turn, then the messages.
 fn build(
     g: &Graph,
     opts: &BuildOptions,
@@ -150,20 +172,89 @@ fn build(
     // Nodes keep a weight per event column and their samples a value per column: the node
     // budget shrinks with many columns so that nodes × columns stays within NODE_CELLS.
     let max_nodes = opts.max_nodes.min(NODE_CELLS / nc.max(1));
-
     // Self-cost items per function (indices into g.selfs), in file order.
     let self_of = group_by(nf, g.selfs.iter().map(|s| s.func));
 
-    // Edges: the file's (without self-calls), then inlined pieces.
-    let mut costs: Vec<i64> = Vec::new();
-    let mut edges: Vec<TEdge> = Vec::new();
+    let edges = tree_edges(g, &self_of)?;
+    let out_of = group_by(nf, edges.list.iter().map(|e| e.from));
+    let beyond_calls = beyond_calls(g, &self_of, &edges);
+    let units = recursion_units(&edges, &out_of, &beyond_calls);
+    let units_in_order = units_in_order(&units, &edges, &out_of)?;
+    let edges_left_out = units.left_out.iter().filter(|&&b| b).count();
+    // What is left of each function's calls: the ones that make nodes (in place of `out_of`).
+    let calls_out: Vec<Vec<u32>> = out_of
+        .into_iter()
+        .map(|mut out| {
+            out.retain(|&e| !units.left_out[e as usize]);
+            out
+        })
+        .collect();
+
+    let out = Output::new(g, edges.list.iter().any(|e| e.calls > 0))?;
+    let items = g.selfs.len().saturating_add(edges.list.len());
+    let mut tree = Reconstruction {
+        g,
+        edges: &edges,
+        self_of: &self_of,
+        calls_out: &calls_out,
+        in_cycle: &units.in_cycle,
+        beyond_calls: &beyond_calls,
+        first_pos_of: first_positions(g, &self_of, &calls_out, &edges),
+        max_depth: opts.max_depth,
+        max_nodes,
+        out,
+        nodes: Nodes::default(),
+        nodes_of: vec![Vec::new(); nf],
+        cut_into: vec![false; nf],
+        work: WorkLimit::new(tuning, max_nodes, nc, items),
+        caveats: Caveats {
+            edges_left_out,
+            ..Caveats::default()
+        },
+        split: Split {
+            dense_only: tuning.dense_only,
+            ..Split::default()
+        },
+        parts: Parts::default(),
+        frames: UnitFrames::default(),
+        sums: Vec::new(),
+        totals: Vec::new(),
+        weight: Vec::new(),
+        calls: Vec::new(),
+        merged: Vec::new(),
+    };
+    for unit in &units_in_order {
+        tree.visit(unit)?;
+    }
+
+    report(cx, &tree.caveats, &tree.work, opts, max_nodes, nc);
+    let stats = Stats {
+        work: tree.work.done,
+        count_work: tree.work.count_work,
+        max_work: tree.work.max,
+        nodes: tree.nodes.len(),
+    };
+    Ok((tree.out.b.finish(), stats))
+}
+
+/// Step 1: the edges of the reconstruction graph: the file's call edges but self-calls, then an
+/// edge from a function to each piece of code of another file inlined into it, weighing the
+/// piece's self cost plus its calls (a piece with neither would carry nothing, and gets no
+/// edge).
+fn tree_edges(g: &Graph, self_of: &[Vec<u32>]) -> Result<TreeEdges, PluginError> {
+    let nc = g.events.len();
+    let mut edges = TreeEdges {
+        list: Vec::new(),
+        costs: Vec::new(),
+        nc,
+    };
     for (i, e) in g.edges.iter().enumerate() {
         if e.caller == e.callee {
             continue;
         }
-        let at = costs.len();
-        costs.extend_from_slice(g.edge_costs.row(i));
-        edges.push(TEdge {
+        let at = edges.costs.len();
+        edges.costs.extend_from_slice(g.edge_costs.row(i));
+        edges.list.push(TEdge {
             from: e.caller,
             to: e.callee,
             addr: e.addr,
@@ -172,9 +263,7 @@ fn build(
             cost: at,
         });
     }
-    // Inlined pieces: an edge from their function, weighing their self cost and their calls
-    // (a piece with neither would carry nothing, and gets no edge).
-    let file_out = group_by(nf, edges.iter().map(|e| e.from));
+    let file_out = group_by(g.funcs.len(), edges.list.iter().map(|e| e.from));
     for (f, func) in g.funcs.iter().enumerate() {
         if func.has_block || func.inlined_into == NONE {
             continue;
@@ -189,10 +278,11 @@ fn build(
                 show_name(&g.annotate_name(func.inlined_into))
             ))
         };
+        let costs = &mut edges.costs;
         let at = costs.len();
         costs.resize(at + nc, 0);
         for &e in &file_out[f] {
-            let from = edges[e as usize].cost;
+            let from = edges.list[e as usize].cost;
             for k in 0..nc {
                 costs[at + k] = costs[at + k]
                     .checked_add(costs[from + k])
@@ -204,7 +294,7 @@ fn build(
                 costs[at + k] = costs[at + k].checked_add(*v).ok_or_else(overflow)?;
             }
         }
-        edges.push(TEdge {
+        edges.list.push(TEdge {
             from: func.inlined_into,
             to: f as u32,
             addr: None,
@@ -213,44 +303,73 @@ fn build(
             cost: at,
         });
     }
-    drop(file_out);
-    let out_of = group_by(nf, edges.iter().map(|e| e.from));
+    Ok(edges)
+}
 
-    // 2. Recursion cycles of several functions (strongly connected components): their
-    // functions are taken as one unit, as gprof does, and the calls between them are left out.
-    let comp = components(nf, &out_of, |e| edges[e as usize].to);
+/// The units of step 2, and the edges it leaves out.
+struct Units {
+    /// Per function, its unit: its cycle's id (one of the cycle's functions), or itself.
+    id: Vec<u32>,
+    /// Per function, whether it is in a recursion cycle (a unit, or one whose cycles are broken).
+    in_cycle: Vec<bool>,
+    /// Per edge, whether it makes no node: a call between the functions of a unit, or a call
+    /// closing a cycle of a larger component.
+    left_out: Vec<bool>,
+}
+
+/// Step 2: recursion cycles of several functions (strongly connected components) of up to
+/// [`MAX_UNIT`] functions are units, as gprof takes them, and the calls between their functions
+/// are left out; the cycles of larger components are broken ([`break_cycles`]).
+fn recursion_units(edges: &TreeEdges, out_of: &[Vec<u32>], beyond_calls: &[i128]) -> Units {
+    let nf = out_of.len();
+    let comp = components(nf, out_of, |e| edges.list[e as usize].to);
     let mut comp_size = vec![0u32; nf];
     for &c in &comp {
         comp_size[c as usize] += 1;
     }
-    let in_cycle = |f: usize| comp_size[comp[f] as usize] > 1;
+    let in_cycle = (0..nf).map(|f| comp_size[comp[f] as usize] > 1).collect();
     // A unit: a cycle of up to MAX_UNIT functions, else one function. A larger component is no
     // program's recursion but a call graph rebuilt from sampled stacks (a folded profile
     // written as callgrind: its call costs count each sample once, not once per level); taken
-    // as one unit, its whole tree would be flat, so its cycles are broken instead, as below.
-    let unit_id: Vec<u32> = (0..nf)
+    // as one unit, its whole tree would be flat, so its cycles are broken instead.
+    let id: Vec<u32> = (0..nf)
         .map(|f| match comp_size[comp[f] as usize] as usize {
             2..=MAX_UNIT => comp[f],
             _ => f as u32,
         })
         .collect();
-    let mut back: Vec<bool> = edges
+    let mut left_out: Vec<bool> = edges
+        .list
         .iter()
-        .map(|e| unit_id[e.from as usize] == unit_id[e.to as usize])
+        .map(|e| id[e.from as usize] == id[e.to as usize])
         .collect();
-    // Cycles of larger components are broken by an iterative depth-first search from the
-    // functions nobody calls (then from any function not reached yet, in file order), which
-    // drops the edges that close a cycle.
+    break_cycles(edges, out_of, beyond_calls, &mut left_out);
+    Units {
+        id,
+        in_cycle,
+        left_out,
+    }
+}
+
+/// Leaves out the edges closing a cycle of what `left_out` leaves, found by an iterative
+/// depth-first search from the functions nobody calls, then from any function not reached yet,
+/// by most cost beyond the calls into it.
+fn break_cycles(
+    edges: &TreeEdges,
+    out_of: &[Vec<u32>],
+    beyond_calls: &[i128],
+    left_out: &mut [bool],
+) {
+    let nf = out_of.len();
     let mut has_caller = vec![false; nf];
-    for (i, e) in edges.iter().enumerate() {
-        has_caller[e.to as usize] |= !back[i];
+    for (i, e) in edges.list.iter().enumerate() {
+        has_caller[e.to as usize] |= !left_out[i];
     }
     // Where a cycle nothing outside calls is entered: at its function with the most cost
     // beyond what the calls into it bring (first event). cProfile's data, as pyprof2calltree
     // writes it, is one such cycle: `exec` runs the script's `<module>`, whose imports run
     // `exec` for each imported module's `<module>`; entered at the first function in file
     // order, the script's `<module>` was drawn under `json`'s, which then had all of the cost.
-    let beyond_calls = beyond_calls(g, &self_of, &edges, &costs, nc);
     let mut fallback: Vec<usize> = (0..nf).collect();
     fallback.sort_by_key(|&f| std::cmp::Reverse(beyond_calls[f]));
     let mut color = vec![0u8; nf]; // 0 new, 1 on the search path, 2 done
@@ -266,16 +385,16 @@ fn build(
             let (f, next) = (top.0 as usize, top.1);
             if let Some(&e) = out_of[f].get(next) {
                 top.1 += 1;
-                if back[e as usize] {
+                if left_out[e as usize] {
                     continue;
                 }
-                let to = edges[e as usize].to as usize;
+                let to = edges.list[e as usize].to as usize;
                 match color[to] {
                     0 => {
                         color[to] = 1;
                         path.push((to as u32, 0));
                     }
-                    1 => back[e as usize] = true,
+                    1 => left_out[e as usize] = true,
                     _ => {}
                 }
             } else {
@@ -284,23 +403,30 @@ fn build(
             }
         }
     }
-    let n_back = back.iter().filter(|&&b| b).count();
+}
 
-    // 3. Topological order over the units (a cycle's functions together, in file order), so
-    // that every node of a unit exists before the unit is visited.
+/// Step 3's order: the units' functions (each unit's in file order), every unit after the units
+/// calling it (Kahn's algorithm, ties in file order), so that every node of a unit exists
+/// before the unit is visited.
+fn units_in_order(
+    units: &Units,
+    edges: &TreeEdges,
+    out_of: &[Vec<u32>],
+) -> Result<Vec<Vec<u32>>, PluginError> {
+    let nf = out_of.len();
     let mut members: Vec<Vec<u32>> = vec![Vec::new(); nf];
-    for (f, &c) in unit_id.iter().enumerate() {
+    for (f, &c) in units.id.iter().enumerate() {
         members[c as usize].push(f as u32);
     }
     let mut indegree = vec![0u32; nf];
-    for (i, e) in edges.iter().enumerate() {
-        if !back[i] {
-            indegree[unit_id[e.to as usize] as usize] += 1;
+    for (i, e) in edges.list.iter().enumerate() {
+        if !units.left_out[i] {
+            indegree[units.id[e.to as usize] as usize] += 1;
         }
     }
     let mut queued = vec![false; nf];
     let mut queue: VecDeque<u32> = VecDeque::new();
-    for &c in &unit_id {
+    for &c in &units.id {
         if indegree[c as usize] == 0 && !std::mem::replace(&mut queued[c as usize], true) {
             queue.push_back(c);
         }
@@ -312,10 +438,10 @@ fn build(
         for &f in &members[c as usize] {
             visited += 1;
             for &e in &out_of[f as usize] {
-                if back[e as usize] {
+                if units.left_out[e as usize] {
                     continue;
                 }
-                let to = unit_id[edges[e as usize].to as usize] as usize;
+                let to = units.id[edges.list[e as usize].to as usize] as usize;
                 indegree[to] -= 1;
                 if indegree[to] == 0 {
                     queue.push_back(to as u32);
@@ -328,269 +454,395 @@ fn build(
             "callgrind call graph: the units of recursion cycles are not in an order",
         ));
     }
-
-    // The profile's tables.
-    let mut b = ProfileBuilder::new();
-    for e in &g.events {
-        let (unit, decimals) = unit_of(e.long_name.as_deref());
-        let name = original_name(&e.name, e.long_name.as_deref()).unwrap_or(&e.name);
-        let col = b.add_value_type(name, unit, ValueKind::Weight);
-        if decimals > 0 {
-            b.rescale(col, decimals)?;
-        }
-    }
-    let any_calls = edges.iter().any(|e| e.calls > 0);
-    if any_calls {
-        b.add_value_type("calls", "count", ValueKind::Count);
-    }
-    b.add_meta("source_format", "callgrind");
-    for (k, v) in &g.meta {
-        b.add_meta(k, v);
-    }
-    b.add_meta(
-        "reconstruction",
-        "call tree apportioned from call edges (self costs per function exact; recursion collapsed)",
-    );
-    let known = |s: u32| -> Option<&str> {
-        let v = g.str(s);
-        (s != NONE && !v.is_empty() && v != "???").then_some(v)
-    };
-    // The synthetic root caller (its calls left out) is no function of the profile.
-    let ir_func: Vec<u32> = g
-        .funcs
+    Ok(order
         .iter()
-        .enumerate()
-        .map(|(k, f)| {
-            if g.root_caller == Some(k as u32) {
-                return NONE;
-            }
-            let line = (f.line != 0).then_some(f.line);
-            b.func_with(g.str(f.name), known(f.file), line, known(f.object))
-        })
-        .collect();
-    let frame = |b: &mut ProfileBuilder, f: u32, addr: Option<u64>, line: u32| {
-        b.frame_at(ir_func[f as usize], addr, (line != 0).then_some(line))
-    };
+        .map(|&c| std::mem::take(&mut members[c as usize]))
+        .collect())
+}
 
-    // 3./4. Nodes, function by function.
-    let mut node_prefix: Vec<u32> = Vec::new(); // IR stack the node's frames hang under
-    let mut node_func: Vec<u32> = Vec::new(); // the function the node is a call of
-    // Per function, the position of its first item, where its nodes' call counts are put (and,
-    // in a cycle, under which the unit's other functions are drawn).
-    let first_pos_of: Vec<(Option<u64>, u32)> = (0..nf)
+/// An item's position in its function: its address, and its line (0 for none).
+type Pos = (Option<u64>, u32);
+
+/// Per function, the position of its first item (its first self cost, else its first call that
+/// makes nodes), where its nodes' call counts are put (and, in a cycle, under which the unit's
+/// other functions are drawn).
+fn first_positions(
+    g: &Graph,
+    self_of: &[Vec<u32>],
+    calls_out: &[Vec<u32>],
+    edges: &TreeEdges,
+) -> Vec<Pos> {
+    (0..self_of.len())
         .map(|f| {
             self_of[f]
                 .first()
                 .map(|&s| (g.selfs[s as usize].addr, g.selfs[s as usize].line))
                 .or_else(|| {
-                    out_of[f]
-                        .iter()
-                        .find(|&&e| !back[e as usize])
-                        .map(|&e| (edges[e as usize].addr, edges[e as usize].line))
+                    calls_out[f]
+                        .first()
+                        .map(|&e| (edges.list[e as usize].addr, edges.list[e as usize].line))
                 })
                 .unwrap_or((None, 0))
         })
-        .collect();
-    // Per node of the unit being visited, the stack under its function's frame (for the unit's
-    // other functions), and each function's calls out of the unit.
-    let mut under: Vec<u32> = Vec::new();
-    let mut own: Vec<(u32, u32)> = Vec::new(); // (function, prefix) of the unit's nodes
-    let mut kept: Vec<Vec<u32>> = Vec::new();
-    let mut node_depth: Vec<u32> = Vec::new();
-    let mut node_calls: Vec<i64> = Vec::new();
-    let mut node_weight: Vec<i64> = Vec::new(); // nc per node
-    let mut nodes_of: Vec<Vec<u32>> = vec![Vec::new(); nf];
-    let mut row = vec![0i64; nc + any_calls as usize];
-    let mut split = Split::default();
-    let (mut sums, mut totals): (Vec<i128>, Vec<Option<u64>>) = (Vec::new(), Vec::new());
-    let mut excess: Vec<i64> = Vec::new();
-    // Functions some of whose calls made no node (max-depth, max-nodes, the work limit).
-    let mut cut_into = vec![false; nf];
-    let mut thread_roots = 0u64;
-    let mut calls: Vec<i64> = Vec::new();
-    let mut parts = Parts::default();
-    let mut merged = vec![0i64; nc];
-    let (mut cut_depth, mut cut_budget) = (0u64, 0u64);
-    // The work limit (see `WORK_PER_NODE`): what splitting the items takes, by `Split::cost`.
-    // Items that take at most `WORK_PER_ITEM` are always split (and counted).
-    // A max-nodes below the default does not lower it.
-    let items = g.selfs.len().saturating_add(edges.len());
-    let per_node = max_nodes.max(crate::DEFAULT_MAX_NODES.min(NODE_CELLS / nc.max(1)));
-    let max_work = match tuning {
-        Tuning {
-            dense_only: true, ..
-        } => usize::MAX,
-        Tuning {
-            max_work: Some(w), ..
-        } => w,
-        _ => per_node
-            .saturating_mul(WORK_PER_NODE)
-            .saturating_add(items.saturating_mul(WORK_PER_ITEM)),
-    };
-    split.dense_only = tuning.dense_only;
-    let (mut work, mut count_work) = (0usize, 0usize);
-    let (mut self_spent, mut edge_spent) = (0usize, 0usize);
-    let (mut unsplit_edges, mut merged_funcs) = (0u64, 0u64);
-    let (mut uncounted_deep, mut uncounted_full) = (0u64, 0u64);
-    for &c in &order {
-        let unit = &members[c as usize];
-        let edge_cost = |e: u32| &costs[edges[e as usize].cost..edges[e as usize].cost + nc];
-        // Each function's calls out of the unit.
-        kept.clear();
-        kept.extend(unit.iter().map(|&f| {
-            out_of[f as usize]
-                .iter()
-                .copied()
-                .filter(|&e| !back[e as usize])
-                .collect::<Vec<u32>>()
-        }));
-        // The totals of the unit's items, per column: a root's weight, and the nodes'
-        // capacities.
-        sums.clear();
-        sums.resize(nc, 0);
-        for (k, &f) in unit.iter().enumerate() {
-            let rows = self_of[f as usize]
-                .iter()
-                .map(|&s| g.self_costs.row(s as usize));
-            for row in rows.chain(kept[k].iter().map(|&e| edge_cost(e))) {
-                for (sum, &v) in sums.iter_mut().zip(row) {
-                    *sum += v as i128;
-                }
+        .collect()
+}
+
+/// The profile being written: its tables, then a sample per share of an item or per node's
+/// calls.
+struct Output {
+    b: ProfileBuilder,
+    /// Per function of the graph, its function in the profile (`NONE` for the synthetic root
+    /// caller, whose calls are left out).
+    ir_func: Vec<u32>,
+    nc: usize,
+    /// Whether the profile has a `calls` column, after the event columns.
+    any_calls: bool,
+    /// Scratch: one sample's values.
+    row: Vec<i64>,
+}
+
+impl Output {
+    /// The profile's tables: a value type per event (and `calls` when some edge has calls), the
+    /// metadata, the functions.
+    fn new(g: &Graph, any_calls: bool) -> Result<Self, PluginError> {
+        let mut b = ProfileBuilder::new();
+        for e in &g.events {
+            let (unit, decimals) = unit_of(e.long_name.as_deref());
+            let name = original_name(&e.name, e.long_name.as_deref()).unwrap_or(&e.name);
+            let col = b.add_value_type(name, unit, ValueKind::Weight);
+            if decimals > 0 {
+                b.rescale(col, decimals)?;
             }
         }
-        totals.clear();
-        totals.extend(sums.iter().map(|&t| u64::try_from(t).ok()));
-        if unit.iter().all(|&f| nodes_of[f as usize].is_empty()) {
-            // A root: one node, weighing the unit's own cost, of its function with costs that
-            // has the most cost beyond what the calls into it bring (the first such: a cycle
-            // nothing outside calls is entered there, as above).
-            let has_items = |k: usize| !self_of[unit[k] as usize].is_empty() || !kept[k].is_empty();
-            let Some(first) = (0..unit.len())
-                .filter(|&k| has_items(k))
-                .min_by_key(|&k| std::cmp::Reverse(beyond_calls[unit[k] as usize]))
-            else {
-                continue;
-            };
-            nodes_of[unit[first] as usize].push(node_prefix.len() as u32);
-            node_prefix.push(NONE);
-            node_func.push(unit[first]);
-            node_depth.push(0);
-            node_calls.push(0);
-            node_weight.extend(
-                sums.iter()
-                    .map(|&t| t.clamp(i64::MIN as i128, i64::MAX as i128) as i64),
-            );
+        if any_calls {
+            b.add_value_type("calls", "count", ValueKind::Count);
+        }
+        b.add_meta("source_format", "callgrind");
+        for (k, v) in &g.meta {
+            b.add_meta(k, v);
+        }
+        b.add_meta(
+            "reconstruction",
+            "call tree apportioned from call edges (self costs per function exact; recursion collapsed)",
+        );
+        let known = |s: u32| -> Option<&str> {
+            let v = g.str(s);
+            (s != NONE && !v.is_empty() && v != "???").then_some(v)
+        };
+        let ir_func: Vec<u32> = g
+            .funcs
+            .iter()
+            .enumerate()
+            .map(|(k, f)| {
+                if g.root_caller == Some(k as u32) {
+                    return NONE;
+                }
+                let line = (f.line != 0).then_some(f.line);
+                b.func_with(g.str(f.name), known(f.file), line, known(f.object))
+            })
+            .collect();
+        let nc = g.events.len();
+        Ok(Output {
+            b,
+            ir_func,
+            nc,
+            any_calls,
+            row: vec![0; nc + any_calls as usize],
+        })
+    }
+
+    /// The stack of function `f`'s frame at `pos` under the stack `prefix`.
+    fn stack(&mut self, prefix: u32, f: u32, (addr, line): Pos) -> u32 {
+        let frame = self
+            .b
+            .frame_at(self.ir_func[f as usize], addr, (line != 0).then_some(line));
+        self.b.stack(prefix, frame)
+    }
+
+    /// A sample of `cost` (one value per event column) at `f`'s frame at `pos` under `prefix`.
+    fn add_cost(&mut self, prefix: u32, f: u32, pos: Pos, cost: &[i64]) -> Result<(), PluginError> {
+        let stack = self.stack(prefix, f, pos);
+        self.row[..self.nc].copy_from_slice(cost);
+        if self.any_calls {
+            self.row[self.nc] = 0;
+        }
+        self.b.add_to_stack(stack, &self.row)?;
+        Ok(())
+    }
+
+    /// A sample of `calls` and no cost at `f`'s frame at `pos` under `prefix`.
+    fn add_calls(&mut self, prefix: u32, f: u32, pos: Pos, calls: i64) -> Result<(), PluginError> {
+        let stack = self.stack(prefix, f, pos);
+        self.row.iter_mut().for_each(|v| *v = 0);
+        self.row[self.nc] = calls;
+        self.b.add_to_stack(stack, &self.row)?;
+        Ok(())
+    }
+}
+
+/// The call-tree nodes made so far, by index.
+#[derive(Default)]
+struct Nodes {
+    /// The IR stack the node's frames hang under.
+    prefix: Vec<u32>,
+    /// The function the node is a call of.
+    func: Vec<u32>,
+    /// Roots are at depth 0.
+    depth: Vec<u32>,
+    /// The calls into the node's function the node stands for.
+    calls: Vec<i64>,
+    /// Its weight per event column (`nc` per node): its share of the calls' cost.
+    weight: Vec<i64>,
+}
+
+impl Nodes {
+    fn len(&self) -> usize {
+        self.prefix.len()
+    }
+
+    /// Makes a node; returns its index.
+    fn push(&mut self, prefix: u32, func: u32, depth: u32, calls: i64, weight: &[i64]) -> u32 {
+        let n = self.len() as u32;
+        self.prefix.push(prefix);
+        self.func.push(func);
+        self.depth.push(depth);
+        self.calls.push(calls);
+        self.weight.extend_from_slice(weight);
+        n
+    }
+}
+
+/// Where the frames of the unit being visited go, per node of the unit: a function's frames go
+/// under its own nodes' prefixes, and (in a cycle) under the frame of the other function a node
+/// is a call of, at that function's first position.
+#[derive(Default)]
+struct UnitFrames {
+    /// (function, prefix) of each node.
+    own: Vec<(u32, u32)>,
+    /// The stack of each node's function's frame under the node's prefix (cycles only).
+    under: Vec<u32>,
+}
+
+impl UnitFrames {
+    /// The stack under which function `f`'s frames go at the unit's node `j`.
+    fn base(&self, j: usize, f: u32) -> u32 {
+        match self.own[j] {
+            (e, prefix) if e == f => prefix,
+            _ => self.under[j],
+        }
+    }
+}
+
+/// Steps 3 and 4: the call-tree nodes, made unit by unit, and the samples of their costs.
+struct Reconstruction<'a> {
+    g: &'a Graph,
+    edges: &'a TreeEdges,
+    /// Per function, its self-cost items (indices into `g.selfs`).
+    self_of: &'a [Vec<u32>],
+    /// Per function, its calls that make nodes (edges not left out by step 2).
+    calls_out: &'a [Vec<u32>],
+    /// Per function, whether it is in a recursion cycle.
+    in_cycle: &'a [bool],
+    /// Per function, its cost beyond the calls into it (see [`beyond_calls`]).
+    beyond_calls: &'a [i128],
+    first_pos_of: Vec<Pos>,
+    max_depth: u32,
+    /// `max_nodes`, lowered for many event columns.
+    max_nodes: usize,
+    out: Output,
+    nodes: Nodes,
+    /// Per function, the nodes made for the calls into it, until its unit is visited.
+    nodes_of: Vec<Vec<u32>>,
+    /// Functions some of whose calls made no node (max-depth, max-nodes, the work limit).
+    cut_into: Vec<bool>,
+    work: WorkLimit,
+    caveats: Caveats,
+    // Scratch for the unit being visited.
+    split: Split,
+    parts: Parts,
+    frames: UnitFrames,
+    /// The totals of the unit's items, per column, and the same when they fit in 64 bits.
+    sums: Vec<i128>,
+    totals: Vec<Option<u64>>,
+    /// A new root node's weight.
+    weight: Vec<i64>,
+    /// A call edge's calls, per share.
+    calls: Vec<i64>,
+    /// A function's self costs, as one item.
+    merged: Vec<i64>,
+}
+
+impl Reconstruction<'_> {
+    /// Visits a unit (step 3): its nodes (the calls into it, or a root node when there are
+    /// none, plus a root node for any cost beyond the calls), then its items, split over them.
+    fn visit(&mut self, unit: &[u32]) -> Result<(), PluginError> {
+        self.unit_totals(unit);
+        if unit.iter().all(|&f| self.nodes_of[f as usize].is_empty()) && !self.add_root(unit) {
+            return Ok(());
         }
         // The unit's nodes: the calls into any of its functions.
         let mut nodes: Vec<u32> = Vec::new();
         for &f in unit {
-            nodes.append(&mut nodes_of[f as usize]);
+            nodes.append(&mut self.nodes_of[f as usize]);
         }
-        // More cost than its calls bring (a thread's start function: callgrind charges the new
-        // thread's work to it, not to the call that created the thread; a function that is also
-        // a root): the excess is a root node of its own, so that each call keeps the cost the
-        // file gives it. Not for a cycle's unit, nor when some of the function's calls made no
-        // node (their cost goes to its nodes).
-        let single = unit.len() == 1;
-        if single
-            && !in_cycle(unit[0] as usize)
-            && !nodes.is_empty()
-            && !cut_into[unit[0] as usize]
-            && node_prefix.len() < max_nodes
-        {
-            excess.clear();
-            for (k, &total) in sums.iter().enumerate() {
-                let called: i128 = nodes
-                    .iter()
-                    .map(|&n| node_weight[n as usize * nc + k] as i128)
-                    .sum();
-                excess.push((total - called).clamp(0, i64::MAX as i128) as i64);
-            }
-            if excess.iter().any(|&x| x > 0) {
-                nodes.push(node_prefix.len() as u32);
-                node_prefix.push(NONE);
-                node_func.push(unit[0]);
-                node_depth.push(0);
-                node_calls.push(0);
-                node_weight.extend_from_slice(&excess);
-                thread_roots += 1;
-            }
-        }
-        split.reset(&nodes, &node_weight, nc, &totals);
-        // Where the unit's other functions' frames go at a node of one of them: under that
-        // function's frame (its first position).
-        under.clear();
-        if !single {
-            for &n in &nodes {
-                let (n, e) = (n as usize, node_func[n as usize]);
-                let (addr, line) = first_pos_of[e as usize];
-                let fr = frame(&mut b, e, addr, line);
-                under.push(b.stack(node_prefix[n], fr));
-            }
-        }
-        own.clear();
-        own.extend(
-            nodes
-                .iter()
-                .map(|&n| (node_func[n as usize], node_prefix[n as usize])),
-        );
-        let base = |j: usize, f: u32| match own[j] {
-            (e, prefix) if e == f => prefix,
-            _ => under[j],
-        };
-        let self_work: Vec<usize> = unit
-            .iter()
-            .map(|&f| {
-                self_of[f as usize].iter().fold(0usize, |a, &s| {
-                    a.saturating_add(split.cost(g.self_costs.row(s as usize)))
-                })
-            })
-            .collect();
-        let edge_work: Vec<Vec<usize>> = kept
-            .iter()
-            .map(|k| k.iter().map(|&e| split.cost(edge_cost(e))).collect())
-            .collect();
+        self.add_excess_root(unit, &mut nodes);
+        self.split
+            .reset(&nodes, &self.nodes.weight, self.out.nc, &self.totals);
+        self.place_frames(unit, &nodes);
+        self.split_self_costs(unit)?;
+        self.add_call_counts(&nodes)?;
+        let calls_out = self.calls_out;
         // A split that can make no node (every node at max-depth - 1, or max-nodes reached)
         // only counts the nodes it does not make: its work has a limit of its own, past which
         // it is skipped (so counting never takes the work that makes the tree).
         let all_deep = nodes
             .iter()
-            .all(|&n| node_depth[n as usize] + 1 >= opts.max_depth);
-        let unit_self = self_work.iter().fold(0usize, |a, &w| a.saturating_add(w));
+            .all(|&n| self.nodes.depth[n as usize] + 1 >= self.max_depth);
+        for &f in unit {
+            for &e in &calls_out[f as usize] {
+                self.split_call_edge(f, e, &nodes, all_deep);
+            }
+        }
+        Ok(())
+    }
 
-        for (k, &f) in unit.iter().enumerate() {
-            let fu = f as usize;
-            let first_pos = first_pos_of[fu];
-            // Self costs are split by position when that is cheap (a few shares per position,
-            // as for a root) or when the unit's self-cost splits fit in their own work limit;
-            // else as one item. The call edges have a limit of their own: splitting lines only
-            // places costs within a frame, and must not leave later calls without children
-            // (their callees' whole subtrees would become roots).
-            let cheap = self_work[k] <= self_of[fu].len().saturating_mul(WORK_PER_ITEM);
-            if self_of[fu].len() <= 1 || cheap || self_spent.saturating_add(unit_self) <= max_work {
-                work = work.saturating_add(self_work[k]);
-                self_spent = self_spent.saturating_add(self_work[k]);
-                for &s in &self_of[fu] {
+    /// The totals of the unit's items, per column: a root's weight, and the nodes' capacities.
+    fn unit_totals(&mut self, unit: &[u32]) {
+        let (g, edges) = (self.g, self.edges);
+        self.sums.clear();
+        self.sums.resize(self.out.nc, 0);
+        for &f in unit {
+            let rows = self.self_of[f as usize]
+                .iter()
+                .map(|&s| g.self_costs.row(s as usize));
+            let calls = self.calls_out[f as usize].iter().map(|&e| edges.cost(e));
+            for row in rows.chain(calls) {
+                for (sum, &v) in self.sums.iter_mut().zip(row) {
+                    *sum += v as i128;
+                }
+            }
+        }
+        self.totals.clear();
+        self.totals
+            .extend(self.sums.iter().map(|&t| u64::try_from(t).ok()));
+    }
+
+    /// A unit nothing calls: one root node, weighing the unit's own cost, of its function with
+    /// items that has the most cost beyond what the calls into it bring (the first such: a
+    /// cycle nothing outside calls is entered there, as in step 2). False when no function of
+    /// the unit has items.
+    fn add_root(&mut self, unit: &[u32]) -> bool {
+        let has_items =
+            |f: u32| !self.self_of[f as usize].is_empty() || !self.calls_out[f as usize].is_empty();
+        let Some(f) = unit
+            .iter()
+            .copied()
+            .filter(|&f| has_items(f))
+            .min_by_key(|&f| std::cmp::Reverse(self.beyond_calls[f as usize]))
+        else {
+            return false;
+        };
+        self.weight.clear();
+        self.weight.extend(
+            self.sums
+                .iter()
+                .map(|&t| t.clamp(i64::MIN as i128, i64::MAX as i128) as i64),
+        );
+        let root = self.nodes.push(NONE, f, 0, 0, &self.weight);
+        self.nodes_of[f as usize].push(root);
+        true
+    }
+
+    /// More cost than its calls bring (a thread's start function: callgrind charges the new
+    /// thread's work to it, not to the call that created the thread; a function that is also a
+    /// root): the excess is a root node of its own, added to `nodes`, so that each call keeps
+    /// the cost the file gives it. Not for a cycle's unit, nor when some of the function's
+    /// calls made no node (their cost goes to its nodes).
+    fn add_excess_root(&mut self, unit: &[u32], nodes: &mut Vec<u32>) {
+        let &[f] = unit else {
+            return;
+        };
+        if self.in_cycle[f as usize]
+            || nodes.is_empty()
+            || self.cut_into[f as usize]
+            || self.nodes.len() >= self.max_nodes
+        {
+            return;
+        }
+        let nc = self.out.nc;
+        self.weight.clear();
+        for (k, &total) in self.sums.iter().enumerate() {
+            let called: i128 = nodes
+                .iter()
+                .map(|&n| self.nodes.weight[n as usize * nc + k] as i128)
+                .sum();
+            self.weight
+                .push((total - called).clamp(0, i64::MAX as i128) as i64);
+        }
+        if self.weight.iter().any(|&x| x > 0) {
+            nodes.push(self.nodes.push(NONE, f, 0, 0, &self.weight));
+            self.caveats.thread_roots += 1;
+        }
+    }
+
+    /// Where the unit's frames go at each of its `nodes` (see [`UnitFrames`]).
+    fn place_frames(&mut self, unit: &[u32], nodes: &[u32]) {
+        self.frames.under.clear();
+        if unit.len() > 1 {
+            for &n in nodes {
+                let f = self.nodes.func[n as usize];
+                let under = self.out.stack(
+                    self.nodes.prefix[n as usize],
+                    f,
+                    self.first_pos_of[f as usize],
+                );
+                self.frames.under.push(under);
+            }
+        }
+        self.frames.own.clear();
+        self.frames.own.extend(
+            nodes
+                .iter()
+                .map(|&n| (self.nodes.func[n as usize], self.nodes.prefix[n as usize])),
+        );
+    }
+
+    /// The self costs of the unit's functions, split over its nodes: by position, or, past the
+    /// work limit (step 5), as one item at the function's first position.
+    fn split_self_costs(&mut self, unit: &[u32]) -> Result<(), PluginError> {
+        let (g, self_of) = (self.g, self.self_of);
+        let self_work: Vec<usize> = unit
+            .iter()
+            .map(|&f| {
+                self_of[f as usize].iter().fold(0usize, |a, &s| {
+                    a.saturating_add(self.split.cost(g.self_costs.row(s as usize)))
+                })
+            })
+            .collect();
+        let unit_work = self_work.iter().fold(0usize, |a, &w| a.saturating_add(w));
+        for (&f, &work) in unit.iter().zip(&self_work) {
+            let items = &self_of[f as usize];
+            if self.work.splits_by_position(items.len(), work, unit_work) {
+                self.work.spend_on_self(work);
+                for &s in items {
                     let item = &g.selfs[s as usize];
-                    split.split(g.self_costs.row(s as usize), &mut parts);
-                    for (j, sh) in parts.iter() {
-                        let fr = frame(&mut b, f, item.addr, item.line);
-                        let stack = b.stack(base(j, f), fr);
-                        row[..nc].copy_from_slice(sh);
-                        if any_calls {
-                            row[nc] = 0;
-                        }
-                        b.add_to_stack(stack, &row)?;
+                    self.split
+                        .split(g.self_costs.row(s as usize), &mut self.parts);
+                    for (j, share) in self.parts.iter() {
+                        let prefix = self.frames.base(j, f);
+                        self.out
+                            .add_cost(prefix, f, (item.addr, item.line), share)?;
                     }
                 }
             } else {
                 // Past the work limit: the function's self costs are split as one item, at
                 // its first position (each node keeps its share; the split by line is lost).
-                merged_funcs += 1;
-                merged.iter_mut().for_each(|v| *v = 0);
-                for &s in &self_of[fu] {
+                self.caveats.merged_funcs += 1;
+                self.merged.clear();
+                self.merged.resize(self.out.nc, 0);
+                for &s in items {
                     for (c, v) in g.self_costs.row(s as usize).iter().enumerate() {
-                        merged[c] = merged[c].checked_add(*v).ok_or_else(|| {
+                        self.merged[c] = self.merged[c].checked_add(*v).ok_or_else(|| {
                             PluginError::internal(format!(
                                 "callgrind: the self costs of `{}` do not fit in 64 bits",
                                 show_name(&g.annotate_name(f))
@@ -598,101 +850,211 @@ fn build(
                         })?;
                     }
                 }
-                work = work.saturating_add(split.cost(&merged));
-                self_spent = self_spent.saturating_add(split.cost(&merged));
-                split.split(&merged, &mut parts);
-                for (j, sh) in parts.iter() {
-                    let fr = frame(&mut b, f, first_pos.0, first_pos.1);
-                    let stack = b.stack(base(j, f), fr);
-                    row[..nc].copy_from_slice(sh);
-                    if any_calls {
-                        row[nc] = 0;
-                    }
-                    b.add_to_stack(stack, &row)?;
+                self.work.spend_on_self(self.split.cost(&self.merged));
+                self.split.split(&self.merged, &mut self.parts);
+                for (j, share) in self.parts.iter() {
+                    let prefix = self.frames.base(j, f);
+                    self.out
+                        .add_cost(prefix, f, self.first_pos_of[f as usize], share)?;
                 }
             }
         }
-        if any_calls {
-            for &n in &nodes {
-                let c = node_calls[n as usize];
-                if c > 0 {
-                    let f = node_func[n as usize];
-                    let (addr, line) = first_pos_of[f as usize];
-                    let fr = frame(&mut b, f, addr, line);
-                    let stack = b.stack(node_prefix[n as usize], fr);
-                    row.iter_mut().for_each(|v| *v = 0);
-                    row[nc] = c;
-                    b.add_to_stack(stack, &row)?;
-                }
+        Ok(())
+    }
+
+    /// The calls into the unit's `nodes`, each at its function's first position.
+    fn add_call_counts(&mut self, nodes: &[u32]) -> Result<(), PluginError> {
+        if !self.out.any_calls {
+            return Ok(());
+        }
+        for &n in nodes {
+            let calls = self.nodes.calls[n as usize];
+            if calls > 0 {
+                let f = self.nodes.func[n as usize];
+                let pos = self.first_pos_of[f as usize];
+                self.out
+                    .add_calls(self.nodes.prefix[n as usize], f, pos, calls)?;
             }
         }
-        for (k, &f) in unit.iter().enumerate() {
-            for (&e, &cost) in kept[k].iter().zip(&edge_work[k]) {
-                let full = node_prefix.len() >= max_nodes;
-                if cost > WORK_PER_ITEM && (all_deep || full) {
-                    if count_work.saturating_add(cost) > max_work {
-                        cut_into[edges[e as usize].to as usize] = true;
-                        if all_deep {
-                            uncounted_deep += 1;
-                        } else {
-                            uncounted_full += 1;
-                        }
-                        continue;
-                    }
-                    count_work += cost;
-                } else if cost > WORK_PER_ITEM && edge_spent.saturating_add(cost) > max_work {
-                    // Past the work limit: no child, as past max-nodes.
-                    cut_into[edges[e as usize].to as usize] = true;
-                    unsplit_edges += 1;
-                    continue;
-                } else {
-                    work = work.saturating_add(cost);
-                    edge_spent = edge_spent.saturating_add(cost);
-                }
-                let edge = &edges[e as usize];
-                split.split(edge_cost(e), &mut parts);
-                parts.share_calls(edge.calls, &mut calls);
-                if parts.idx.is_empty() && edge.calls > 0 && !nodes.is_empty() {
-                    // Calls that cost nothing (a function callgrind counted no instruction
-                    // of, a PVM call of no ticks): kept, as KCachegrind and callgrind_annotate
-                    // list them, on one child of no weight under the caller's first node.
-                    parts.zero_share(0);
-                    calls.clear();
-                    calls.push(edge.calls.min(i64::MAX as u64) as i64);
-                }
-                for ((j, sh), &calls) in parts.iter().zip(&calls) {
-                    let n = nodes[j] as usize;
-                    let depth = node_depth[n] + 1 + u32::from(node_func[n] != f);
-                    if depth >= opts.max_depth {
-                        cut_depth += 1;
-                        cut_into[edge.to as usize] = true;
-                        continue;
-                    }
-                    if node_prefix.len() >= max_nodes {
-                        cut_budget += 1;
-                        cut_into[edge.to as usize] = true;
-                        continue;
-                    }
-                    let fr = frame(&mut b, f, edge.addr, edge.line);
-                    let prefix = b.stack(base(j, f), fr);
-                    nodes_of[edge.to as usize].push(node_prefix.len() as u32);
-                    node_prefix.push(prefix);
-                    node_func.push(edge.to);
-                    node_depth.push(depth);
-                    node_calls.push(calls);
-                    node_weight.extend_from_slice(sh);
-                }
+        Ok(())
+    }
+
+    /// Call edge `e` of the unit's function `f`, split over the unit's `nodes`: a child node
+    /// per share (step 3), but none past a limit (steps 4 and 5).
+    fn split_call_edge(&mut self, f: u32, e: u32, nodes: &[u32], all_deep: bool) {
+        let edges = self.edges;
+        let edge = &edges.list[e as usize];
+        let cost = self.split.cost(edges.cost(e));
+        let full = self.nodes.len() >= self.max_nodes;
+        let counting_only = cost > WORK_PER_ITEM && (all_deep || full);
+        if !self.work.admits_edge(cost, counting_only) {
+            self.cut_into[edge.to as usize] = true;
+            match (counting_only, all_deep) {
+                (false, _) => self.caveats.unsplit_edges += 1,
+                (true, true) => self.caveats.uncounted_deep += 1,
+                (true, false) => self.caveats.uncounted_full += 1,
             }
+            return;
+        }
+        self.split.split(edges.cost(e), &mut self.parts);
+        self.parts.share_calls(edge.calls, &mut self.calls);
+        if self.parts.idx.is_empty() && edge.calls > 0 && !nodes.is_empty() {
+            // Calls that cost nothing (a function callgrind counted no instruction of, a PVM
+            // call of no ticks): kept, as KCachegrind and callgrind_annotate list them, on one
+            // child of no weight under the caller's first node.
+            self.parts.zero_share(0);
+            self.calls.clear();
+            self.calls.push(edge.calls.min(i64::MAX as u64) as i64);
+        }
+        for ((j, share), &calls) in self.parts.iter().zip(&self.calls) {
+            let n = nodes[j] as usize;
+            let depth = self.nodes.depth[n] + 1 + u32::from(self.nodes.func[n] != f);
+            if depth >= self.max_depth {
+                self.caveats.cut_depth += 1;
+                self.cut_into[edge.to as usize] = true;
+                continue;
+            }
+            if self.nodes.len() >= self.max_nodes {
+                self.caveats.cut_budget += 1;
+                self.cut_into[edge.to as usize] = true;
+                continue;
+            }
+            let prefix = self
+                .out
+                .stack(self.frames.base(j, f), f, (edge.addr, edge.line));
+            let child = self.nodes.push(prefix, edge.to, depth, calls, share);
+            self.nodes_of[edge.to as usize].push(child);
         }
     }
+}
+
+/// Step 5: the work limit (see [`WORK_PER_NODE`]), in node shares as [`Split::cost`] counts
+/// them, and the work done. Items that take at most [`WORK_PER_ITEM`] are always split (and
+/// counted).
+struct WorkLimit {
+    max: usize,
+    /// The nodes the limit allows for (a max-nodes below the default does not lower it).
+    per_node: usize,
+    /// The self-cost positions and call edges it allows for.
+    items: usize,
+    /// The work of the splits that make nodes or costs.
+    done: usize,
+    /// Of that, the self costs' splits, and the call edges'.
+    self_spent: usize,
+    edge_spent: usize,
+    /// The work of the splits that can make no node, only counting the nodes not made.
+    count_work: usize,
+}
+
+impl WorkLimit {
+    fn new(tuning: Tuning, max_nodes: usize, nc: usize, items: usize) -> Self {
+        let per_node = max_nodes.max(crate::DEFAULT_MAX_NODES.min(NODE_CELLS / nc.max(1)));
+        let max = match tuning {
+            Tuning {
+                dense_only: true, ..
+            } => usize::MAX,
+            Tuning {
+                max_work: Some(w), ..
+            } => w,
+            _ => per_node
+                .saturating_mul(WORK_PER_NODE)
+                .saturating_add(items.saturating_mul(WORK_PER_ITEM)),
+        };
+        WorkLimit {
+            max,
+            per_node,
+            items,
+            done: 0,
+            self_spent: 0,
+            edge_spent: 0,
+            count_work: 0,
+        }
+    }
+
+    /// Whether a function's self costs (`positions` of them, whose splits take `work`) are
+    /// split by position: when that is cheap (a few shares per position, as for a root) or
+    /// when all of the unit's self-cost splits (`unit_work`) fit in their own work limit. The
+    /// call edges have a limit of their own: splitting lines only places costs within a frame,
+    /// and must not leave later calls without children (their callees' whole subtrees would
+    /// become roots).
+    fn splits_by_position(&self, positions: usize, work: usize, unit_work: usize) -> bool {
+        positions <= 1
+            || work <= positions.saturating_mul(WORK_PER_ITEM)
+            || self.self_spent.saturating_add(unit_work) <= self.max
+    }
+
+    fn spend_on_self(&mut self, work: usize) {
+        self.done = self.done.saturating_add(work);
+        self.self_spent = self.self_spent.saturating_add(work);
+    }
+
+    /// Whether a call edge whose split takes `work` is split, counting the work if so; with
+    /// `counting_only`, the split can make no node and has a limit of its own.
+    fn admits_edge(&mut self, work: usize, counting_only: bool) -> bool {
+        if counting_only {
+            if self.count_work.saturating_add(work) > self.max {
+                return false;
+            }
+            self.count_work += work;
+        } else if work > WORK_PER_ITEM && self.edge_spent.saturating_add(work) > self.max {
+            // Past the work limit: no child, as past max-nodes.
+            return false;
+        } else {
+            self.done = self.done.saturating_add(work);
+            self.edge_spent = self.edge_spent.saturating_add(work);
+        }
+        true
+    }
+}
+
+/// What the reconstruction added, left out or simplified, for the messages.
+#[derive(Default)]
+struct Caveats {
+    /// Root nodes for a function's cost beyond the calls into it.
+    thread_roots: u64,
+    /// Call edges left out by step 2.
+    edges_left_out: usize,
+    /// Nodes not made (step 4): deeper than max-depth, beyond max-nodes.
+    cut_depth: u64,
+    cut_budget: u64,
+    /// Call edges that could make no node, skipped past their work limit: from nodes at
+    /// max-depth, met past max-nodes.
+    uncounted_deep: u64,
+    uncounted_full: u64,
+    /// Past the work limit (step 5): call edges not split, functions whose self costs were
+    /// split as one item.
+    unsplit_edges: u64,
+    merged_funcs: u64,
+}
+
+/// The messages: notes on the root nodes added and the edges left out, warnings on the nodes
+/// not made and the work limit.
+fn report(
+    cx: &mut Context<'_>,
+    caveats: &Caveats,
+    work: &WorkLimit,
+    opts: &BuildOptions,
+    max_nodes: usize,
+    nc: usize,
+) {
+    let Caveats {
+        thread_roots,
+        edges_left_out,
+        cut_depth,
+        cut_budget,
+        uncounted_deep,
+        uncounted_full,
+        unsplit_edges,
+        merged_funcs,
+    } = *caveats;
     if thread_roots > 0 {
         cx.info(&format!(
             "{thread_roots} function(s) cost more than the calls into them (a thread's start, a function that is also a root): the rest is a root node of each"
         ));
     }
-    if n_back > 0 {
+    if edges_left_out > 0 {
         cx.info(&format!(
-            "{n_back} call edge(s) closing a cycle (recursion) were not expanded; their costs show at the outer level"
+            "{edges_left_out} call edge(s) closing a cycle (recursion) were not expanded; their costs show at the outer level"
         ));
     }
     let uncounted = |n: u64, whose: &str| {
@@ -735,18 +1097,12 @@ fn build(
                 "the self costs of {merged_funcs} function(s) were split over their call-tree nodes as one item, at the function's first line (per-function self costs stay exact)"
             ));
         }
+        let (max_work, per_node, items) = (work.max, work.per_node, work.items);
         cx.warn(&format!(
             "call-tree reconstruction work limit reached ({max_work} node shares: {WORK_PER_NODE} × {per_node} nodes, the larger of max-nodes and its default, plus {WORK_PER_ITEM} × {items} self-cost positions and call edges; -O max-nodes above {per_node} raises it): {}",
             what.join("; ")
         ));
     }
-    let stats = Stats {
-        work,
-        count_work,
-        max_work,
-        nodes: node_prefix.len(),
-    };
-    Ok((b.finish(), stats))
 }
 
 /// How a function's items are split over its nodes.
@@ -1193,15 +1549,9 @@ fn group_by(n: usize, keys: impl Iterator<Item = u32>) -> Vec<Vec<u32>> {
 
 /// Per function, its self cost and the costs of its calls less the costs of the calls into it,
 /// in the first event: most for the function where a cycle nothing outside calls starts.
-fn beyond_calls(
-    g: &Graph,
-    self_of: &[Vec<u32>],
-    edges: &[TEdge],
-    costs: &[i64],
-    nc: usize,
-) -> Vec<i128> {
+fn beyond_calls(g: &Graph, self_of: &[Vec<u32>], edges: &TreeEdges) -> Vec<i128> {
     let mut beyond = vec![0i128; self_of.len()];
-    if nc == 0 {
+    if edges.nc == 0 {
         return beyond;
     }
     for (f, selfs) in self_of.iter().enumerate() {
@@ -1209,8 +1559,8 @@ fn beyond_calls(
             beyond[f] += i128::from(g.self_costs.row(s as usize)[0]);
         }
     }
-    for e in edges {
-        let c = i128::from(costs[e.cost]);
+    for e in &edges.list {
+        let c = i128::from(edges.costs[e.cost]);
         beyond[e.from as usize] += c;
         beyond[e.to as usize] -= c;
     }
