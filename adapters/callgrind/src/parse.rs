@@ -1300,16 +1300,21 @@ pub fn parse_graph(input: &mut Input<'_>, cx: &mut Context<'_>) -> Result<Graph,
     r.g.self_costs = Costs::default();
     r.g.edge_costs = Costs::default();
     for_each_line(input, |line, offset| r.line(line, offset))?;
-    if let Some(Pending { line: at, .. }) = r.pending {
-        return Err(PluginError::invalid_input(format!(
-            "the input ends after the `calls=` at line {at}: its cost line (call site and inclusive costs) is missing"
-        ))
-        .at_line(at, 1));
+    if let Some(p) = &r.pending {
+        return Err(r.err_at_calls(
+            p,
+            format!(
+                "the input ends after the `calls=` at line {}: its cost line (call site and inclusive costs) is missing",
+                p.line
+            ),
+        ));
     }
     if r.cols.is_none() {
+        // At the last line, where the input ends without one.
         return Err(PluginError::invalid_input(
             "no `events:` line: a callgrind file must name its cost columns (`events: Ir ...`)",
         )
+        .at_offset(r.offset)
         .at_line(r.line_no.max(1), 1));
     }
     if r.redefined > 1 {
@@ -1990,6 +1995,8 @@ mod tests {
         assert_eq!(g.edges[0].line, 4);
     }
 
+    /// Every error names its line, and a byte offset on that line (the module doc's promise;
+    /// the input ending after a `calls=` and a file without `events:` had none).
     #[test]
     fn errors_name_the_line() {
         let cases: &[(&str, &str, u64)] = &[
@@ -2020,6 +2027,12 @@ mod tests {
             let e = graph(text).unwrap_err();
             assert!(e.message.contains(want), "{text:?}: {e}");
             assert_eq!(e.line, Some(*line), "{text:?}: {e}");
+            let offset = e.byte_offset.expect("a byte offset") as usize;
+            let line_of_offset = 1 + text.as_bytes()[..offset]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
+            assert_eq!(line_of_offset as u64, *line, "{text:?}: {e}");
             assert_eq!(graph_streaming(text).unwrap_err(), e);
         }
     }
