@@ -262,17 +262,21 @@ function fg_fit(name, px) {
 // `name` if it takes at most `room` cells, else its start and an ellipsis in `room` cells.
 function fg_cut(name, room) {
   if (fg_width(name) <= room) return name;
-  // A character's combining marks (0 cells) stay with it; half a flag (an odd regional
-  // indicator at the end) is dropped.
-  var out = "", used = 0, indicators = 0, c;
+  // A character's combining marks (0 cells) stay with it; a sequence of emoji joined by
+  // zero-width joiners is dropped whole if cut; half a flag (an odd regional indicator at the
+  // end) is dropped. As fit_label on the Rust side.
+  var out = "", used = 0, indicators = 0, cluster = 0, joined = false, c;
   for (c of name) {
     var cp = c.codePointAt(0), w = fg_cells(cp);
     if (used + w > room - 1) break;
+    if (w > 0 && !joined) cluster = out.length;
     out += c;
     used += w;
+    joined = cp === 0x200d;
     indicators = cp >= 0x1f1e6 && cp <= 0x1f1ff ? indicators + 1 : 0;
   }
-  if (indicators % 2 === 1) out = out.slice(0, -2); // a regional indicator is 2 UTF-16 units
+  if (joined) out = out.slice(0, cluster);
+  else if (indicators % 2 === 1) out = out.slice(0, -2); // a regional indicator is 2 UTF-16 units
   return out + "\u2026";
 }
 

@@ -258,8 +258,9 @@ pub fn merged(
 ///
 /// Cost: one pass over the samples and two over the stacks, plus a sort of the drawn frames
 /// among their siblings and a binary search among them per undrawn child of a drawn frame
-/// (`order_drawn`); memory: one `u32` per stack (an `i64` when totals need more) and one bit,
-/// where the call tree needs about 60 bytes per node. `min_value` gives the pruning threshold
+/// (`order_drawn`); memory: one `u32` per stack (an `i64` when totals need more), two bits,
+/// and 8 bytes per stack placed (a drawn frame's children), where the call tree needs about 60
+/// bytes per node. `min_value` gives the pruning threshold
 /// for a total. Also returns how many stacks have a negative self value (drawn as zero).
 pub fn merged_from_stacks(
     p: &ProfileRef<'_>,

@@ -858,6 +858,9 @@ pub fn char_cells(c: char) -> usize {
     }
 }
 
+/// Joins the emoji before and after it into one (`👨‍👩‍👧`).
+const ZERO_WIDTH_JOINER: char = '\u{200d}';
+
 /// A regional indicator (`🇫`): two of them draw one flag.
 fn is_regional_indicator(c: char) -> bool {
     matches!(c, '\u{1f1e6}'..='\u{1f1ff}')
@@ -882,20 +885,30 @@ pub fn fit_label(name: &str, px: f64, char_w: f64, out: &mut String) {
     }
     let mut used = 0;
     let mut indicators = 0; // regional indicators in a row at the end of the label
+    // Where the last character joined to the ones after it by zero-width joiners (an emoji
+    // sequence such as 👨‍👩‍👧) starts in `out`, and whether the last one pushed is a joiner.
+    let (mut cluster, mut joined) = (out.len(), false);
     for c in name.chars() {
         let w = char_cells(c);
         if used + w > room - 1 {
             break;
         }
+        if w > 0 && !joined {
+            cluster = out.len();
+        }
         out.push(c);
         used += w;
+        joined = c == ZERO_WIDTH_JOINER;
         indicators = if is_regional_indicator(c) {
             indicators + 1
         } else {
             0
         };
     }
-    if indicators % 2 == 1 {
+    if joined {
+        // Cut inside a joined sequence: its start alone would draw another emoji (🏳️ of 🏳️‍🌈).
+        out.truncate(cluster);
+    } else if indicators % 2 == 1 {
         out.pop(); // half a flag
     }
     out.push('\u{2026}');
@@ -1072,6 +1085,12 @@ mod tests {
             fit(&thumbs, 80.0),
             format!("{}\u{2026}", "\u{1f44d}\u{1f3fd}".repeat(3))
         );
+        // A family (man ZWJ woman ZWJ girl ZWJ boy) cut in a 6-cell room: not its first two
+        // members and a joiner, but nothing of it; a rainbow flag not as a white flag.
+        let family = "\u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467}\u{200d}\u{1f466}";
+        assert_eq!(fit(&format!("a{family}"), 60.0), "a\u{2026}");
+        let rainbow = "\u{1f3f3}\u{fe0f}\u{200d}\u{1f308}";
+        assert_eq!(fit(&format!("ab{rainbow}cd"), 50.0), "ab\u{2026}");
         // Flags 🇫🇷🇩🇪🇯🇵 in a 6-cell room: five cells before the ellipsis would end in half a
         // flag (🇯, drawn as a lone letter).
         let flags = "\u{1f1eb}\u{1f1f7}\u{1f1e9}\u{1f1ea}\u{1f1ef}\u{1f1f5}x";
