@@ -1095,6 +1095,117 @@ fn one_node_functions_total_their_callgrind_annotate_inclusive_cost() {
     }
 }
 
+/// `bytes` read with the reader option `positions=VALUE`, and its messages.
+fn parse_callgrind_at(bytes: &[u8], positions: &str) -> (Profile, Vec<String>) {
+    let mut messages = Vec::new();
+    let mut sink = |_: u32, m: &str| messages.push(m.to_string());
+    let mut cx = Context::with_sink(&mut sink);
+    let options = Options::new(vec![("positions".into(), Some(positions.into()))]);
+    let p = <Callgrind as Format>::parse(&mut Input::from_slice(bytes), &options, &mut cx)
+        .expect("parse");
+    (p, messages)
+}
+
+/// Self cost (first column) per (`file:function`, line) of a callgrind file, as
+/// callgrind_annotate's per-line annotation adds it up (instructions of one line together).
+fn self_by_line(g: &Graph) -> BTreeMap<(String, u32), i64> {
+    let mut m = BTreeMap::new();
+    for (i, s) in g.selfs.iter().enumerate() {
+        *m.entry((g.annotate_name(s.func), s.line)).or_insert(0) += g.self_costs.row(i)[0];
+    }
+    m.retain(|_, v| *v != 0);
+    m
+}
+
+/// A file written with `--dump-instr=yes` makes a stack per instruction of each call-tree
+/// node's function (a 10.7 MB file of a gcc compile took 600 MB for a flame graph, which draws
+/// no positions). Read with `-O positions=line`, it is the same run as recorded without
+/// `--dump-instr=yes` (valgrind wrote both fixtures from one program): the same call tree and
+/// costs, with fewer stacks and no addresses; the callgrind written from it still gives the
+/// self cost of every line.
+#[test]
+fn an_instr_file_read_by_line_is_the_run_recorded_by_line_with_fewer_stacks() {
+    let instr_bytes = read_fixture("callgrind/real/demo-instr.callgrind.out");
+    let line_bytes = read_fixture("callgrind/real/demo.callgrind.out");
+    let (instr, _) = parse_callgrind(&instr_bytes);
+    let (by_line, messages) = parse_callgrind_at(&instr_bytes, "line");
+    assert!(messages.is_empty(), "{messages:?}");
+    let (recorded, _) = parse_callgrind(&line_bytes);
+    for order in [TreeOrder::Total, TreeOrder::FirstSeen] {
+        assert_eq!(tree_text(&by_line, order), tree_text(&recorded, order));
+    }
+    assert_eq!(parsed_self(&by_line), parsed_self(&instr));
+    let (n_instr, n_line) = (instr.stacks.prefix.len(), by_line.stacks.prefix.len());
+    assert!(
+        n_line * 2 < n_instr,
+        "{n_line} stacks by line, {n_instr} by instruction"
+    );
+    assert!(
+        by_line
+            .frames
+            .address
+            .iter()
+            .all(|&a| a == profconv_ir::NO_ADDRESS)
+    );
+    // Written back: `positions: line`, the self cost of every line the instructions' sum.
+    let text = emit_text(&by_line);
+    assert!(text.contains("\npositions: line\n"), "{text}");
+    assert_eq!(
+        self_by_line(&graph_of(text.as_bytes())),
+        self_by_line(&graph_of(&instr_bytes))
+    );
+    if let Some(tool) = annotate_tool() {
+        let file = scratch("demo-instr.by-line.callgrind", text.as_bytes());
+        let g = graph_of(&instr_bytes);
+        let a = run_annotate(&tool, &file, false, &objects(&g));
+        let want = parse_annotate(
+            &String::from_utf8_lossy(&read_fixture("callgrind/real/demo-instr.annotate-self.txt")),
+            &objects(&g),
+        );
+        assert_eq!(a.totals, want.totals);
+        assert_eq!(first_col(&a), first_col(&want));
+    }
+}
+
+/// `-O positions=function`: one frame per call-tree node (no address, no line), every
+/// function's self cost and the total as the file gives them, fewer stacks still; each
+/// function path of the tree is one stack. The option takes only its three values.
+#[test]
+fn an_instr_file_read_by_function_has_one_frame_per_node_and_every_cost() {
+    let bytes = read_fixture("callgrind/real/demo-instr.callgrind.out");
+    let (instr, _) = parse_callgrind(&bytes);
+    let (by_line, _) = parse_callgrind_at(&bytes, "line");
+    let (by_func, messages) = parse_callgrind_at(&bytes, " function ");
+    assert!(messages.is_empty(), "{messages:?}");
+    assert_eq!(parsed_self(&by_func), parsed_self(&instr));
+    let total = |p: &Profile| p.samples.values[0].iter().sum::<i64>();
+    assert_eq!(total(&by_func), total(&instr));
+    assert!(
+        by_func
+            .frames
+            .address
+            .iter()
+            .all(|&a| a == profconv_ir::NO_ADDRESS)
+            && by_func.frames.line.iter().all(|&l| l == NONE)
+    );
+    let stacks = by_func.stacks.prefix.len();
+    assert!(stacks < by_line.stacks.prefix.len());
+    assert_eq!(stacks, CallTree::build(&by_func.view()).unwrap().len());
+    // The default is the file's positions.
+    let (given, _) = parse_callgrind_at(&bytes, "instr");
+    assert_eq!(emit_text(&given), emit_text(&instr));
+    let err = <Callgrind as Format>::check_parse_options(&Options::new(vec![(
+        "positions".into(),
+        Some("address".into()),
+    )]))
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("option positions=address: expected `instr`, `line` or `function`"),
+        "{err}"
+    );
+}
+
 /// A dump taken mid-run (`--dump-every-bb`, `callgrind_control -d`) has a `calls=0` line for
 /// each call still active, with its cost so far: read as calls (as the format and KCachegrind
 /// read them), the profile's total is the file's `totals:` line. Read as self cost (what
@@ -1293,6 +1404,7 @@ fn build_limits_keep_self_costs() {
         &BuildOptions {
             max_depth: 4,
             max_nodes: 50,
+            ..BuildOptions::default()
         },
         &mut Context::with_sink(&mut sink),
     )

@@ -2,6 +2,7 @@
 //! edges with call counts and inclusive costs. [`crate::build_profile`] turns it into a tree.
 
 use profconv_plugin::ir::NONE;
+use std::collections::HashMap;
 
 /// Costs: one value per event column per row. Rows are stored `pitch` values apart, `stride`
 /// of them used; a later part of the file that adds events widens every row, the pitch growing
@@ -187,6 +188,37 @@ pub struct Edge {
     pub calls: u64,
 }
 
+/// The positions the call tree's frames keep (`-O positions`): a flame graph draws none, and
+/// each position of a node's function is a stack of its own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Positions {
+    /// The file's: instruction addresses and lines (`--dump-instr=yes`), or lines.
+    #[default]
+    Instr,
+    /// Lines, no addresses: a function's costs at the instructions of one line are one item.
+    Line,
+    /// None: one self cost per function, one call edge per caller and callee.
+    Function,
+}
+
+impl Positions {
+    /// The option's values, as `-O positions=` takes them.
+    pub const NAMES: [(&'static str, Positions); 3] = [
+        ("instr", Positions::Instr),
+        ("line", Positions::Line),
+        ("function", Positions::Function),
+    ];
+
+    /// What is kept of a position.
+    fn keep(self, addr: Option<u64>, line: u32) -> (Option<u64>, u32) {
+        match self {
+            Positions::Instr => (addr, line),
+            Positions::Line => (None, line),
+            Positions::Function => (None, 0),
+        }
+    }
+}
+
 /// Everything a callgrind file said, aggregated: memory grows with distinct functions,
 /// positions and edges, not with the file's size.
 #[derive(Clone, Debug, Default)]
@@ -260,6 +292,86 @@ impl Graph {
         self.edges = kept;
         self.edge_costs = costs;
         dropped
+    }
+
+    /// Whether some self cost or call edge has a position that `p` drops.
+    pub fn has_positions_beyond(&self, p: Positions) -> bool {
+        let beyond = |addr, line| p.keep(addr, line) != (addr, line);
+        self.selfs.iter().any(|s| beyond(s.addr, s.line))
+            || self.edges.iter().any(|e| beyond(e.addr, e.line))
+    }
+
+    /// Keeps only the positions `p` keeps: a function's self costs at positions that become
+    /// alike are one, as are a caller's call edges into one callee (calls and costs added), in
+    /// first-seen order. Errs (naming the function) when a sum leaves 64 bits.
+    pub fn merge_positions(&mut self, p: Positions) -> Result<(), String> {
+        if !self.has_positions_beyond(p) {
+            return Ok(());
+        }
+        let mut index: HashMap<(u32, Option<u64>, u32), usize> = HashMap::new();
+        let mut selfs: Vec<SelfCost> = Vec::new();
+        let mut costs = Costs {
+            pitch: self.self_costs.pitch,
+            stride: self.self_costs.stride,
+            data: Vec::new(),
+        };
+        for (i, s) in self.selfs.iter().enumerate() {
+            let (addr, line) = p.keep(s.addr, s.line);
+            let row = *index.entry((s.func, addr, line)).or_insert_with(|| {
+                selfs.push(SelfCost {
+                    func: s.func,
+                    addr,
+                    line,
+                });
+                costs.push_zero()
+            });
+            for (k, &v) in self.self_costs.row(i).iter().enumerate() {
+                if !costs.add(row, k, v) {
+                    return Err(format!(
+                        "the self costs of `{}` at one position do not fit in 64 bits",
+                        self.annotate_name(s.func)
+                    ));
+                }
+            }
+        }
+        self.selfs = selfs;
+        self.self_costs = costs;
+
+        let mut index: HashMap<(u32, Option<u64>, u32, u32), usize> = HashMap::new();
+        let mut edges: Vec<Edge> = Vec::new();
+        let mut costs = Costs {
+            pitch: self.edge_costs.pitch,
+            stride: self.edge_costs.stride,
+            data: Vec::new(),
+        };
+        for (i, e) in self.edges.iter().enumerate() {
+            let (addr, line) = p.keep(e.addr, e.line);
+            let row = *index
+                .entry((e.caller, addr, line, e.callee))
+                .or_insert_with(|| {
+                    edges.push(Edge {
+                        addr,
+                        line,
+                        calls: 0,
+                        ..*e
+                    });
+                    costs.push_zero()
+                });
+            // The calls of the file (but self-calls) add up to at most 2^63-1.
+            edges[row].calls = edges[row].calls.saturating_add(e.calls);
+            for (k, &v) in self.edge_costs.row(i).iter().enumerate() {
+                if !costs.add(row, k, v) {
+                    return Err(format!(
+                        "the inclusive costs of the calls from `{}` to `{}` do not fit in 64 bits",
+                        self.annotate_name(e.caller),
+                        self.annotate_name(e.callee)
+                    ));
+                }
+            }
+        }
+        self.edges = edges;
+        self.edge_costs = costs;
+        Ok(())
     }
 
     /// Keeps the event columns whose `keep` is true (one per event), in their order.

@@ -39,7 +39,7 @@ use profconv_plugin::{Context, Format, Input, OptionDesc, Options, Output, Plugi
 pub use emit::{
     EmitOptions, ROOT_CALLER, ROOT_CALLER_DESC, emit_callgrind, emit_callgrind_validated,
 };
-pub use graph::{Costs, Edge, Event, Func, Graph, SelfCost};
+pub use graph::{Costs, Edge, Event, Func, Graph, Positions, SelfCost};
 pub use parse::{CELLS_PER_BYTE, FREE_CELLS, MAX_EVENTS, parse_graph, sniff};
 pub use tree::{BuildOptions, NODE_CELLS, WORK_PER_ITEM, WORK_PER_NODE, build_profile};
 
@@ -54,7 +54,11 @@ pub fn parse_callgrind(
     options: &BuildOptions,
     cx: &mut Context<'_>,
 ) -> Result<Profile, PluginError> {
-    let graph = parse_graph(input, cx)?;
+    let mut graph = parse_graph(input, cx)?;
+    // In place: build_profile would merge a copy.
+    graph
+        .merge_positions(options.positions)
+        .map_err(PluginError::invalid_input)?;
     build_profile(&graph, options, cx)
 }
 
@@ -70,6 +74,19 @@ fn build_options(options: &Options) -> Result<BuildOptions, PluginError> {
         max_nodes: options
             .parse_in("max-nodes", 1..=usize::MAX, "a number of nodes")?
             .unwrap_or(DEFAULT_MAX_NODES),
+        positions: match options.get("positions").map(str::trim) {
+            None | Some("") => Positions::Instr,
+            Some(v) => Positions::NAMES
+                .iter()
+                .find(|(name, _)| *name == v)
+                .map(|&(_, p)| p)
+                .ok_or_else(|| {
+                    PluginError::bad_option(format!(
+                        "option positions={}: expected `instr`, `line` or `function`",
+                        profconv_plugin::quote_input(v.as_bytes(), 40)
+                    ))
+                })?,
+        },
     })
 }
 
@@ -95,6 +112,12 @@ impl Format for Callgrind {
             "max-nodes",
             "1000000",
             "most call-tree nodes reconstructed from the call graph",
+        )
+        .parse_only(),
+        OptionDesc::string(
+            "positions",
+            "instr",
+            "positions the frames keep: `instr` (the file's: addresses and lines), `line` (a function's costs at the instructions of a line merged) or `function` (one frame per call-tree node; least memory, all a flame graph draws)",
         )
         .parse_only(),
     ];

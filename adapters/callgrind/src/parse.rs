@@ -2281,6 +2281,7 @@ mod tests {
         let options = crate::BuildOptions {
             max_depth: crate::DEFAULT_MAX_DEPTH,
             max_nodes: crate::DEFAULT_MAX_NODES,
+            ..crate::BuildOptions::default()
         };
         let p = crate::build_profile(&g, &options, cx)?;
         let tree = profconv_plugin::ir::testing::first_seen_tree(&p.view(), true);

@@ -50,7 +50,7 @@
 //! not counted), and a callee's costs are split by the caller's share of the calls' cost, not
 //! by what that caller really caused.
 
-use crate::graph::Graph;
+use crate::graph::{Graph, Positions};
 use crate::parse::show_name;
 use profconv_plugin::ir::{NONE, Profile, ProfileBuilder, ValueKind};
 use profconv_plugin::{Context, PluginError};
@@ -63,6 +63,8 @@ pub struct BuildOptions {
     pub max_depth: u32,
     /// Most nodes.
     pub max_nodes: usize,
+    /// The positions the frames keep.
+    pub positions: Positions,
 }
 
 impl Default for BuildOptions {
@@ -70,6 +72,7 @@ impl Default for BuildOptions {
         BuildOptions {
             max_depth: crate::DEFAULT_MAX_DEPTH,
             max_nodes: crate::DEFAULT_MAX_NODES,
+            positions: Positions::Instr,
         }
     }
 }
@@ -129,12 +132,20 @@ impl TreeEdges {
     }
 }
 
-/// Parses nothing: builds the call-tree profile of `g`.
+/// Parses nothing: builds the call-tree profile of `g` (of a copy whose positions are merged
+/// when `g` has positions `opts.positions` drops: see [`Graph::merge_positions`]).
 pub fn build_profile(
     g: &Graph,
     opts: &BuildOptions,
     cx: &mut Context<'_>,
 ) -> Result<Profile, PluginError> {
+    if g.has_positions_beyond(opts.positions) {
+        let mut merged = g.clone();
+        merged
+            .merge_positions(opts.positions)
+            .map_err(PluginError::invalid_input)?;
+        return build(&merged, opts, Tuning::default(), cx).map(|(p, _)| p);
+    }
     build(g, opts, Tuning::default(), cx).map(|(p, _)| p)
 }
 
@@ -228,6 +239,8 @@ fn build(
     }
 
     report(cx, &tree.caveats, &tree.work, opts, max_nodes, nc);
+    let stacks = tree.out.b.profile().stacks.prefix.len();
+    report_positions(cx, g, opts.positions, stacks, tree.nodes.len());
     let stats = Stats {
         work: tree.work.done,
         count_work: tree.work.count_work,
@@ -1105,6 +1118,41 @@ fn report(
     }
 }
 
+/// A warning when a file's positions make more than [`MANY_STACKS`] stacks, and more than
+/// [`STACKS_PER_NODE`] per call-tree node: each position of a node's function is a frame of its
+/// own (an instruction, with `--dump-instr=yes`), and `-O positions` can merge them.
+fn report_positions(
+    cx: &mut Context<'_>,
+    g: &Graph,
+    positions: Positions,
+    stacks: usize,
+    nodes: usize,
+) {
+    if stacks <= MANY_STACKS.max(nodes.saturating_mul(STACKS_PER_NODE)) {
+        return;
+    }
+    let fewer = if g.has_positions_beyond(Positions::Line) {
+        "-O positions=line (a frame per line) or -O positions=function (a frame per node)"
+    } else if g.has_positions_beyond(Positions::Function) {
+        "-O positions=function (a frame per node)"
+    } else {
+        return;
+    };
+    let (what, _) = Positions::NAMES
+        .iter()
+        .find(|(_, p)| *p == positions)
+        .copied()
+        .unwrap_or(("instr", Positions::Instr));
+    cx.warn(&format!(
+        "{stacks} stacks for {nodes} call-tree nodes: each position of a node's function (positions={what}) is a frame of its own; {fewer} takes less memory and time (a flame graph draws no positions)"
+    ));
+}
+
+/// See [`report_positions`].
+pub const MANY_STACKS: usize = 1 << 20;
+/// See [`report_positions`].
+pub const STACKS_PER_NODE: usize = 4;
+
 /// How a function's items are split over its nodes.
 ///
 /// Per event column, each node has a *capacity*: its share of the function's total in that
@@ -1912,6 +1960,7 @@ mod tests {
             BuildOptions {
                 max_depth: 2,
                 max_nodes: 100,
+                ..BuildOptions::default()
             },
         );
         assert_eq!(
@@ -1998,6 +2047,66 @@ mod tests {
         assert!(
             !messages.iter().any(|m| m.contains("redefined")),
             "{messages:?}"
+        );
+    }
+
+    /// Instruction positions that make many stacks per call-tree node get a warning naming
+    /// `-O positions`; the library's `build_profile` merges a copy of the graph when asked to.
+    #[test]
+    fn many_stacks_per_node_from_positions_name_the_positions_option() {
+        let text = "positions: instr line\nevents: Ir\n\nfn=main\n0x10 3 5\n0x14 3 7\n0x20 4 1\n";
+        let g = parse_graph(
+            &mut Input::from_slice(text.as_bytes()),
+            &mut Context::silent(),
+        )
+        .unwrap();
+        let warned = |g: &Graph, p: Positions, stacks: usize, nodes: usize| {
+            let mut messages = Vec::new();
+            let mut sink = |_: u32, m: &str| messages.push(m.to_string());
+            report_positions(&mut Context::with_sink(&mut sink), g, p, stacks, nodes);
+            messages
+        };
+        let m = warned(&g, Positions::Instr, MANY_STACKS + 1, 10);
+        assert!(
+            m.len() == 1
+                && m[0].contains(&format!(
+                    "{} stacks for 10 call-tree nodes",
+                    MANY_STACKS + 1
+                ))
+                && m[0].contains("-O positions=line (a frame per line) or -O positions=function"),
+            "{m:?}"
+        );
+        assert!(warned(&g, Positions::Instr, MANY_STACKS, 10).is_empty());
+        assert!(warned(&g, Positions::Instr, 4 * MANY_STACKS, MANY_STACKS).is_empty());
+        let mut by_line = g.clone();
+        by_line.merge_positions(Positions::Line).unwrap();
+        let m = warned(&by_line, Positions::Line, MANY_STACKS + 1, 10);
+        assert!(
+            m.len() == 1
+                && m[0].contains("(positions=line)")
+                && m[0].contains("; -O positions=function (a frame per node) takes less"),
+            "{m:?}"
+        );
+        let mut by_func = g.clone();
+        by_func.merge_positions(Positions::Function).unwrap();
+        assert!(warned(&by_func, Positions::Function, MANY_STACKS + 1, 10).is_empty());
+
+        let read = |positions| {
+            let opts = BuildOptions {
+                positions,
+                ..BuildOptions::default()
+            };
+            build_profile(&g, &opts, &mut Context::silent()).unwrap()
+        };
+        let stacks = |p: &Profile| (p.stacks.prefix.len(), p.samples.values[0].clone());
+        assert_eq!(stacks(&read(Positions::Instr)), (3, vec![5, 7, 1]));
+        assert_eq!(stacks(&read(Positions::Line)), (2, vec![12, 1]));
+        assert_eq!(stacks(&read(Positions::Function)), (1, vec![13]));
+        assert_eq!(
+            stacks(
+                &build_profile(&by_line, &BuildOptions::default(), &mut Context::silent()).unwrap()
+            ),
+            (2, vec![12, 1])
         );
     }
 
@@ -2307,6 +2416,7 @@ mod tests {
         let opts = BuildOptions {
             max_depth: 1000,
             max_nodes: 300,
+            ..BuildOptions::default()
         };
         let (p, stats, messages) = built(&text, opts, Tuning::default());
         let selfs = 1 + 1 + 2 * 500;
@@ -2339,6 +2449,7 @@ mod tests {
         let deep = BuildOptions {
             max_depth: 8,
             max_nodes: 1_000_000,
+            ..BuildOptions::default()
         };
         let (_, stats, messages) = built(&text, deep, small);
         assert!(stats.count_work <= 2000, "{stats:?}");
@@ -2649,6 +2760,7 @@ mod tests {
             &BuildOptions {
                 max_depth: 100,
                 max_nodes: 100,
+                ..BuildOptions::default()
             },
             &mut profconv_plugin::Context::silent(),
         )
