@@ -709,14 +709,25 @@ impl LineWriter {
             };
             match calls {
                 Some(c) if p.sample_values[c][i] > 0 => {
-                    // A new call of the leaf: close what is not its caller.
+                    // A new call of the leaf: close what is not its caller, nor a caller's.
                     let caller = p.stack_prefix[s as usize];
-                    while open.last().is_some_and(|&(o, _)| o != caller) {
-                        open.pop();
-                    }
-                    if caller != NONE && open.is_empty() {
-                        // The caller was not seen opening (a trace cut at its start).
-                        open.push((caller, usize::MAX));
+                    if caller == NONE {
+                        open.clear();
+                    } else {
+                        let common = open_in(&open, caller, &depth, p.stack_prefix, &mut chain);
+                        open.truncate(common);
+                        if common == 0 {
+                            // The caller was not seen opening (a trace cut at its start).
+                            open.push((caller, usize::MAX));
+                        } else {
+                            // Callers between the deepest open one and the leaf start here
+                            // (after `-T collapse-rec`), each a line before its callees', as
+                            // the SVG flame chart draws them.
+                            for &c in chain.iter().rev() {
+                                open.push((c, lines.len()));
+                                lines.push((c, [0, 0]));
+                            }
+                        }
                     }
                     open.push((s, lines.len()));
                     lines.push((s, v));
@@ -725,7 +736,9 @@ impl LineWriter {
                     // More of a call under way: back to the deepest open call the sample is
                     // in (its own, or a caller), as the SVG flame chart reads it. The calls
                     // inside that one have ended; a leaf not open starts a line of its own
-                    // (after `-T collapse-rec`, a caller resumes with no new call).
+                    // (after `-T collapse-rec`, a caller resumes with no new call), and so
+                    // does each caller between it and that open call, before it, as the SVG
+                    // draws them: the lines stay a pre-order of the calls.
                     let common = open_in(&open, s, &depth, p.stack_prefix, &mut chain);
                     open.truncate(common);
                     match (chain.split_first(), open.last_mut()) {
@@ -736,7 +749,10 @@ impl LineWriter {
                         }
                         (Some((_, between)), _) => {
                             if common > 0 {
-                                open.extend(between.iter().rev().map(|&c| (c, usize::MAX)));
+                                for &c in between.iter().rev() {
+                                    open.push((c, lines.len()));
+                                    lines.push((c, [0, 0]));
+                                }
                             }
                             open.push((s, lines.len()));
                             lines.push((s, v));
@@ -1198,10 +1214,11 @@ mod tests {
     }
 
     /// A flame chart of samples with a calls column, where some calls were never seen starting
-    /// (no sample with a call on them): callers between an open call and a deeper sample stay
-    /// open, so the outer call continues after a new call under them; a trace cut inside a
-    /// call (its first sample deep, its caller not a root) continues that call; a sample on a
-    /// sibling of the open call, with no call, starts a line of its own.
+    /// (no sample with a call on them): callers between an open call and a deeper sample start
+    /// there (each a line) and stay open, so the outer call continues after a new call under
+    /// them; a trace cut inside a call (its first sample deep, its caller not a root) continues
+    /// that call; a sample on a sibling of the open call, with no call, starts a line of its
+    /// own.
     #[test]
     fn a_flamechart_follows_calls_it_did_not_see_start() {
         let chart = |rows: &[(&[&str], i64)]| {
@@ -1215,8 +1232,9 @@ mod tests {
             }
             emit(&b.finish(), CHART)
         };
-        // `a;b` is not seen called: it stays open under `a` while `e` is called from it, and
-        // `a` then continues its first call.
+        // `a;b` is not seen called: it starts with `a;b;c` (a line of 0 before its callees',
+        // as the SVG flame chart draws its frame) and stays open under `a` while `e` is
+        // called from it, and `a` then continues its first call.
         assert_eq!(
             chart(&[
                 (&["a"], 1),
@@ -1224,7 +1242,7 @@ mod tests {
                 (&["a", "b", "e"], 1),
                 (&["a"], 0)
             ]),
-            "a 2\na;b;c 1\na;b;e 1\n"
+            "a 2\na;b 0\na;b;c 1\na;b;e 1\n"
         );
         // Cut inside `a;b`: the call of `c` continues after its callee `d`.
         assert_eq!(
@@ -1244,6 +1262,65 @@ mod tests {
         assert_eq!(
             chart(&[(&["a", "b", "c"], 1), (&["x", "y"], 0), (&["x", "y"], 0)]),
             "a;b;c 1\nx;y 2\n"
+        );
+    }
+
+    /// After `-T collapse-rec`, a caller resumes on a stack whose callers between it and the
+    /// deepest open call were never seen called (`a;b;x;a` collapsed to `a`, then `a;b;x`
+    /// again): those callers start there, as the SVG flame chart draws them, so each gets a
+    /// line before its callees and the lines stay a pre-order of the calls, the debugger's
+    /// flame chart that the PVM reader reads back.
+    #[test]
+    fn callers_opened_by_a_resumed_sample_get_their_line_before_their_callees() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("ticks", "ticks", ValueKind::Weight);
+        b.add_value_type("calls", "count", ValueKind::Count);
+        b.set_flags(profconv_plugin::ir::flags::ORDERED);
+        for &(names, calls) in &[
+            (&["k"][..], 1),
+            (&["k", "b"], 1),
+            (&["k", "b", "c"], 1),
+            (&["k"], 0),
+            (&["k", "y"], 1),
+            (&["k"], 0),
+            (&["k", "b", "c"], 0),
+            (&["k", "b"], 0),
+            (&["k"], 0),
+        ] {
+            let s = b.stack_of_names(names);
+            b.push_sample(s, None, &[1, calls]);
+        }
+        assert_eq!(
+            emit(&b.finish(), CHART),
+            "k 4\nk;b 1\nk;b;c 1\nk;y 1\nk;b 1\nk;b;c 1\n"
+        );
+    }
+
+    /// The same with a new call whose caller was never seen called (`a;b;x;a` collapsed to
+    /// `a`, then `a;b;x;y` called from the inner `a`'s caller): `a;b` and `a;b;x` start there
+    /// under the open `a`, which continues its one call; nothing is read as a cut trace.
+    #[test]
+    fn a_new_call_under_callers_not_open_opens_them_under_the_open_call() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("ticks", "ticks", ValueKind::Weight);
+        b.add_value_type("calls", "count", ValueKind::Count);
+        b.set_flags(profconv_plugin::ir::flags::ORDERED);
+        for &(names, ticks, calls) in &[
+            (&["a"][..], 1, 1),
+            (&["a", "b"], 1, 1),
+            (&["a", "b", "x"], 1, 1),
+            (&["a"], 1, 0),
+            (&["a", "b", "x", "y"], 2, 1),
+            (&["a", "b", "x"], 1, 0),
+            (&["a", "b"], 1, 0),
+            (&["a"], 1, 0),
+        ] {
+            let s = b.stack_of_names(names);
+            b.push_sample(s, None, &[ticks, calls]);
+        }
+        assert_eq!(
+            emit(&b.finish(), CHART),
+            "a 3\na;b 1\na;b;x 1\na;b 1\na;b;x 1\na;b;x;y 2\n"
         );
     }
 
