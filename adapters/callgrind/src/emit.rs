@@ -1910,22 +1910,27 @@ mod tests {
         );
     }
 
-    #[test]
-    fn estimate_follows_seed_003() {
+    /// One sample of 1 on each stack, in this order (a profile with sample order, no calls).
+    fn ordered_samples(stacks: &[&[&str]]) -> Profile {
         let mut b = ProfileBuilder::new();
         b.add_value_type("samples", "count", ValueKind::Weight);
         b.set_flags(flags::ORDERED);
-        for stack in [
-            &["a", "b", "c"][..],
+        for stack in stacks {
+            let s = b.stack_of_names(stack);
+            b.push_sample(s, None, &[1]);
+        }
+        b.finish()
+    }
+
+    #[test]
+    fn estimate_follows_seed_003() {
+        let text = emit(&ordered_samples(&[
+            &["a", "b", "c"],
             &["a", "b", "d"],
             &["a", "b"],
             &["a", "e"],
             &["a", "b"],
-        ] {
-            let s = b.stack_of_names(stack);
-            b.push_sample(s, None, &[1]);
-        }
-        let text = emit(&b.finish());
+        ]));
         // a->b: entered at sample 1, again at 5 (after a;e). b->c 1, b->d 1, a->e 1.
         assert!(text.contains("cfn=(2) b\ncalls=2 0\n0 4\n"), "{text}");
         assert!(text.contains("ESTIMATED"));
@@ -1936,23 +1941,17 @@ mod tests {
     /// that shares a prefix continues the calls along it.
     #[test]
     fn estimate_counts_the_seed_003_example() {
-        let mut b = ProfileBuilder::new();
-        b.add_value_type("samples", "count", ValueKind::Weight);
-        b.set_flags(flags::ORDERED);
-        for stack in [
-            &["a", "b", "c", "d", "d", "g", "x"][..],
+        let p = ordered_samples(&[
+            &["a", "b", "c", "d", "d", "g", "x"],
             &["a", "b", "c", "d", "d"],
             &["a", "b", "c", "d"],
             &["a", "b", "c", "d", "d"],
             &["a", "b", "e", "f", "g"],
-        ] {
-            let s = b.stack_of_names(stack);
-            b.push_sample(s, None, &[1]);
-        }
+        ]);
         // The seed's counts: a -> b, b -> c, b -> e, c -> d, d -> g, e -> f, f -> g, g -> x once
         // each, d -> d twice.
         assert_eq!(
-            body(&emit(&b.finish())),
+            body(&emit(&p)),
             "\nsummary: 5\n\nfl=(1) ???\nfn=(1) a\ncfi=(1)\ncfn=(2) b\ncalls=1 0\n0 5\n\nfn=(2)\ncfi=(1)\ncfn=(3) c\ncalls=1 0\n0 4\ncfi=(1)\ncfn=(4) e\ncalls=1 0\n0 1\n\nfn=(3)\ncfi=(1)\ncfn=(5) d\ncalls=1 0\n0 4\n\nfn=(5)\n0 3\ncfi=(1)\ncfn=(5)\ncalls=2 0\n0 0\ncfi=(1)\ncfn=(6) g\ncalls=1 0\n0 1\n\nfn=(4)\ncfi=(1)\ncfn=(7) f\ncalls=1 0\n0 1\n\nfn=(7)\ncfi=(1)\ncfn=(6)\ncalls=1 0\n0 1\n\nfn=(6)\n0 1\ncfi=(1)\ncfn=(8) x\ncalls=1 0\n0 1\n\nfn=(8)\n0 1\n\ntotals: 5\n"
         );
     }

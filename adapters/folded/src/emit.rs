@@ -1265,6 +1265,19 @@ mod tests {
         );
     }
 
+    /// An ordered profile of ticks and calls, one sample per row: (stack, ticks, calls).
+    fn ticks_and_calls(rows: &[(&[&str], i64, i64)]) -> Profile {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("ticks", "ticks", ValueKind::Weight);
+        b.add_value_type("calls", "count", ValueKind::Count);
+        b.set_flags(profconv_plugin::ir::flags::ORDERED);
+        for &(names, ticks, calls) in rows {
+            let s = b.stack_of_names(names);
+            b.push_sample(s, None, &[ticks, calls]);
+        }
+        b.finish()
+    }
+
     /// After `-T collapse-rec`, a caller resumes on a stack whose callers between it and the
     /// deepest open call were never seen called (`a;b;x;a` collapsed to `a`, then `a;b;x`
     /// again): those callers start there, as the SVG flame chart draws them, so each gets a
@@ -1272,26 +1285,19 @@ mod tests {
     /// flame chart that the PVM reader reads back.
     #[test]
     fn callers_opened_by_a_resumed_sample_get_their_line_before_their_callees() {
-        let mut b = ProfileBuilder::new();
-        b.add_value_type("ticks", "ticks", ValueKind::Weight);
-        b.add_value_type("calls", "count", ValueKind::Count);
-        b.set_flags(profconv_plugin::ir::flags::ORDERED);
-        for &(names, calls) in &[
-            (&["k"][..], 1),
-            (&["k", "b"], 1),
-            (&["k", "b", "c"], 1),
-            (&["k"], 0),
-            (&["k", "y"], 1),
-            (&["k"], 0),
-            (&["k", "b", "c"], 0),
-            (&["k", "b"], 0),
-            (&["k"], 0),
-        ] {
-            let s = b.stack_of_names(names);
-            b.push_sample(s, None, &[1, calls]);
-        }
+        let p = ticks_and_calls(&[
+            (&["k"], 1, 1),
+            (&["k", "b"], 1, 1),
+            (&["k", "b", "c"], 1, 1),
+            (&["k"], 1, 0),
+            (&["k", "y"], 1, 1),
+            (&["k"], 1, 0),
+            (&["k", "b", "c"], 1, 0),
+            (&["k", "b"], 1, 0),
+            (&["k"], 1, 0),
+        ]);
         assert_eq!(
-            emit(&b.finish(), CHART),
+            emit(&p, CHART),
             "k 4\nk;b 1\nk;b;c 1\nk;y 1\nk;b 1\nk;b;c 1\n"
         );
     }
@@ -1301,12 +1307,8 @@ mod tests {
     /// under the open `a`, which continues its one call; nothing is read as a cut trace.
     #[test]
     fn a_new_call_under_callers_not_open_opens_them_under_the_open_call() {
-        let mut b = ProfileBuilder::new();
-        b.add_value_type("ticks", "ticks", ValueKind::Weight);
-        b.add_value_type("calls", "count", ValueKind::Count);
-        b.set_flags(profconv_plugin::ir::flags::ORDERED);
-        for &(names, ticks, calls) in &[
-            (&["a"][..], 1, 1),
+        let p = ticks_and_calls(&[
+            (&["a"], 1, 1),
             (&["a", "b"], 1, 1),
             (&["a", "b", "x"], 1, 1),
             (&["a"], 1, 0),
@@ -1314,12 +1316,9 @@ mod tests {
             (&["a", "b", "x"], 1, 0),
             (&["a", "b"], 1, 0),
             (&["a"], 1, 0),
-        ] {
-            let s = b.stack_of_names(names);
-            b.push_sample(s, None, &[ticks, calls]);
-        }
+        ]);
         assert_eq!(
-            emit(&b.finish(), CHART),
+            emit(&p, CHART),
             "a 3\na;b 1\na;b;x 1\na;b 1\na;b;x 1\na;b;x;y 2\n"
         );
     }

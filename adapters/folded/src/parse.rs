@@ -2436,21 +2436,26 @@ mod tests {
         assert!(!max.starts_with("error"), "{max}");
     }
 
+    /// `text` as UTF-16 LE and BE, each after its byte-order mark, with the encoding's name.
+    fn utf16_with_marks(text: &str) -> [(Vec<u8>, &'static str); 2] {
+        let encode = |mark: [u8; 2], unit: fn(u16) -> [u8; 2]| -> Vec<u8> {
+            mark.into_iter()
+                .chain(text.encode_utf16().flat_map(unit))
+                .collect()
+        };
+        [
+            (encode([0xFF, 0xFE], u16::to_le_bytes), "UTF-16 LE"),
+            (encode([0xFE, 0xFF], u16::to_be_bytes), "UTF-16 BE"),
+        ]
+    }
+
     /// UTF-16 text with its byte-order mark (PowerShell 5.1's `>` writes UTF-16 LE) is an error
     /// at the start of the input saying so and how to convert it, on one thread or several (it
     /// was `1:20: expected a count ..., found ...`); a UTF-8 byte-order mark is still skipped.
     #[test]
     fn utf16_input_is_an_error_that_says_so() {
         let text = "main;a;b 3\r\nmain;a;c 4\r\n";
-        let le: Vec<u8> = [0xFF, 0xFE]
-            .into_iter()
-            .chain(text.encode_utf16().flat_map(u16::to_le_bytes))
-            .collect();
-        let be: Vec<u8> = [0xFE, 0xFF]
-            .into_iter()
-            .chain(text.encode_utf16().flat_map(u16::to_be_bytes))
-            .collect();
-        for (bytes, encoding) in [(le, "UTF-16 LE"), (be, "UTF-16 BE")] {
+        for (bytes, encoding) in utf16_with_marks(text) {
             let e = parse(&bytes, false).unwrap_err();
             assert_eq!(
                 e.message,
@@ -2494,15 +2499,7 @@ mod tests {
             "\u{4e2d}\u{6587};a 1\n",
             "\u{e9};a 1\n",
         ] {
-            let le: Vec<u8> = [0xFF, 0xFE]
-                .into_iter()
-                .chain(text.encode_utf16().flat_map(u16::to_le_bytes))
-                .collect();
-            let be: Vec<u8> = [0xFE, 0xFF]
-                .into_iter()
-                .chain(text.encode_utf16().flat_map(u16::to_be_bytes))
-                .collect();
-            for (bytes, encoding) in [(le, "UTF-16 LE"), (be, "UTF-16 BE")] {
+            for (bytes, encoding) in utf16_with_marks(text) {
                 let e = parse(&bytes, false).unwrap_err();
                 assert!(e.message.contains(encoding), "{text:?}: {}", e.message);
                 assert_eq!((e.line, e.column), (Some(1), Some(1)));
