@@ -417,7 +417,7 @@ fn an_option_for_the_other_phase_of_a_format_is_a_usage_error() {
     // Only the reader's options of callgrind are listed.
     refused(
         &[grind, "-o", svg, "-O", "nope"],
-        "(known options: callgrind: max-depth, max-nodes; flamegraph: ",
+        "(known options: callgrind: max-depth, max-nodes, positions; flamegraph: ",
     );
     // The host's own checks of a value: a number must be finite; a flag's values are listed.
     for (opt, want) in [
