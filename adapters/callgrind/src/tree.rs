@@ -1131,7 +1131,9 @@ fn report_positions(
     if stacks <= MANY_STACKS.max(nodes.saturating_mul(STACKS_PER_NODE)) {
         return;
     }
-    let fewer = if g.has_positions_beyond(Positions::Line) {
+    // Without line information (a binary built without debug info), `line` is `function`.
+    let has_lines = g.selfs.iter().any(|s| s.line != 0) || g.edges.iter().any(|e| e.line != 0);
+    let fewer = if has_lines && g.has_positions_beyond(Positions::Line) {
         "-O positions=line (a frame per line) or -O positions=function (a frame per node)"
     } else if g.has_positions_beyond(Positions::Function) {
         "-O positions=function (a frame per node)"
@@ -2090,6 +2092,20 @@ mod tests {
         let mut by_func = g.clone();
         by_func.merge_positions(Positions::Function).unwrap();
         assert!(warned(&by_func, Positions::Function, MANY_STACKS + 1, 10).is_empty());
+        // Addresses without lines (no debug information): `line` would be `function`.
+        let no_lines = "positions: instr line\nevents: Ir\n\nfn=main\n0x10 0 5\n0x14 0 7\n";
+        let no_lines = parse_graph(
+            &mut Input::from_slice(no_lines.as_bytes()),
+            &mut Context::silent(),
+        )
+        .unwrap();
+        let m = warned(&no_lines, Positions::Instr, MANY_STACKS + 1, 10);
+        assert!(
+            m.len() == 1
+                && m[0].contains("; -O positions=function (a frame per node) takes less")
+                && !m[0].contains("positions=line"),
+            "{m:?}"
+        );
 
         let read = |positions| {
             let opts = BuildOptions {
