@@ -163,7 +163,7 @@ pub struct Func {
 }
 
 /// Self cost of a function at a position.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SelfCost {
     /// The function.
     pub func: u32,
@@ -174,7 +174,7 @@ pub struct SelfCost {
 }
 
 /// A call edge: calls from a function at a call site into a callee.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Edge {
     /// Calling function.
     pub caller: u32,
@@ -217,6 +217,43 @@ impl Positions {
             Positions::Function => (None, 0),
         }
     }
+}
+
+/// Rows (`items` with their `costs`) merged by the key `keyed` makes of each: one row per key,
+/// in first-seen order, the key itself, to which `join` adds each row's fields the key leaves
+/// out (call counts), and the costs added; `overflow` names a row whose sum leaves 64 bits.
+fn merge_rows<T: Copy + Eq + std::hash::Hash>(
+    items: &[T],
+    costs: &Costs,
+    keyed: impl Fn(&T) -> T,
+    join: impl Fn(&mut T, &T),
+    overflow: impl Fn(&T) -> String,
+) -> Result<(Vec<T>, Costs), String> {
+    let mut index: HashMap<T, usize> = HashMap::new();
+    let mut merged: Vec<T> = Vec::new();
+    let mut merged_costs = Costs {
+        pitch: costs.pitch,
+        stride: costs.stride,
+        data: Vec::new(),
+    };
+    for (i, item) in items.iter().enumerate() {
+        let key = keyed(item);
+        let row = match index.get(&key) {
+            Some(&row) => row,
+            None => {
+                index.insert(key, merged.len());
+                merged.push(key);
+                merged_costs.push_zero()
+            }
+        };
+        join(&mut merged[row], item);
+        for (k, &v) in costs.row(i).iter().enumerate() {
+            if !merged_costs.add(row, k, v) {
+                return Err(overflow(item));
+            }
+        }
+    }
+    Ok((merged, merged_costs))
 }
 
 /// Everything a callgrind file said, aggregated: memory grows with distinct functions,
@@ -308,69 +345,45 @@ impl Graph {
         if !self.has_positions_beyond(p) {
             return Ok(());
         }
-        let mut index: HashMap<(u32, Option<u64>, u32), usize> = HashMap::new();
-        let mut selfs: Vec<SelfCost> = Vec::new();
-        let mut costs = Costs {
-            pitch: self.self_costs.pitch,
-            stride: self.self_costs.stride,
-            data: Vec::new(),
-        };
-        for (i, s) in self.selfs.iter().enumerate() {
-            let (addr, line) = p.keep(s.addr, s.line);
-            let row = *index.entry((s.func, addr, line)).or_insert_with(|| {
-                selfs.push(SelfCost {
-                    func: s.func,
+        let (selfs, self_costs) = merge_rows(
+            &self.selfs,
+            &self.self_costs,
+            |s| {
+                let (addr, line) = p.keep(s.addr, s.line);
+                SelfCost { addr, line, ..*s }
+            },
+            |_, _| {},
+            |s| {
+                format!(
+                    "the self costs of `{}` at one position do not fit in 64 bits",
+                    self.annotate_name(s.func)
+                )
+            },
+        )?;
+        let (edges, edge_costs) = merge_rows(
+            &self.edges,
+            &self.edge_costs,
+            |e| {
+                let (addr, line) = p.keep(e.addr, e.line);
+                Edge {
                     addr,
                     line,
-                });
-                costs.push_zero()
-            });
-            for (k, &v) in self.self_costs.row(i).iter().enumerate() {
-                if !costs.add(row, k, v) {
-                    return Err(format!(
-                        "the self costs of `{}` at one position do not fit in 64 bits",
-                        self.annotate_name(s.func)
-                    ));
+                    calls: 0,
+                    ..*e
                 }
-            }
-        }
-        self.selfs = selfs;
-        self.self_costs = costs;
-
-        let mut index: HashMap<(u32, Option<u64>, u32, u32), usize> = HashMap::new();
-        let mut edges: Vec<Edge> = Vec::new();
-        let mut costs = Costs {
-            pitch: self.edge_costs.pitch,
-            stride: self.edge_costs.stride,
-            data: Vec::new(),
-        };
-        for (i, e) in self.edges.iter().enumerate() {
-            let (addr, line) = p.keep(e.addr, e.line);
-            let row = *index
-                .entry((e.caller, addr, line, e.callee))
-                .or_insert_with(|| {
-                    edges.push(Edge {
-                        addr,
-                        line,
-                        calls: 0,
-                        ..*e
-                    });
-                    costs.push_zero()
-                });
+            },
             // The calls of the file (but self-calls) add up to at most 2^63-1.
-            edges[row].calls = edges[row].calls.saturating_add(e.calls);
-            for (k, &v) in self.edge_costs.row(i).iter().enumerate() {
-                if !costs.add(row, k, v) {
-                    return Err(format!(
-                        "the inclusive costs of the calls from `{}` to `{}` do not fit in 64 bits",
-                        self.annotate_name(e.caller),
-                        self.annotate_name(e.callee)
-                    ));
-                }
-            }
-        }
-        self.edges = edges;
-        self.edge_costs = costs;
+            |into, e| into.calls = into.calls.saturating_add(e.calls),
+            |e| {
+                format!(
+                    "the inclusive costs of the calls from `{}` to `{}` do not fit in 64 bits",
+                    self.annotate_name(e.caller),
+                    self.annotate_name(e.callee)
+                )
+            },
+        )?;
+        (self.selfs, self.self_costs) = (selfs, self_costs);
+        (self.edges, self.edge_costs) = (edges, edge_costs);
         Ok(())
     }
 

@@ -2126,6 +2126,38 @@ mod tests {
         );
     }
 
+    /// Merged call edges add their calls and costs, and self costs their costs: two call
+    /// sites of `f` (3 and 2 calls) are one edge of 5 calls without positions, and stay two by
+    /// line.
+    #[test]
+    fn merged_positions_add_calls_and_costs() {
+        let text = "positions: line\nevents: Ir\nfn=main\n1 2\n3 4\ncfn=f\ncalls=3 10\n10 30\n\
+                    cfn=f\ncalls=2 20\n20 20\nfn=f\n5 50\n";
+        let g = parse_graph(
+            &mut Input::from_slice(text.as_bytes()),
+            &mut Context::silent(),
+        )
+        .unwrap();
+        let edges = |g: &Graph| -> Vec<(u64, Vec<i64>)> {
+            (0..g.edges.len())
+                .map(|i| (g.edges[i].calls, g.edge_costs.row(i).to_vec()))
+                .collect()
+        };
+        let selfs = |g: &Graph| -> Vec<Vec<i64>> {
+            (0..g.selfs.len())
+                .map(|i| g.self_costs.row(i).to_vec())
+                .collect()
+        };
+        let mut by_line = g.clone();
+        by_line.merge_positions(Positions::Line).unwrap();
+        assert_eq!(edges(&by_line), [(3, vec![30]), (2, vec![20])]);
+        assert_eq!(selfs(&by_line), [vec![2], vec![4], vec![50]]);
+        let mut by_func = g.clone();
+        by_func.merge_positions(Positions::Function).unwrap();
+        assert_eq!(edges(&by_func), [(5, vec![50])]);
+        assert_eq!(selfs(&by_func), [vec![6], vec![50]]);
+    }
+
     /// `go tool pprof -callgrind` writes no `cob=`: `main` (in `prog`) calling `libwork` (in
     /// `libwork.so`) is `cfl=(1)` `cfn=(1)` under `ob=(3) prog`. KCachegrind reads id 1 as the
     /// `libwork` defined under `ob=(2)`, callgrind_annotate as `lib.c:libwork`, and pprof
