@@ -1680,12 +1680,17 @@ mod tests {
     use profconv_plugin::ir::{CallTree, ProfileRef};
     use std::collections::BTreeMap;
 
-    fn tree(text: &str, opts: BuildOptions) -> String {
-        let g = parse_graph(
+    /// The call graph of a callgrind text (it must parse).
+    fn graph_of(text: &str) -> Graph {
+        parse_graph(
             &mut Input::from_slice(text.as_bytes()),
             &mut Context::silent(),
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    fn tree(text: &str, opts: BuildOptions) -> String {
+        let g = graph_of(text);
         let p = build_profile(&g, &opts, &mut Context::silent()).unwrap();
         first_seen_tree(&p.view(), false)
     }
@@ -1774,11 +1779,7 @@ mod tests {
         );
         // Whatever the extra fields hold, they are ignored: the count and the target stay.
         let odd = text.replace("calls=1 0 0", "calls=3 2 7 zz");
-        let g = parse_graph(
-            &mut Input::from_slice(odd.as_bytes()),
-            &mut Context::silent(),
-        )
-        .unwrap();
+        let g = graph_of(&odd);
         let p = build_profile(&g, &BuildOptions::default(), &mut Context::silent()).unwrap();
         assert_eq!(
             first_seen_tree(&p.view(), true),
@@ -1939,11 +1940,7 @@ mod tests {
             for i in 0..n {
                 text += &format!("fn=f{i}\n1 1\ncfn=f{}\ncalls=1 1\n1 1\n", (i + 1) % n);
             }
-            let g = parse_graph(
-                &mut Input::from_slice(text.as_bytes()),
-                &mut Context::silent(),
-            )
-            .unwrap();
+            let g = graph_of(&text);
             let p = build_profile(&g, &BuildOptions::default(), &mut Context::silent()).unwrap();
             let t = CallTree::build(&p.view()).unwrap();
             (0..t.len()).map(|n| t.depth[n]).max().unwrap_or(0)
@@ -2057,11 +2054,7 @@ mod tests {
     #[test]
     fn many_stacks_per_node_from_positions_name_the_positions_option() {
         let text = "positions: instr line\nevents: Ir\n\nfn=main\n0x10 3 5\n0x14 3 7\n0x20 4 1\n";
-        let g = parse_graph(
-            &mut Input::from_slice(text.as_bytes()),
-            &mut Context::silent(),
-        )
-        .unwrap();
+        let g = graph_of(text);
         let warned = |g: &Graph, p: Positions, stacks: usize, nodes: usize| {
             let mut messages = Vec::new();
             let mut sink = |_: u32, m: &str| messages.push(m.to_string());
@@ -2094,11 +2087,7 @@ mod tests {
         assert!(warned(&by_func, Positions::Function, MANY_STACKS + 1, 10).is_empty());
         // Addresses without lines (no debug information): `line` would be `function`.
         let no_lines = "positions: instr line\nevents: Ir\n\nfn=main\n0x10 0 5\n0x14 0 7\n";
-        let no_lines = parse_graph(
-            &mut Input::from_slice(no_lines.as_bytes()),
-            &mut Context::silent(),
-        )
-        .unwrap();
+        let no_lines = graph_of(no_lines);
         let m = warned(&no_lines, Positions::Instr, MANY_STACKS + 1, 10);
         assert!(
             m.len() == 1
@@ -2133,11 +2122,7 @@ mod tests {
     fn merged_positions_add_calls_and_costs() {
         let text = "positions: line\nevents: Ir\nfn=main\n1 2\n3 4\ncfn=f\ncalls=3 10\n10 30\n\
                     cfn=f\ncalls=2 20\n20 20\nfn=f\n5 50\n";
-        let g = parse_graph(
-            &mut Input::from_slice(text.as_bytes()),
-            &mut Context::silent(),
-        )
-        .unwrap();
+        let g = graph_of(text);
         let edges = |g: &Graph| -> Vec<(u64, Vec<i64>)> {
             (0..g.edges.len())
                 .map(|i| (g.edges[i].calls, g.edge_costs.row(i).to_vec()))
@@ -2246,11 +2231,7 @@ mod tests {
             "events: Ir\nfn=leaf\n0 5\nob=/bin/prog\nfl=main.c\nfn=main\n1 1\n\
              cob=???\ncfi=???\ncfn=leaf\ncalls=1 0\n1 5\n",
         ] {
-            let g = parse_graph(
-                &mut Input::from_slice(text.as_bytes()),
-                &mut Context::silent(),
-            )
-            .unwrap();
+            let g = graph_of(text);
             assert_eq!(g.funcs.len(), 2, "{text}");
             let p = build_profile(&g, &BuildOptions::default(), &mut Context::silent()).unwrap();
             let t = first_seen_tree(&p.view(), false);
@@ -2262,11 +2243,7 @@ mod tests {
             let mut out = Vec::new();
             crate::emit::emit_callgrind(&p.view(), &mut out, Default::default()).unwrap();
             let again = String::from_utf8(out).unwrap();
-            let g = parse_graph(
-                &mut Input::from_slice(again.as_bytes()),
-                &mut Context::silent(),
-            )
-            .unwrap();
+            let g = graph_of(&again);
             let p = build_profile(&g, &BuildOptions::default(), &mut Context::silent()).unwrap();
             assert_eq!(first_seen_tree(&p.view(), false), t, "{again}");
         }
@@ -2300,11 +2277,7 @@ mod tests {
             );
         }
         // Written again (with such lines), it reads back as it was read.
-        let g = parse_graph(
-            &mut Input::from_slice(text.as_bytes()),
-            &mut Context::silent(),
-        )
-        .unwrap();
+        let g = graph_of(text);
         let p = build_profile(&g, &BuildOptions::default(), &mut Context::silent()).unwrap();
         let mut out = Vec::new();
         crate::emit::emit_callgrind(&p.view(), &mut out, Default::default()).unwrap();
@@ -2315,11 +2288,7 @@ mod tests {
     #[test]
     fn parts_with_other_events_are_matched_by_name() {
         let text = "events: A\nfn=f\n1 1\nevents: B A\nfn=f\n1 2 3\n+1 4\n";
-        let g = parse_graph(
-            &mut Input::from_slice(text.as_bytes()),
-            &mut Context::silent(),
-        )
-        .unwrap();
+        let g = graph_of(text);
         assert_eq!(g.parts, 2);
         assert_eq!(g.self_total(), vec![4, 6]);
         let p = build_profile(&g, &BuildOptions::default(), &mut Context::silent()).unwrap();
@@ -2379,11 +2348,7 @@ mod tests {
     }
 
     fn built(text: &str, opts: BuildOptions, tuning: Tuning) -> (Profile, Stats, Vec<String>) {
-        let g = parse_graph(
-            &mut Input::from_slice(text.as_bytes()),
-            &mut Context::silent(),
-        )
-        .unwrap();
+        let g = graph_of(text);
         let mut messages = Vec::new();
         let mut sink = |_: u32, m: &str| messages.push(m.to_string());
         let (p, stats) = build(&g, &opts, tuning, &mut Context::with_sink(&mut sink)).unwrap();
