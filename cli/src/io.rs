@@ -1017,12 +1017,58 @@ impl Sink {
                 // The lock is held from the rename to marking the output done, so an interrupt
                 // comes either before (the temp file is removed, the target untouched) or after.
                 let pending = PENDING_TEMP.lock().unwrap_or_else(|p| p.into_inner());
-                let renamed = done(tmp.persist(&target).map(|_| ()).map_err(|e| e.error));
+                let renamed = done(match tmp.persist(&target) {
+                    Ok(_) => Ok(()),
+                    // A file something is mounted over (`mount --bind`, a container's
+                    // `-v out.svg:/out.svg`) cannot be renamed over (EBUSY, after the whole
+                    // conversion): its content is replaced in place, as `> file` and `cp`
+                    // replace it. The output is whole by now, so a failed conversion still
+                    // leaves the old content; only a failure of this copy itself does not.
+                    // The temp file is removed (dropped) before the lock is let go.
+                    Err(e) if e.error.kind() == io::ErrorKind::ResourceBusy => {
+                        copy_in_place(e.file.as_file(), &target)
+                    }
+                    Err(e) => Err(e.error),
+                });
                 drop(pending);
                 set_pending(None);
                 renamed
             }
         }
+    }
+}
+
+/// Writes the whole of `from` (the complete temp file) over the content of `target`, which
+/// keeps its inode (and so its owner, mode and ACL): for a target that cannot be renamed over.
+/// An error after `target` was truncated says that it may now hold part of the output.
+fn copy_in_place(from: &File, target: &Path) -> io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let mut from = from;
+    from.seek(SeekFrom::Start(0))?;
+    let mut to = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(target)?;
+    let partial = |e: io::Error| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "{e}; the file is mounted over (a bind mount), so it could not be replaced \
+                 atomically and was being rewritten in place: it may now hold only part of the output"
+            ),
+        )
+    };
+    io::copy(&mut from, &mut to).map_err(partial)?;
+    match to.sync_all() {
+        Err(e)
+            if !matches!(
+                e.kind(),
+                io::ErrorKind::Unsupported | io::ErrorKind::InvalidInput
+            ) =>
+        {
+            Err(partial(e))
+        }
+        _ => Ok(()),
     }
 }
 

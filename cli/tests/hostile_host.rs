@@ -2101,3 +2101,52 @@ fn a_perf_data_file_says_what_it_is_and_how_to_fold_it() {
         text(&out.stderr)
     );
 }
+
+/// A file something is mounted over (`mount --bind`, as a container's `-v out.svg:/out.svg`
+/// mounts one) cannot be renamed over: the rename failed with EBUSY after the whole conversion,
+/// `Device or resource busy`, exit 4, where `> file` and `cp` write it. Its content is now
+/// replaced in place once the output is complete, and no temp file is left; a failed conversion
+/// still leaves the old content. Needs root (to mount); skipped otherwise.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_file_mounted_over_is_rewritten_in_place() {
+    if !running_as_root() {
+        eprintln!("skipped: needs root to bind-mount a file");
+        return;
+    }
+    let d = tmp();
+    let input = write(d.path(), "in.folded", SEED_001.as_bytes());
+    let source = write(d.path(), "source.folded", b"previous\n");
+    let target = write(d.path(), "target.folded", b"under the mount\n");
+    let mount = std::process::Command::new("mount")
+        .arg("--bind")
+        .arg(&source)
+        .arg(&target)
+        .output();
+    if !mount.is_ok_and(|m| m.status.success()) {
+        eprintln!("skipped: cannot bind-mount a file here");
+        return;
+    }
+    let convert = |input: &Path| {
+        run(&[
+            "convert",
+            input.to_str().unwrap(),
+            "-o",
+            target.to_str().unwrap(),
+        ])
+    };
+    let bad = write(d.path(), "bad.folded", b"a;b x\n");
+    let failed = convert(&bad);
+    let after_failure = std::fs::read_to_string(&target);
+    let out = convert(&input);
+    let written = std::fs::read_to_string(&target);
+    let left = temp_files(d.path());
+    let unmounted = std::process::Command::new("umount").arg(&target).status();
+    assert!(unmounted.is_ok_and(|s| s.success()), "umount failed");
+    assert_ne!(failed.status.code(), Some(0));
+    assert_eq!(after_failure.unwrap(), "previous\n");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(written.unwrap(), SEED_001);
+    assert_eq!(std::fs::read_to_string(&source).unwrap(), SEED_001);
+    assert!(left.is_empty(), "{left:?}");
+}
