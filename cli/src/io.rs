@@ -953,7 +953,15 @@ impl Sink {
                 profconv_plugin::host::remove_on_abort(None);
                 let text = e.to_string();
                 // tempfile appends ` at path "<temp file>"`; keep only the system's reason.
-                let reason = text.split(" at path ").next().unwrap_or(&text).to_string();
+                let mut reason = text.split(" at path ").next().unwrap_or(&text).to_string();
+                // A file the user may write, in a directory they may not: atomic replacement
+                // needs a new file beside it, which the shell's `> file` does not.
+                if existing.is_some() && e.kind() == io::ErrorKind::PermissionDenied {
+                    reason.push_str(
+                        " (the output is written to a new file beside the target and renamed \
+                         over it; to overwrite the file itself, use `-o - > FILE`)",
+                    );
+                }
                 in_dir(io::Error::new(e.kind(), reason))
             })?;
         *pending = Some(tmp.path().to_path_buf());

@@ -1018,6 +1018,21 @@ fn an_output_the_user_may_not_write_is_not_replaced() {
         text(&r.stderr)
     );
     assert_eq!(std::fs::read_to_string(&ro).unwrap(), "old\n");
+    // Writable, in a directory the user may not write: refused before the input is read, with
+    // the way to overwrite it in place.
+    let closed = d.path().join("closed");
+    std::fs::create_dir(&closed).unwrap();
+    let kept = write(&closed, "kept.folded", b"old\n");
+    std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o666)).unwrap();
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o755)).unwrap();
+    if running_as_root() {
+        let r = run(&kept);
+        assert_eq!(r.status.code(), Some(4), "{}", text(&r.stderr));
+        let said = text(&r.stderr);
+        assert!(said.contains("cannot create a file in"), "{said}");
+        assert!(said.contains("-o - > FILE"), "{said}");
+        assert_eq!(std::fs::read_to_string(&kept).unwrap(), "old\n");
+    }
     if running_as_root() {
         // Writable by all but root's, in a sticky directory root owns: the rename would fail.
         let other = write(d.path(), "other.folded", b"old\n");
