@@ -310,11 +310,55 @@ impl Registry {
         if let Some(e) = profconv_plugin::utf16_input_error(head, "text profiles") {
             return Err(e.message);
         }
+        if looks_like_perf_script(head) {
+            return Err(
+                "the input looks like `perf script` output (sample lines, each followed by its \
+                 indented frames), which profconv does not read: fold its stacks first, e.g. \
+                 `inferno-collapse-perf FILE > FILE.folded` (or FlameGraph's \
+                 stackcollapse-perf.pl), and convert that"
+                    .into(),
+            );
+        }
+        // What the bytes look like, when that helps: nothing at all (the command writing a
+        // pipe failed), or JSON (a profile of a tool profconv writes for, not reads).
+        let text = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+        let what = match head {
+            [] => "the format of an empty input (no bytes)",
+            _ if profconv_plugin::starts_as_json(text) => {
+                "the input's format: it is JSON (a Firefox Profiler, speedscope or Chrome \
+                 profile?), which no reader recognises, and its name says nothing"
+            }
+            _ => "the input's format from its content or name",
+        };
         Err(self.with_notes(format!(
-            "cannot tell the input's format from its content or name; choose one with --from (readable formats: {})",
+            "cannot tell {what}; choose one with --from (readable formats: {})",
             self.ids(FormatHandle::can_parse)
         )))
     }
+}
+
+/// Whether `head` reads as `perf script` text: a sample line (`comm pid time: period event:`)
+/// followed by indented frames (`<tab>  7f3c2a1b func+0x1d (/usr/lib/libc.so.6)`), at least two
+/// of them. Asked only of input no reader recognised, to say how to fold it.
+fn looks_like_perf_script(head: &[u8]) -> bool {
+    let is_frame = |line: &[u8]| {
+        let body = line.trim_ascii();
+        let hex = body.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+        line.first().is_some_and(|b| *b == b'\t' || *b == b' ')
+            && hex > 0
+            && body.get(hex) == Some(&b' ')
+            && body.ends_with(b")")
+    };
+    let mut frames = 0;
+    let mut sample_line = false;
+    for line in head.split(|&b| b == b'\n') {
+        if is_frame(line) {
+            frames += 1;
+        } else if line.first().is_some_and(|b| !b.is_ascii_whitespace()) && line.contains(&b':') {
+            sample_line = true;
+        }
+    }
+    sample_line && frames >= 2
 }
 
 /// What an input is, from its first bytes, when it is a profile of another tool that profconv

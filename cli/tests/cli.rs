@@ -1672,3 +1672,69 @@ fn a_large_file_is_mapped_and_converts_as_from_a_pipe() {
         }
     }
 }
+
+/// An input no reader recognises is said as what it is when that is plain: empty (the command
+/// writing a pipe failed), or JSON, a profile of another tool (a Firefox Profiler profile,
+/// whose `meta.oscpu` has a `;`, was read as one long line of folded stacks and failed at a
+/// blank inside one of its strings, hundreds of KiB in, "read as 'folded'").
+#[test]
+fn an_empty_or_json_input_is_said_as_such() {
+    let d = tmp();
+    let threads = r#"{"name":"GeckoMain","stringArray":["main","a b"]},"#.repeat(2000);
+    let firefox = format!(
+        r#"{{"meta":{{"version":24,"product":"Firefox","oscpu":"X11; Linux x86_64"}},"threads":[{threads}{{}}]}}"#
+    );
+    for (name, content, said) in [
+        (
+            "empty",
+            &b""[..],
+            "cannot tell the format of an empty input (no bytes)",
+        ),
+        (
+            "profile.json",
+            firefox.as_bytes(),
+            "it is JSON (a Firefox Profiler",
+        ),
+    ] {
+        let input = write(d.path(), name, content);
+        let out = run(&["tree", input.to_str().unwrap()]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(said)
+                && err.contains("choose one with --from")
+                && !err.contains("read as"),
+            "{err}"
+        );
+    }
+}
+
+/// `perf script` text (the step before folding) is said as such, with the command that folds
+/// it, instead of "cannot tell the input's format".
+#[test]
+fn perf_script_output_says_how_to_fold_it() {
+    let d = tmp();
+    let script = "python3  6425 47241.517232:     500000 cpu-clock: \n\
+                  \t           12cbe _dl_cache_libcmp+0xe (/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2)\n\
+                  \t            cc17 [unknown] ([unknown])\n\
+                  \n\
+                  python3  6425 47241.517731:     500000 cpu-clock: \n\
+                  \tffffffff815d4e66 vma_interval_tree_insert+0x36 ([kernel.kallsyms])\n\
+                  \t          1019b3 __mmap+0x13 (/usr/lib/x86_64-linux-gnu/libc.so.6)\n\n";
+    let input = write(d.path(), "perf.txt", script.as_bytes());
+    let out = run(&["tree", input.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("looks like `perf script` output") && err.contains("inferno-collapse-perf"),
+        "{err}"
+    );
+    // Indented lines alone (no sample line) are not taken for it.
+    let indented = write(
+        d.path(),
+        "indented.txt",
+        b"\t 12cbe f (x)\n\t 12cbf g (y)\n",
+    );
+    let err = text(&run(&["tree", indented.to_str().unwrap()]).stderr);
+    assert!(err.contains("cannot tell the input's format"), "{err}");
+}

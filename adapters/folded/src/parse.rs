@@ -1604,9 +1604,11 @@ fn absorb_bound(b: &ProfileBuilder, bound: i128, part: &Profile) -> Option<i128>
 /// comment, with a `;` is a weak 5, read as folded only when no other format knows the input;
 /// then the parser reads the whole line and says what is wrong with it, if anything (other
 /// long text with a `;`, such as minified code, then gets the parser's error instead of
-/// "cannot tell the input's format").
+/// "cannot tell the input's format"). JSON is not: a profile of another tool written on one
+/// line (Firefox's `"oscpu":"X11; Linux x86_64"`) failed at a blank inside one of its strings.
 fn long_first_line(head: &[u8]) -> u32 {
-    if head.trim_ascii_start().starts_with(b"#") {
+    let text = head.trim_ascii_start();
+    if text.starts_with(b"#") || profconv_plugin::starts_as_json(text) {
         return 0;
     }
     let plain = !head.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f);
@@ -2213,6 +2215,33 @@ mod tests {
             ),
             0
         );
+    }
+
+    /// A profile of another tool in JSON on one line (a Firefox Profiler profile, whose
+    /// `meta.oscpu` is `X11; Linux x86_64`; a Chrome `.cpuprofile` with a `data:...;base64`
+    /// URL) is no line of frames, though it has a `;`: it was read as folded and failed at a
+    /// blank inside one of its strings, hundreds of KiB in. A deep stack still is one.
+    #[test]
+    fn one_line_json_with_a_semicolon_is_not_a_long_line_of_frames() {
+        let firefox = format!(
+            r#"{{"meta":{{"version":24,"product":"Firefox","oscpu":"X11; Linux x86_64"}},"threads":[{}]}}"#,
+            r#"{"name":"GeckoMain","stringArray":["main","a b"]},"#.repeat(500)
+        );
+        let cpuprofile = format!(
+            r#"  [ {{"nodes":[{}]}}]"#,
+            r#"{"callFrame":{"functionName":"f","url":"data:text/javascript;base64,AA"}},"#
+                .repeat(300)
+        );
+        for json in [&firefox, &cpuprofile] {
+            let head = &json.as_bytes()[..16 * 1024];
+            assert_eq!(sniff(head), 0, "{}", &json[..40]);
+            assert_eq!(sniff(&[BOM, head].concat()[..16 * 1024]), 0);
+        }
+        // Stacks whose first frames start with a brace or a bracket are still stacks.
+        for root in ["[unknown]", "{closure}", "[\"x\"]"] {
+            let deep: String = (0..3000).map(|i| format!("{root};frame_{i};")).collect();
+            assert_eq!(sniff(&deep.as_bytes()[..16 * 1024]), 5, "{root}");
+        }
     }
 
     /// Blank and comment lines at the top do not count against the 64 lines the sniffer reads:

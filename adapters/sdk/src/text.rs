@@ -77,6 +77,19 @@ pub fn not_text_error(head: &[u8], files: &str) -> Option<crate::PluginError> {
     utf16_input_error(head, files)
 }
 
+/// Whether `text` starts as a JSON object or an array of objects (`{"` or `[{`, blanks between;
+/// leading blanks skipped): a profile of another tool (a Firefox Profiler, speedscope or Chrome
+/// profile). No stack, trace or call graph a reader takes starts so; a root frame is a process,
+/// thread or function name (`[unknown]`, `{closure}`, `["x"]` do not count).
+pub fn starts_as_json(text: &[u8]) -> bool {
+    let next = |rest: &[u8]| rest.trim_ascii_start().first().copied();
+    match text.trim_ascii_start().split_first() {
+        Some((b'{', rest)) => next(rest) == Some(b'"'),
+        Some((b'[', rest)) => next(rest) == Some(b'{'),
+        _ => false,
+    }
+}
+
 /// `text` with its control characters escaped as Rust's `escape_debug` writes them (a newline
 /// as the two characters `\` `n`, ESC as `\u{1b}`), for a name shown in a message (a path, a
 /// system's error text): it cannot then print a line that reads as one of profconv's own, nor
