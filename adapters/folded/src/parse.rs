@@ -1239,6 +1239,13 @@ impl<'w> Pieces<'_, 'w> {
 /// error that stopped it.
 type PieceResult = (Report, Result<(u64, Profile), PluginError>);
 
+/// A piece for a worker, numbered in input order.
+type Job<'w> = (usize, Piece<'w>);
+
+/// A piece back from a worker: its number, the worker's, the piece (whose buffer is read into
+/// again) and what came of it.
+type Done<'w> = (usize, usize, Piece<'w>, PieceResult);
+
 /// Parses pieces of `input` on `opts.threads` workers while this thread reads the input and an
 /// absorber thread puts the finished pieces into `main`'s builder in input order (so ids, rows,
 /// warnings and the first error are those of a one-thread parse). At most one piece per worker
@@ -1269,12 +1276,11 @@ fn parse_parallel(
         eof: false,
         failed: None,
     };
-    let mut reporter = Reporter::default();
     // A line too long to read is an error on its line: the first, or the one after the lines
     // of the pieces before it.
     let Some(first) = pieces.next(Vec::new()).map_err(|e| e.at_line(1, 1))? else {
-        reporter.finish(cx);
-        return Ok(main.finish());
+        // An empty input: no lines, so no notes.
+        return finish_serial(Ok(()), main, cx);
     };
     // The first piece holds the input's first line, whose first bytes are the input's.
     refuse_non_text(first.bytes())?;
@@ -1283,92 +1289,78 @@ fn parse_parallel(
         let parsed = main.piece(first.bytes());
         return finish_serial(parsed, main, cx);
     }
-    // This thread reads everything from the start, the first piece and the start of a line it
-    // cut before the rest of the input, as one thread does.
-    let serially = |first: Piece, pieces: &mut Pieces<'_, '_>, mut main: Parser_, cx| {
-        let parsed = match whole {
-            Some(whole) => {
-                let release = |upto: usize| release(upto as u64);
-                parse_serial(
-                    &mut Input::from_slice(whole).with_release(&release),
-                    &mut main,
-                )
-            }
-            // The read failed after the first piece's whole lines: they are parsed, then the
-            // error is the run's (the reader need not fail again, nor keep what it cut).
-            None if pieces.failed.is_some() => {
-                let failed = pieces.failed.take().map_or(Ok(()), Err);
-                parse_serial(&mut Input::from_slice(first.bytes()), &mut main).and(failed)
-            }
-            None => {
-                let mut rest = first
-                    .bytes()
-                    .chain(&pieces.carry[..])
-                    .chain(&mut *pieces.input);
-                parse_serial(&mut Input::from_reader(&mut rest), &mut main)
-            }
-        };
-        finish_serial(parsed, main, cx)
-    };
     match first_data_line_is_differential(first.bytes()) {
         Some(false) => main.set_mode(false),
         // A differential file (a worker's piece would not know the mode its first line
         // decides), or no data line yet.
-        _ => return serially(first, &mut pieces, main, cx),
+        _ => return parse_on_this_thread(first, &mut pieces, release, main, cx),
     }
+    match parse_on_threads(first, &mut pieces, release, main, opts, cx) {
+        Ok(parsed) => parsed,
+        // Not one thread to be had: this one reads it all.
+        Err(kept) => {
+            let (first, main) = *kept;
+            parse_on_this_thread(first, &mut pieces, release, main, cx)
+        }
+    }
+}
+
+/// Parses the whole input on this thread, as one thread does, for an input whose pieces cannot
+/// go to workers: it reads from the start, the first piece and the start of a line it cut
+/// before the rest of the input.
+fn parse_on_this_thread(
+    first: Piece<'_>,
+    pieces: &mut Pieces<'_, '_>,
+    release: &dyn Fn(u64),
+    mut main: Parser_,
+    cx: &mut Context<'_>,
+) -> Result<Profile, PluginError> {
+    let parsed = match pieces.whole {
+        Some(whole) => {
+            let release = |upto: usize| release(upto as u64);
+            parse_serial(
+                &mut Input::from_slice(whole).with_release(&release),
+                &mut main,
+            )
+        }
+        // The read failed after the first piece's whole lines: they are parsed, then the
+        // error is the run's (the reader need not fail again, nor keep what it cut).
+        None if pieces.failed.is_some() => {
+            let failed = pieces.failed.take().map_or(Ok(()), Err);
+            parse_serial(&mut Input::from_slice(first.bytes()), &mut main).and(failed)
+        }
+        None => {
+            let mut rest = first
+                .bytes()
+                .chain(&pieces.carry[..])
+                .chain(&mut *pieces.input);
+            parse_serial(&mut Input::from_reader(&mut rest), &mut main)
+        }
+    };
+    finish_serial(parsed, main, cx)
+}
+
+/// Starts the workers and the absorber and runs this thread's part, [`read_on_threads`]:
+/// `first` is the input's first piece, and `main` is in its mode. `Err` gives them back when
+/// the system will not start a worker or the absorber, for this thread to read it all.
+fn parse_on_threads<'w>(
+    first: Piece<'w>,
+    pieces: &mut Pieces<'_, 'w>,
+    release: &dyn Fn(u64),
+    main: Parser_,
+    opts: ParseOptions,
+    cx: &mut Context<'_>,
+) -> Result<Result<Profile, PluginError>, Box<(Piece<'w>, Parser_)>> {
     let threads = opts.threads.max(1);
-    let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Piece)>(threads);
+    let (work_tx, work_rx) = mpsc::sync_channel::<Job>(threads);
     let work_rx = Mutex::new(work_rx);
-    let (done_tx, done_rx) = mpsc::channel::<(usize, usize, Piece, PieceResult)>();
+    let (done_tx, done_rx) = mpsc::channel::<Done>();
     let (main_tx, main_rx) = mpsc::channel::<Parser_>();
-    let outcome = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         // Owned by this closure: however it returns, the work channel closes and the workers
         // stop before the scope joins them.
         let (work_tx, done_rx) = (work_tx, done_rx);
-        // Threads the system will not give (a process limit, as in a container's pids.max)
-        // are done without: fewer workers, or none and this thread alone.
-        let mut workers = 0;
-        for worker in 0..threads {
-            let (work_rx, done_tx) = (&work_rx, done_tx.clone());
-            let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
-                // One parser for all of this worker's pieces: its funcs and frames (and names)
-                // stay, so a piece interns only the names new to this worker, and the absorber
-                // maps only those (measured, 1 GB on two threads: 2.27 -> 2.13 s of CPU).
-                let mut p = Parser_::new(&opts);
-                p.worker = true;
-                p.set_mode(false);
-                loop {
-                    // The lock is held only while taking a piece.
-                    let job = match work_rx.lock() {
-                        Ok(rx) => rx.recv(),
-                        Err(_) => return,
-                    };
-                    let Ok((index, piece)) = job else { return };
-                    let parsed = p.piece(piece.bytes());
-                    let report = std::mem::take(&mut p.report);
-                    let result = match parsed {
-                        Ok(()) => (report, Ok((p.line_no, p.take_piece(&opts)))),
-                        Err(e) => {
-                            // Its tables may hold what the failed line began: the next piece
-                            // starts from new ones (and the absorber's maps for this worker
-                            // too).
-                            p = Parser_::new(&opts);
-                            p.worker = true;
-                            p.set_mode(false);
-                            (report, Err(e))
-                        }
-                    };
-                    if done_tx.send((index, worker, piece, result)).is_err() {
-                        return;
-                    }
-                }
-            });
-            match spawned {
-                Ok(_) => workers += 1,
-                Err(_) => break,
-            }
-        }
-        drop(done_tx);
+        let workers = spawn_workers(scope, threads, &work_rx, done_tx, opts);
         // The absorber puts finished pieces into `main`'s profile in input order, so that this
         // thread only reads and hands out pieces (reading and absorbing on one thread made it
         // the bottleneck). What each piece reported comes back here in order: the context is
@@ -1388,80 +1380,188 @@ fn parse_parallel(
         let Some(absorber) = absorber else {
             return Err(Box::new((first, main)));
         };
-        let gone = || PluginError::internal("a folded parser thread stopped");
         if main_tx.send(main).is_err() {
-            return Ok(Err(gone()));
+            return Ok(Err(thread_gone()));
         }
-        let threads = workers;
-        let mut next = Some(first);
-        let reading = || -> Result<Profile, PluginError> {
-            let mut pool: Vec<Vec<u8>> = Vec::new();
-            let (mut sent, mut returned) = (0usize, 0usize);
-            // A piece that could not be read (a line too long) is reported once the pieces before
-            // it are in, whose own errors come first, as on one thread; `lines_in` is their lines.
-            let (mut unread, mut lines_in) = (None, 0u64);
-            // Where each piece in flight ends: an input in memory is done with up to there once
-            // the piece is back (its bytes are read in place, not copied).
-            let (mut ends, mut end) = (std::collections::VecDeque::new(), 0u64);
-            loop {
-                while unread.is_none() && sent - returned < threads + 1 {
-                    let Some(piece) = next.take() else { break };
-                    end += piece.bytes().len() as u64;
-                    ends.push_back(end);
-                    work_tx.send((sent, piece)).map_err(|_| gone())?;
-                    sent += 1;
-                    match pieces.next(pool.pop().unwrap_or_default()) {
-                        Ok(piece) => next = piece,
-                        Err(e) => unread = Some(e),
-                    }
-                }
-                if returned == sent {
-                    if let Some(e) = unread {
-                        return Err(e.at_line(lines_in + 1, 1));
-                    }
-                    break;
-                }
-                match absorbed_rx.recv().map_err(|_| gone())? {
-                    Absorbed::Piece {
-                        report,
-                        lines,
-                        piece_lines,
-                        offset,
-                        buf,
-                    } => {
-                        reporter.take(report, lines, offset, cx);
-                        lines_in = lines + piece_lines;
-                        pool.push(buf);
-                        returned += 1;
-                        if let Some(end) = ends.pop_front() {
-                            release(end);
-                        }
-                    }
-                    Absorbed::Failed {
-                        report,
-                        lines,
-                        offset,
-                        error,
-                    } => {
-                        reporter.take(report, lines, offset, cx);
-                        return Err(error);
-                    }
+        let handout = Handout {
+            work_tx,
+            absorbed_rx,
+            window: workers + 1,
+        };
+        let parsed = read_on_threads(first, pieces, handout, absorber, release, cx);
+        Ok(parsed)
+    })
+}
+
+/// Starts up to `threads` workers in `scope` and says how many started. Threads the system will
+/// not give (a process limit, as in a container's pids.max) are done without: fewer workers, or
+/// none and this thread alone.
+fn spawn_workers<'scope, 'w: 'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    threads: usize,
+    work_rx: &'scope Mutex<mpsc::Receiver<Job<'w>>>,
+    done_tx: mpsc::Sender<Done<'w>>,
+    opts: ParseOptions,
+) -> usize {
+    let mut workers = 0;
+    for worker in 0..threads {
+        let done_tx = done_tx.clone();
+        let spawned = std::thread::Builder::new()
+            .spawn_scoped(scope, move || parse_pieces(worker, work_rx, done_tx, opts));
+        match spawned {
+            Ok(_) => workers += 1,
+            Err(_) => break,
+        }
+    }
+    workers
+}
+
+/// A worker: parses the pieces it takes from `work_rx` and sends each, with what came of it, to
+/// the absorber, until either channel closes.
+fn parse_pieces<'w>(
+    worker: usize,
+    work_rx: &Mutex<mpsc::Receiver<Job<'w>>>,
+    done_tx: mpsc::Sender<Done<'w>>,
+    opts: ParseOptions,
+) {
+    // One parser for all of this worker's pieces: its funcs and frames (and names) stay, so a
+    // piece interns only the names new to this worker, and the absorber maps only those
+    // (measured, 1 GB on two threads: 2.27 -> 2.13 s of CPU).
+    let mut p = worker_parser(&opts);
+    loop {
+        // The lock is held only while taking a piece.
+        let job = match work_rx.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        let Ok((index, piece)) = job else { return };
+        let parsed = p.piece(piece.bytes());
+        let report = std::mem::take(&mut p.report);
+        let result = match parsed {
+            Ok(()) => (report, Ok((p.line_no, p.take_piece(&opts)))),
+            Err(e) => {
+                // Its tables may hold what the failed line began: the next piece starts from
+                // new ones (and the absorber's maps for this worker too).
+                p = worker_parser(&opts);
+                (report, Err(e))
+            }
+        };
+        if done_tx.send((index, worker, piece, result)).is_err() {
+            return;
+        }
+    }
+}
+
+/// A new parser for a worker: it reads single-count pieces only, and fails a piece with a
+/// count too large at its own scale, for the absorber to read again ([`Parser_::worker`]).
+fn worker_parser(opts: &ParseOptions) -> Parser_ {
+    let mut p = Parser_::new(opts);
+    p.worker = true;
+    p.set_mode(false);
+    p
+}
+
+/// The error when a thread of a threaded parse is gone before its work is done.
+fn thread_gone() -> PluginError {
+    PluginError::internal("a folded parser thread stopped")
+}
+
+/// This thread's ends of a threaded parse's channels.
+struct Handout<'w> {
+    /// Pieces to the workers.
+    work_tx: mpsc::SyncSender<Job<'w>>,
+    /// What the absorber made of each piece, in input order.
+    absorbed_rx: mpsc::Receiver<Absorbed>,
+    /// Pieces in flight at most: one per worker plus one.
+    window: usize,
+}
+
+/// This thread's part of a threaded parse: hands out the pieces ([`hand_out_pieces`]), then
+/// stops the workers and takes the profile back from the absorber.
+fn read_on_threads<'w>(
+    first: Piece<'w>,
+    pieces: &mut Pieces<'_, 'w>,
+    handout: Handout<'w>,
+    absorber: std::thread::ScopedJoinHandle<'_, Option<Parser_>>,
+    release: &dyn Fn(u64),
+    cx: &mut Context<'_>,
+) -> Result<Profile, PluginError> {
+    let mut reporter = Reporter::default();
+    hand_out_pieces(first, pieces, &handout, release, &mut reporter, cx)?;
+    // The workers stop, then the absorber, which gives the profile back.
+    drop(handout.work_tx);
+    let main = absorber.join().ok().flatten().ok_or_else(thread_gone)?;
+    reporter.finish(cx);
+    Ok(main.finish())
+}
+
+/// Hands `first` and the pieces after it to the workers as they are read, no more than the
+/// window in flight, and passes on what each reported as the absorber puts it in the profile
+/// (in input order); done when every piece is in, or at the first error. The bytes of an input
+/// in memory are released up to the end of each piece absorbed.
+fn hand_out_pieces<'w>(
+    first: Piece<'w>,
+    pieces: &mut Pieces<'_, 'w>,
+    handout: &Handout<'w>,
+    release: &dyn Fn(u64),
+    reporter: &mut Reporter,
+    cx: &mut Context<'_>,
+) -> Result<(), PluginError> {
+    let mut next = Some(first);
+    let mut pool: Vec<Vec<u8>> = Vec::new();
+    let (mut sent, mut returned) = (0usize, 0usize);
+    // A piece that could not be read (a line too long) is reported once the pieces before it
+    // are in, whose own errors come first, as on one thread; `lines_in` is their lines.
+    let (mut unread, mut lines_in) = (None, 0u64);
+    // Where each piece in flight ends: an input in memory is done with up to there once the
+    // piece is back (its bytes are read in place, not copied).
+    let (mut ends, mut end) = (std::collections::VecDeque::new(), 0u64);
+    loop {
+        while unread.is_none() && sent - returned < handout.window {
+            let Some(piece) = next.take() else { break };
+            end += piece.bytes().len() as u64;
+            ends.push_back(end);
+            handout
+                .work_tx
+                .send((sent, piece))
+                .map_err(|_| thread_gone())?;
+            sent += 1;
+            match pieces.next(pool.pop().unwrap_or_default()) {
+                Ok(piece) => next = piece,
+                Err(e) => unread = Some(e),
+            }
+        }
+        if returned == sent {
+            return match unread {
+                Some(e) => Err(e.at_line(lines_in + 1, 1)),
+                None => Ok(()),
+            };
+        }
+        match handout.absorbed_rx.recv().map_err(|_| thread_gone())? {
+            Absorbed::Piece {
+                report,
+                lines,
+                piece_lines,
+                offset,
+                buf,
+            } => {
+                reporter.take(report, lines, offset, cx);
+                lines_in = lines + piece_lines;
+                pool.push(buf);
+                returned += 1;
+                if let Some(end) = ends.pop_front() {
+                    release(end);
                 }
             }
-            // The workers stop, then the absorber, which gives the profile back.
-            drop(work_tx);
-            let main = absorber.join().ok().flatten().ok_or_else(gone)?;
-            reporter.finish(cx);
-            Ok(main.finish())
-        };
-        Ok(reading())
-    });
-    match outcome {
-        Ok(parsed) => parsed,
-        // Not one thread to be had: this one reads it all.
-        Err(kept) => {
-            let (first, main) = *kept;
-            serially(first, &mut pieces, main, cx)
+            Absorbed::Failed {
+                report,
+                lines,
+                offset,
+                error,
+            } => {
+                reporter.take(report, lines, offset, cx);
+                return Err(error);
+            }
         }
     }
 }
@@ -1491,7 +1591,7 @@ enum Absorbed {
 /// workers are done or a piece failed.
 fn absorb_in_order(
     mut main: Parser_,
-    done_rx: mpsc::Receiver<(usize, usize, Piece, PieceResult)>,
+    done_rx: mpsc::Receiver<Done<'_>>,
     out: mpsc::Sender<Absorbed>,
 ) -> Parser_ {
     let mut finished = BTreeMap::new();
