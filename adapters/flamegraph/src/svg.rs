@@ -284,7 +284,17 @@ pub fn write_message_svg<W: Write>(out: W, pic: &Picture<'_>, message: &str) -> 
     t.push_attribute(("y", num.as_str()));
     t.push_attribute(("text-anchor", "middle"));
     w.write_event(Event::Start(t))?;
-    w.write_event(Event::Text(escaped_text(&xml_safe(message))))?;
+    // Cut to the image's width as the title and subtitle are: centred, a message wider than a
+    // narrow image (or a large font) lost both its ends ("o draw: the profile has no").
+    let o = pic.opts;
+    let mut fitted = String::new();
+    fit_label(
+        &xml_safe(message),
+        f64::from(o.width - 2 * XPAD),
+        o.font_size * o.font_width.max(crate::attrs::DEFAULT_FONT_WIDTH),
+        &mut fitted,
+    );
+    w.write_event(Event::Text(escaped_text(&fitted)))?;
     w.write_event(Event::End(BytesEnd::new("text")))?;
     w.get_mut().write_all(b"\n")?;
     let mut g = BytesStart::new("g");

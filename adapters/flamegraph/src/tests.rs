@@ -479,6 +479,31 @@ fn an_empty_profile_gives_a_picture_that_says_so() {
     );
 }
 
+/// The message of an empty picture is cut to the image's width, as the title and subtitle are:
+/// centred and 310 px wide, on a 200 px image it lost both ends ("o draw: the profile has no").
+#[test]
+fn the_empty_picture_message_is_cut_to_the_image_width() {
+    let p = folded(&[]);
+    let message = |width: &str, countname: &str| {
+        let o = opts(&[("width", Some(width)), ("countname", Some(countname))]);
+        let (svg, _) = emit(&p, &o);
+        let s = parse_svg(&svg);
+        let (_, t) = s.texts.iter().find(|(id, _)| id == "message").unwrap();
+        t.clone()
+    };
+    // 1 200 px: whole.
+    assert_eq!(
+        message("1200", "samples"),
+        "Nothing to draw: the profile has no samples"
+    );
+    // 200 px less the margins is 180 px: 25 characters of 7.2 px, the last one `…`.
+    assert_eq!(message("200", "samples"), "Nothing to draw: the pro…");
+    // A long countname on a default-width image.
+    let long = "CPU time in units of a hundred and twenty-eight nanoseconds per tick of the clock";
+    let m = message("400", long);
+    assert!(m.ends_with('…') && m.chars().count() <= 52, "{m}");
+}
+
 /// 20 000 roots of one sample each: every one is narrower than 0.1 px of 1 180, so only `all`
 /// is drawn (inferno's picture too), with a warning that says why, not "no samples".
 #[test]
