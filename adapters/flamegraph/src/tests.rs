@@ -645,6 +645,69 @@ fn the_plugin_entry_reads_the_host_options() {
     assert_eq!(e.status, profconv_plugin::Status::BAD_OPTIONS);
 }
 
+/// A negative value (a diff written as one column, a corrupt count) is drawn as zero with a
+/// warning, in the merged graph (per call node) and in the flame chart (per sample); a value
+/// of zero is nothing to report.
+#[test]
+fn negative_values_are_reported_and_drawn_as_zero() {
+    let profile = |b_value: i64| {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.set_flags(profconv_plugin::ir::flags::ORDERED);
+        b.add_stack(&["a", "b"], &[b_value]).unwrap();
+        b.add_stack(&["a", "c"], &[5]).unwrap();
+        b.finish()
+    };
+    let drawn = |svg: &[u8]| -> Vec<(String, i64, i64)> {
+        parse_svg(svg)
+            .frames
+            .iter()
+            .map(|f| (title_name(&f.title).to_string(), f.fg_x, f.fg_w))
+            .collect()
+    };
+    let a_c = [("a".to_string(), 0, 5), ("c".to_string(), 0, 5)];
+    let p = profile(-3);
+    let (svg, warnings) = emit(&p, &FlameOptions::default());
+    assert_eq!(drawn(&svg), a_c);
+    assert_eq!(
+        warnings,
+        ["1 call nodes have a negative self samples; drawn as zero"]
+    );
+    let (svg, warnings) = emit(&p, &opts(&[("flamechart", None)]));
+    assert_eq!(drawn(&svg), a_c);
+    assert_eq!(warnings, ["samples with negative values are drawn as zero"]);
+    let p = profile(0);
+    for o in [FlameOptions::default(), opts(&[("flamechart", None)])] {
+        let (svg, warnings) = emit(&p, &o);
+        assert_eq!(drawn(&svg), a_c);
+        assert!(warnings.is_empty(), "{warnings:?}");
+    }
+}
+
+/// `normalize` and `negate` only mean something for a differential graph: either one given for
+/// a plain profile is reported (not only both together), and the graph is drawn all the same.
+#[test]
+fn normalize_or_negate_alone_on_a_plain_graph_is_reported() {
+    let p = folded(&[("a;b", 2)]);
+    for flags in [&["normalize"][..], &["negate"], &["normalize", "negate"]] {
+        let mut warnings = Vec::new();
+        let mut sink = |_: u32, m: &str| warnings.push(m.to_string());
+        let mut buf = Vec::new();
+        {
+            let mut out = Output::from_writer(&mut buf);
+            let o = Options::new(flags.iter().map(|f| (f.to_string(), None)).collect());
+            Flamegraph::emit(&p.view(), &mut out, &o, &mut Context::with_sink(&mut sink)).unwrap();
+            out.flush().unwrap();
+        }
+        assert_eq!(parse_svg(&buf).frames.len(), 2, "{flags:?}");
+        assert_eq!(
+            warnings,
+            ["options normalize and negate only apply to differential flame graphs"],
+            "{flags:?}"
+        );
+    }
+}
+
 fn emit_diff_svg(before: &Profile, after: &Profile, o: &FlameOptions) -> (Parsed, Vec<String>) {
     let mut warnings = Vec::new();
     let mut sink = |_: u32, m: &str| warnings.push(m.to_string());

@@ -395,6 +395,62 @@ mod tests {
         assert!(e.message.contains("'calls' counts events"), "{e}");
     }
 
+    /// Spec B.7: the summary has a line per toplevel call. Read in time order, each call is
+    /// its own line in call order, also two back-to-back calls of one function; aggregated
+    /// (`-O aggregate`), the calls of one name are one line, in first-seen order, even when
+    /// another function's call came between them.
+    #[test]
+    fn summary_lists_each_toplevel_call_in_order_or_merges_them_aggregated() {
+        let trace =
+            "PVMTRACE 1\nC 0 f\nE 10\nC 10 f\nE 12\nC 12 g\nE 17\nC 17 f\nC 18 h\nE 19\nE 20\n";
+        let p = parse_opts(trace, ParseOptions::default()).0.unwrap();
+        assert_eq!(
+            summary(&p),
+            "run 1\nf: 10 ticks\nf: 2 ticks\ng: 5 ticks\nf: 3 ticks\nFull execution: 20 ticks\n"
+        );
+        let aggregated = ParseOptions {
+            aggregate: true,
+            ..Default::default()
+        };
+        let a = parse_opts(trace, aggregated).0.unwrap();
+        assert_eq!(
+            summary(&a),
+            "run 1\nf: 15 ticks\ng: 5 ticks\nFull execution: 20 ticks\n"
+        );
+    }
+
+    /// Spec B.7 compat mode: the debugger writes nothing for a run it reports as inconsistent,
+    /// so a trace whose only run is left out has an empty summary (not a `run 1` of 0 ticks).
+    #[test]
+    fn summary_of_a_trace_whose_every_run_is_left_out_is_empty() {
+        let compat = ParseOptions {
+            compat: true,
+            ..Default::default()
+        };
+        let p = parse_opts("PVMTRACE 1\nC 0 f\nX 5 boom\n", compat)
+            .0
+            .unwrap();
+        assert_eq!(summary(&p), "");
+    }
+
+    /// Timestamps on some events only: the warning names the first event whose timestamp
+    /// presence differs from the first event's (line 3 here), not a later one (line 4).
+    #[test]
+    fn partial_time_is_named_at_the_first_event_that_differs() {
+        let trace = "PVMTRACE 1\nC 0 @0 f\nC 5 g\nE 6\nE 9 @20\n";
+        let (r, warnings) = parse_opts(trace, ParseOptions::default());
+        assert_eq!(
+            tree_of(&r.unwrap()),
+            "f self=8 total=9 calls=1\n  g self=1 total=1 calls=1\n"
+        );
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.starts_with("line 3: some events have a timestamp and others not")),
+            "{warnings:?}"
+        );
+    }
+
     /// A name with a line break or an escape byte stays on its line, escaped as `profconv tree`
     /// shows it.
     #[test]
@@ -705,6 +761,26 @@ mod tests {
         assert!(out.starts_with("error:"), "{out}");
     }
 
+    /// An `E` naming a `ref:<i>` call (spec B.4): the open call's own index closes it quietly,
+    /// another index is an end mismatch. Read by the grammar (two spaces keep the lines off the
+    /// fast path) and by the fast path alike.
+    #[test]
+    fn an_end_naming_a_ref_call_is_checked_against_the_open_call() {
+        let mismatch = "line 4: end of `function_ref[1]` while `function_ref[2]` is open";
+        for sep in [" ", "  "] {
+            let text = format!("PVMTRACE 1\nC 0 ref:1\nC 1 ref:2\nE 2{sep}ref:1\nE 3{sep}ref:1\n");
+            let (out, warnings) = both_paths(&text, ParseOptions::default());
+            assert!(
+                out.starts_with(
+                    "function_ref[1] self=2 total=3 calls=1\n  function_ref[2] self=1 total=1 calls=1\n"
+                ),
+                "{out}"
+            );
+            assert_eq!(warnings.len(), 1, "{warnings:?}");
+            assert!(warnings[0].starts_with(mismatch), "{warnings:?}");
+        }
+    }
+
     #[test]
     fn seed_000_worked_example() {
         assert_eq!(
@@ -773,6 +849,43 @@ mod tests {
         let p = p.unwrap();
         assert_eq!(tree_of(&p), "f self=615 total=615 calls=1\n");
         assert_eq!(p.view().meta("tick_base"), Some("18446744073709551000"));
+    }
+
+    /// Timestamps too, from the first event's when it is huge: nanoseconds since the epoch
+    /// near 2^64 read as 615 ns, not as out of range.
+    #[test]
+    fn huge_timestamps_are_rebased_on_the_first() {
+        let (p, _) = parse_opts(
+            "PVMTRACE 1\nC 0 @18446744073709551000 f\nE 5 @18446744073709551615\n",
+            ParseOptions::default(),
+        );
+        assert_eq!(
+            tree_of(&p.unwrap()),
+            "f self=5 total=5 calls=1 self_time_ns=615 total_time_ns=615\n"
+        );
+    }
+
+    /// Once an event without a timestamp has been read, time is dropped for the whole trace
+    /// (with a warning): a later timestamp too large to count from the first is then ignored,
+    /// not an error.
+    #[test]
+    fn an_out_of_range_timestamp_is_ignored_once_time_is_dropped() {
+        let (p, warnings) = parse_opts(
+            "PVMTRACE 1\nC 0 @0 f\nC 1 g\nE 2 @18446744073709551615\nE 3 @18446744073709551615\n",
+            ParseOptions::default(),
+        );
+        let p = p.unwrap();
+        assert_eq!(
+            tree_of(&p),
+            "f self=2 total=3 calls=1\n  g self=1 total=1 calls=1\n"
+        );
+        assert_eq!(p.view().value_type_index("time_ns"), None);
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("some events have a timestamp and others not")),
+            "{warnings:?}"
+        );
     }
 
     #[test]
