@@ -1323,6 +1323,14 @@ impl<W: Write> Writer<'_, W> {
         });
         for (k, &c) in cols.iter().enumerate() {
             let d = p.value_types[c].decimals;
+            // `NAME (count)` for the event NAME tells nothing a reader does not assume (profconv
+            // reads an event without a long name as a count), and it hides KCachegrind's own
+            // long names of valgrind's events (`Ir` is `Instruction Fetch`, `Bcm`
+            // `Mispredicted Cond. Branch`): KCachegrind showed a valgrind file written back with
+            // `Ir (count)`.
+            if d == 0 && p.value_type_unit(c) == "count" && names[k] == p.value_type_name(c) {
+                continue;
+            }
             h.push_str("event: ");
             h.push_str(&names[k]);
             h.push_str(" : ");
@@ -2035,6 +2043,45 @@ mod tests {
         );
         assert!(text.contains("desc: Scale: event samples is written in units of 10^-2 count"));
         assert!(text.contains("\n0 15000\n"));
+    }
+
+    /// An event that is a count under its own name gets no `event:` line: KCachegrind then shows
+    /// its own long name for valgrind's events (`Instruction Fetch` for `Ir`), not `Ir (count)`.
+    /// Events with another unit, decimals, or a short name made from the value type's name keep
+    /// theirs, and every name and unit reads back.
+    #[test]
+    fn count_events_under_their_own_names_get_no_long_name() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("Ir", "count", ValueKind::Weight);
+        b.add_value_type("Bcm", "count", ValueKind::Weight);
+        b.add_value_type("time", "nanoseconds", ValueKind::Weight);
+        b.add_value_type("Memory (bytes)", "count", ValueKind::Weight);
+        b.add_stack(&["main"], &[1, 2, 3, 4]).unwrap();
+        let text = emit(&b.finish());
+        assert!(!text.contains("event: Ir "), "{text}");
+        assert!(!text.contains("event: Bcm "), "{text}");
+        assert!(
+            text.contains("event: time : time (nanoseconds)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("event: Memory__bytes_ : Memory (bytes) (count)\n"),
+            "{text}"
+        );
+        let back = read_profile(&text);
+        let v = back.view();
+        let types: Vec<(&str, &str)> = (0..4)
+            .map(|c| (v.value_type_name(c), v.value_type_unit(c)))
+            .collect();
+        assert_eq!(
+            types,
+            [
+                ("Ir", "count"),
+                ("Bcm", "count"),
+                ("time", "nanoseconds"),
+                ("Memory (bytes)", "count")
+            ]
+        );
     }
 
     /// The same profile with its stack table built in two orders: line by line (long chains
