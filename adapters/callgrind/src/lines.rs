@@ -1,12 +1,8 @@
 //! Line iteration over an [`Input`]: the SDK's [`Lines`] (read in place from a whole input in
-//! memory, or in blocks from a stream), with this format's bound on a line.
+//! memory, or in blocks from a stream), with the SDK's bound on a line ([`MAX_LINE`]) and what a line of this format holds.
 
-use profconv_plugin::lines::Lines;
+use profconv_plugin::lines::{Lines, MAX_LINE};
 use profconv_plugin::{Input, PluginError};
-
-/// The longest line (256 MiB; callgrind lines are short). Past that the input is not a
-/// callgrind profile, and growing the buffer further would take memory without bound.
-pub const MAX_LINE: usize = 1 << 28;
 
 /// Calls `f(line, byte_offset)` for every line, without its `\n`. A final line without a newline
 /// is passed too; an empty input has no line.

@@ -16,6 +16,7 @@
 //! * **Anything else**: `User` (yellow); `Kernel` (orange) for names ending in `_[k]` and `JIT`
 //!   (green) for `_[j]` (perf's and FlameGraph's annotations), when present.
 
+use profconv_plugin::Annotation;
 use profconv_plugin::ir::{NONE, ProfileRef};
 use serde::Serialize;
 
@@ -135,18 +136,16 @@ pub fn categorize(p: &ProfileRef<'_>) -> Categories {
             let (mut kernel, mut jit) = (None, None);
             for (f, slot) in of_func.iter_mut().enumerate() {
                 let name = p.func_name_str(f as u32);
-                let c = if name.ends_with("_[k]") {
-                    *kernel.get_or_insert_with(|| {
+                let c = match Annotation::of(name) {
+                    Some(Annotation::Kernel) => *kernel.get_or_insert_with(|| {
                         list.push(category("Kernel", "orange"));
                         (list.len() - 1) as u32
-                    })
-                } else if name.ends_with("_[j]") {
-                    *jit.get_or_insert_with(|| {
+                    }),
+                    Some(Annotation::Jit) => *jit.get_or_insert_with(|| {
                         list.push(category("JIT", "green"));
                         (list.len() - 1) as u32
-                    })
-                } else {
-                    1
+                    }),
+                    Some(Annotation::Inlined | Annotation::Waker) | None => 1,
                 };
                 *slot = Some((c, 0));
             }

@@ -40,10 +40,8 @@ pub const BATCH_LINES: usize = 32;
 pub const BATCH_FROM_STACKS: usize = 1 << 16;
 /// Bytes of whole lines read at a time on one thread.
 const BLOCK: usize = profconv_plugin::lines::BLOCK;
-/// The longest line read from a stream (256 MiB): a line is one stack, and a million frames with
-/// 256-byte names fit. Past that the input is not folded stacks (binary data, a file with no
-/// newlines), and growing the buffer further would take memory without bound.
-pub const MAX_LINE: usize = 1 << 28;
+// The longest line (256 MiB), the bound of every line-oriented reader: a line is one stack.
+use profconv_plugin::lines::MAX_LINE;
 /// The largest `piece-size` (64 MiB): each thread has a piece in flight, and one more is read.
 pub const MAX_PIECE_SIZE: usize = 1 << 26;
 

@@ -381,7 +381,28 @@ pub fn load_static(entry: EntryFn, name: &str) -> Result<LoadedPlugin, LoadError
     load_entry(entry, PluginOrigin::Static(name.to_string()))
 }
 
+/// The handshake: call the entry, check the header's magic, read the plugin's identity, check
+/// its ABI major, then its descriptor, its format table, and each format in turn. The checks
+/// run in that order, and the first that fails is the error: nothing is read from the plugin
+/// before what says it may be.
 fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, LoadError> {
+    let header_ptr = call_entry(entry, &origin)?;
+    let header = checked_header(header_ptr, &origin)?;
+    let info = Arc::new(plugin_info(header, &origin));
+    check_abi_major(&info)?;
+    let desc = checked_descriptor(header_ptr, header, &origin)?;
+    let stride = format_stride(desc, &origin)?;
+    // Every element is copied (the table is checked) before any is checked on its own.
+    let formats = copy_format_descs(desc, stride)
+        .into_iter()
+        .map(|d| format_handle(d, &info, &origin))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(LoadedPlugin { info, formats })
+}
+
+/// Calls the plugin's entry with this host's ABI version and returns its header pointer, not
+/// null (a null one is no plugin's answer, and nothing can be read through it).
+fn call_entry(entry: EntryFn, origin: &PluginOrigin) -> Result<*const PluginHeader, LoadError> {
     let host_version = env!("CARGO_PKG_VERSION");
     let info = HostInfo {
         abi_major: ABI_MAJOR,
@@ -393,14 +414,33 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
     // can panic.)
     let header_ptr = unsafe { entry(&info) };
     if header_ptr.is_null() {
-        return Err(LoadError::Malformed(origin, "entry returned null".into()));
+        return Err(LoadError::Malformed(
+            origin.clone(),
+            "entry returned null".into(),
+        ));
     }
-    // SAFETY: the entry returns a pointer to a static header; its first 72 bytes are frozen
-    // across every ABI version, so reading them is valid whatever the plugin's ABI.
+    Ok(header_ptr)
+}
+
+/// The header behind `header_ptr`, if it has the profconv magic: the one check that says the
+/// library is a profconv plugin at all, made before any other field is trusted.
+fn checked_header(
+    header_ptr: *const PluginHeader,
+    origin: &PluginOrigin,
+) -> Result<&'static PluginHeader, LoadError> {
+    // SAFETY: `header_ptr` is not null (`call_entry`); the entry returns a pointer to a
+    // static header, whose first 72 bytes are frozen across every ABI version, so reading them
+    // is valid whatever the plugin's ABI.
     let header: &'static PluginHeader = unsafe { &*header_ptr };
     if header.magic != MAGIC {
-        return Err(LoadError::BadMagic(origin));
+        return Err(LoadError::BadMagic(origin.clone()));
     }
+    Ok(header)
+}
+
+/// The plugin's identity from its header, read before the ABI major is checked so that a
+/// mismatch can name the plugin, its version and its SDK.
+fn plugin_info(header: &'static PluginHeader, origin: &PluginOrigin) -> PluginInfo {
     // SAFETY: the header's strings point at the plugin's static data.
     let (name, version, sdk_version) = unsafe {
         (
@@ -409,7 +449,7 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
             header.sdk_version.to_string_lossy(),
         )
     };
-    let info = Arc::new(PluginInfo {
+    PluginInfo {
         name,
         version,
         sdk_version,
@@ -417,24 +457,53 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
         abi_minor: header.abi_minor,
         panic_unwind: header.panic_unwind != 0,
         origin: origin.clone(),
-    });
-    if header.abi_major != ABI_MAJOR {
-        return Err(LoadError::AbiMismatch(Box::new((*info).clone())));
     }
+}
+
+/// Refuses a plugin built for another ABI major: past the header's frozen prefix its layout is
+/// not this host's (any minor of this major loads: a newer one's fields are ignored).
+fn check_abi_major(info: &PluginInfo) -> Result<(), LoadError> {
+    if info.abi_major != ABI_MAJOR {
+        return Err(LoadError::AbiMismatch(Box::new(info.clone())));
+    }
+    Ok(())
+}
+
+/// The plugin's descriptor, which the header starts, once its declared size says it holds
+/// every field of ABI 1.0 (so that reading them stays within the plugin's data). Only for a
+/// header whose magic and major passed (`checked_header`, `check_abi_major`): its `unsafe`
+/// relies on them.
+fn checked_descriptor(
+    header_ptr: *const PluginHeader,
+    header: &'static PluginHeader,
+    origin: &PluginOrigin,
+) -> Result<&'static PluginDescriptor, LoadError> {
     if (header.descriptor_size as usize) < abi::min_size::PLUGIN_DESCRIPTOR {
         return Err(LoadError::Malformed(
-            origin,
+            origin.clone(),
             format!(
                 "descriptor of {} bytes is too small",
                 header.descriptor_size
             ),
         ));
     }
-    // SAFETY: magic, major and size say the header starts an ABI-1 `PluginDescriptor`.
-    let desc: &'static PluginDescriptor = unsafe { &*(header_ptr as *const PluginDescriptor) };
+    // SAFETY: `header_ptr` is the header's own pointer (not null, `call_entry`), and its
+    // magic (`checked_header`), major (`check_abi_major`) and size (above) say the header
+    // starts an ABI-1 `PluginDescriptor`.
+    Ok(unsafe { &*(header_ptr as *const PluginDescriptor) })
+}
+
+/// The stride of the descriptor's format table (0 for an empty one): the plugin's
+/// `FormatDesc` size, which a later minor may have grown. The table's count, pointer and
+/// stride are checked before any element is read, since the elements are found at this
+/// stride: a wild one would read far past the table.
+fn format_stride(
+    desc: &'static PluginDescriptor,
+    origin: &PluginOrigin,
+) -> Result<usize, LoadError> {
     if desc.n_formats > 4096 {
         return Err(LoadError::Malformed(
-            origin,
+            origin.clone(),
             format!(
                 "bad format table: {} formats (at most 4096)",
                 desc.n_formats
@@ -443,25 +512,24 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
     }
     if desc.n_formats > 0 && desc.formats.is_null() {
         return Err(LoadError::Malformed(
-            origin,
+            origin.clone(),
             format!(
                 "bad format table: {} formats at a null pointer",
                 desc.n_formats
             ),
         ));
     }
-    // The formats array's stride is the plugin's `FormatDesc` size, which a later minor may
-    // have grown; the fields of ABI 1.0 sit at the start of each element.
+    // The fields of ABI 1.0 sit at the start of each element.
     let stride = if desc.n_formats == 0 {
         0
     } else {
-        // SAFETY: the first element exists; its first field (u32 struct_size) is in every
-        // version of `FormatDesc`.
+        // SAFETY: the first element exists (`n_formats` > 0, `formats` not null, both checked
+        // above); its first field (u32 struct_size) is in every version of `FormatDesc`.
         unsafe { (*desc.formats).struct_size as usize }
     };
     if desc.n_formats > 0 && stride < abi::min_size::FORMAT_DESC {
         return Err(LoadError::Malformed(
-            origin,
+            origin.clone(),
             format!(
                 "format descriptor too small ({stride} bytes; at least {})",
                 abi::min_size::FORMAT_DESC
@@ -470,31 +538,38 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
     }
     if desc.n_formats > 0 && stride % std::mem::align_of::<FormatDesc>() != 0 {
         return Err(LoadError::Malformed(
-            origin,
+            origin.clone(),
             format!(
                 "format descriptor size {stride} is not a multiple of {} (its alignment)",
                 std::mem::align_of::<FormatDesc>()
             ),
         ));
     }
-    // A size no version will reach: the elements are found at this stride, so a wild one
-    // would read far past the table.
+    // A size no version will reach.
     if stride > MAX_FORMAT_DESC {
         return Err(LoadError::Malformed(
-            origin,
+            origin.clone(),
             format!("format descriptor too large ({stride} bytes; at most {MAX_FORMAT_DESC})"),
         ));
     }
-    let descs: Vec<FormatDesc> = (0..desc.n_formats)
+    Ok(stride)
+}
+
+/// Copies each element of the format table (checked by [`format_stride`]) into this host's
+/// `FormatDesc`: an older plugin's element is shorter, and its missing tail stays zero (null:
+/// the function is not there); the fields past the plugin's own size are cleared, since its
+/// minor does not have them.
+fn copy_format_descs(desc: &'static PluginDescriptor, stride: usize) -> Vec<FormatDesc> {
+    (0..desc.n_formats)
         .map(|i| {
-            // The element holds `stride` bytes: an older plugin's is shorter than this
-            // `FormatDesc`, whose missing tail stays zero (null: the function is not there).
+            // The element holds `stride` bytes.
             let n = stride.min(size_of::<FormatDesc>());
             let mut copy = std::mem::MaybeUninit::<FormatDesc>::zeroed();
             // SAFETY: `n_formats` elements of `stride` bytes each, each starting with an ABI-1.0
-            // `FormatDesc`, in the plugin's static data; `n` bytes fit in both. All-zero bytes
-            // are a valid `FormatDesc` (integers, null pointers, `None` functions), and so is
-            // any prefix of a plugin's descriptor completed with zeros.
+            // `FormatDesc`, in the plugin's static data (count, pointer and stride checked by
+            // `format_stride`); `n` bytes fit in both. All-zero bytes are a valid
+            // `FormatDesc` (integers, null pointers, `None` functions), and so is any prefix of
+            // a plugin's descriptor completed with zeros.
             let mut d = unsafe {
                 let src = (desc.formats as *const u8).add(i * stride);
                 std::ptr::copy_nonoverlapping(src, copy.as_mut_ptr() as *mut u8, n);
@@ -510,94 +585,100 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
             }
             d
         })
-        .collect();
-    let mut formats = Vec::with_capacity(descs.len());
-    for d in descs {
-        if (d.struct_size as usize) < abi::min_size::FORMAT_DESC {
-            return Err(LoadError::Malformed(
-                origin,
-                format!(
-                    "format descriptor too small ({} bytes; at least {})",
-                    d.struct_size,
-                    abi::min_size::FORMAT_DESC
-                ),
-            ));
-        }
-        if d.n_options > 4096 {
-            return Err(LoadError::Malformed(
-                origin,
-                format!("bad option table: {} options (at most 4096)", d.n_options),
-            ));
-        }
-        if d.n_options > 0 && d.options.is_null() {
-            return Err(LoadError::Malformed(
-                origin,
-                format!(
-                    "bad option table: {} options at a null pointer",
-                    d.n_options
-                ),
-            ));
-        }
-        let opts: &[OptionDesc] = if d.n_options == 0 {
-            &[]
-        } else {
-            // SAFETY: `n_options` static option descriptors.
-            unsafe { std::slice::from_raw_parts(d.options, d.n_options) }
-        };
-        // SAFETY: all strings of a descriptor point at the plugin's static data.
-        let handle = unsafe {
-            FormatHandle {
-                desc: d,
-                plugin: info.clone(),
-                id: d.id.to_string_lossy(),
-                description: d.description.to_string_lossy(),
-                extensions: d
-                    .extensions
-                    .to_string_lossy()
-                    .split(',')
-                    .map(|e| e.trim().trim_start_matches('.').to_string())
-                    .filter(|e| !e.is_empty())
-                    .collect(),
-                caps: d.caps,
-                options: opts
-                    .iter()
-                    .map(|o| OptionInfo {
-                        key: o.key.to_string_lossy(),
-                        kind: o.kind,
-                        default: o.default.to_string_lossy(),
-                        help: o.help.to_string_lossy(),
-                        // A reserved word before 1.4: whatever a plugin left there, its
-                        // options apply everywhere, as they did.
-                        phases: if info.abi_minor >= 4 { o.phases } else { 0 },
-                    })
-                    .collect(),
-            }
-        };
-        if handle.id.is_empty() {
-            return Err(LoadError::Malformed(
-                origin,
-                "a format has an empty id".into(),
-            ));
-        }
-        // A kind is part of the major version (a new one bumps it): a code this host does not
-        // know is a malformed descriptor, not an option to pass along unchecked.
-        if let Some(o) = handle
-            .options
-            .iter()
-            .find(|o| o.kind > abi::option_kind::NUMBER)
-        {
-            return Err(LoadError::Malformed(
-                origin,
-                format!(
-                    "option '{}' of format '{}' has kind {}, which ABI 1 does not define (0 \
-                     flag, 1 string, 2 integer, 3 number)",
-                    o.key, handle.id, o.kind
-                ),
-            ));
-        }
-        formats.push(handle);
+        .collect()
+}
+
+/// One format of the plugin, callable safely, once its own size and option table are checked
+/// (before its strings and options are read through them), and then its id and its options'
+/// kinds (which the host relies on to pass values).
+fn format_handle(
+    d: FormatDesc,
+    info: &Arc<PluginInfo>,
+    origin: &PluginOrigin,
+) -> Result<FormatHandle, LoadError> {
+    if (d.struct_size as usize) < abi::min_size::FORMAT_DESC {
+        return Err(LoadError::Malformed(
+            origin.clone(),
+            format!(
+                "format descriptor too small ({} bytes; at least {})",
+                d.struct_size,
+                abi::min_size::FORMAT_DESC
+            ),
+        ));
     }
-    Ok(LoadedPlugin { info, formats })
+    if d.n_options > 4096 {
+        return Err(LoadError::Malformed(
+            origin.clone(),
+            format!("bad option table: {} options (at most 4096)", d.n_options),
+        ));
+    }
+    if d.n_options > 0 && d.options.is_null() {
+        return Err(LoadError::Malformed(
+            origin.clone(),
+            format!(
+                "bad option table: {} options at a null pointer",
+                d.n_options
+            ),
+        ));
+    }
+    let opts: &[OptionDesc] = if d.n_options == 0 {
+        &[]
+    } else {
+        // SAFETY: `n_options` static option descriptors (count and pointer checked above).
+        unsafe { std::slice::from_raw_parts(d.options, d.n_options) }
+    };
+    // SAFETY: all strings of a descriptor point at the plugin's static data.
+    let handle = unsafe {
+        FormatHandle {
+            desc: d,
+            plugin: info.clone(),
+            id: d.id.to_string_lossy(),
+            description: d.description.to_string_lossy(),
+            extensions: d
+                .extensions
+                .to_string_lossy()
+                .split(',')
+                .map(|e| e.trim().trim_start_matches('.').to_string())
+                .filter(|e| !e.is_empty())
+                .collect(),
+            caps: d.caps,
+            options: opts
+                .iter()
+                .map(|o| OptionInfo {
+                    key: o.key.to_string_lossy(),
+                    kind: o.kind,
+                    default: o.default.to_string_lossy(),
+                    help: o.help.to_string_lossy(),
+                    // A reserved word before 1.4: whatever a plugin left there, its
+                    // options apply everywhere, as they did.
+                    phases: if info.abi_minor >= 4 { o.phases } else { 0 },
+                })
+                .collect(),
+        }
+    };
+    if handle.id.is_empty() {
+        return Err(LoadError::Malformed(
+            origin.clone(),
+            "a format has an empty id".into(),
+        ));
+    }
+    // A kind is part of the major version (a new one bumps it): a code this host does not
+    // know is a malformed descriptor, not an option to pass along unchecked.
+    if let Some(o) = handle
+        .options
+        .iter()
+        .find(|o| o.kind > abi::option_kind::NUMBER)
+    {
+        return Err(LoadError::Malformed(
+            origin.clone(),
+            format!(
+                "option '{}' of format '{}' has kind {}, which ABI 1 does not define (0 \
+                 flag, 1 string, 2 integer, 3 number)",
+                o.key, handle.id, o.kind
+            ),
+        ));
+    }
+    Ok(handle)
 }
 
 /// A failed call into a plugin.

@@ -41,8 +41,8 @@ pub use sdk::{
     read_some, unknown_value_type, value_column, warn_if_counts,
 };
 pub use text::{
-    UTF8_BOM, compression_of, escape_controls, not_text_error, quote_input, starts_as_json,
-    utf16_input_error,
+    Annotation, UTF8_BOM, compression_of, escape_controls, not_text_error, quote_input,
+    starts_as_json, utf16_input_error,
 };
 
 /// Version of this SDK, recorded in every plugin's header.

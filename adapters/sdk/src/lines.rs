@@ -15,6 +15,14 @@ use memchr::{memchr, memrchr};
 
 /// Bytes asked of a stream per read, and between two releases of a whole input.
 pub const BLOCK: usize = 1 << 20;
+/// The longest line the bundled line-oriented readers (folded, callgrind, PVM) take: 256 MiB, the
+/// `max_line` they pass to [`Lines::new`] (and folded to its own piece reader). It bounds the
+/// memory one line can take: a line of this many bytes without a newline is an error (`no newline
+/// in 268435456 bytes: …`), so an input with no newlines (binary data, another format) cannot grow
+/// a line buffer without bound. No real line comes near it (the longest are folded stacks: a
+/// million frames of 256-byte names fit), and it is small enough to be had where such profiles
+/// are read.
+pub const MAX_LINE: usize = 1 << 28;
 /// The buffer's first size (most inputs are small).
 const FIRST_BLOCK: usize = 1 << 14;
 

@@ -156,9 +156,66 @@ pub fn quote_input(bytes: &[u8], max: usize) -> String {
     s
 }
 
+/// The annotation suffix of a frame name in folded stacks, as perf's and FlameGraph's
+/// `stackcollapse-*` scripts write it (`do_syscall_64_[k]`): what the frame is, which the
+/// writers show by colour or category, not in the name. One convention, read in one place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Annotation {
+    /// `_[k]`: kernel code.
+    Kernel,
+    /// `_[j]`: JIT-compiled code.
+    Jit,
+    /// `_[i]`: inlined code.
+    Inlined,
+    /// `_[w]`: a waker's stack (off-wake time graphs).
+    Waker,
+}
+
+impl Annotation {
+    /// `name` without its annotation suffix, and the annotation; `name` itself and `None`
+    /// when it has none.
+    pub fn split(name: &str) -> (&str, Option<Annotation>) {
+        let a = match name.as_bytes() {
+            [.., b'_', b'[', b'k', b']'] => Annotation::Kernel,
+            [.., b'_', b'[', b'j', b']'] => Annotation::Jit,
+            [.., b'_', b'[', b'i', b']'] => Annotation::Inlined,
+            [.., b'_', b'[', b'w', b']'] => Annotation::Waker,
+            _ => return (name, None),
+        };
+        // The suffix is 4 ASCII bytes: what precedes it ends on a character boundary.
+        (&name[..name.len() - 4], Some(a))
+    }
+
+    /// The annotation `name` ends with, if any.
+    pub fn of(name: &str) -> Option<Annotation> {
+        Annotation::split(name).1
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_annotation_is_the_last_four_bytes_only() {
+        use Annotation::*;
+        for (name, want) in [
+            ("do_syscall_64_[k]", ("do_syscall_64", Some(Kernel))),
+            ("Interpreter_[j]", ("Interpreter", Some(Jit))),
+            ("foo_[i]", ("foo", Some(Inlined))),
+            ("wake_[w]", ("wake", Some(Waker))),
+            ("_[k]", ("", Some(Kernel))),
+            ("é_[k]", ("é", Some(Kernel))),
+            ("f_[k] ", ("f_[k] ", None)),
+            ("f_[x]", ("f_[x]", None)),
+            ("f[k]", ("f[k]", None)),
+            ("_[k]_[j]", ("_[k]", Some(Jit))),
+            ("", ("", None)),
+        ] {
+            assert_eq!(Annotation::split(name), want, "{name:?}");
+            assert_eq!(Annotation::of(name), want.1, "{name:?}");
+        }
+    }
 
     #[test]
     fn quoted_input_escapes_invisible_and_control_characters() {

@@ -2,6 +2,7 @@
 //! ranges, so pictures look familiar).
 
 use super::{Palette, Rgb};
+use profconv_plugin::Annotation;
 
 /// A hue with a range of shades.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,18 +69,10 @@ impl Hue {
     }
 }
 
-/// Annotation suffixes of folded stacks: kernel, JIT, inlined, waker. They select hues and are
-/// not shown.
-const ANNOTATIONS: [&str; 4] = ["_[k]", "_[j]", "_[i]", "_[w]"];
-
-/// `name` without its annotation suffix, if it has one.
+/// `name` without its annotation suffix ([`Annotation`]: kernel, JIT, inlined, waker), if it
+/// has one. Annotations select hues and are not shown.
 pub fn strip_annotation(name: &str) -> &str {
-    for a in ANNOTATIONS {
-        if let Some(s) = name.strip_suffix(a) {
-            return s;
-        }
-    }
-    name
+    Annotation::split(name).0
 }
 
 /// What is hashed for the shade: the name without annotation and without a DTrace
@@ -118,14 +111,11 @@ pub fn hue(palette: Palette, name: &str) -> Hue {
 }
 
 fn java(name: &str) -> Hue {
-    if name.ends_with("_[j]") {
-        return Hue::Green; // JIT-compiled
-    }
-    if name.ends_with("_[i]") {
-        return Hue::Aqua; // inlined
-    }
-    if name.ends_with("_[k]") {
-        return Hue::Orange; // kernel
+    match Annotation::of(name) {
+        Some(Annotation::Jit) => return Hue::Green,
+        Some(Annotation::Inlined) => return Hue::Aqua,
+        Some(Annotation::Kernel) => return Hue::Orange,
+        Some(Annotation::Waker) | None => {}
     }
     let n = name.strip_prefix('L').unwrap_or(name);
     let java_pkg = [
@@ -143,14 +133,15 @@ fn java(name: &str) -> Hue {
 }
 
 fn js(name: &str) -> Hue {
-    if name.ends_with("_[j]") {
+    let annotation = Annotation::of(name);
+    if annotation == Some(Annotation::Jit) {
         return if name.contains('/') {
             Hue::Green
         } else {
             Hue::Aqua
         };
     }
-    if name.ends_with("_[k]") {
+    if annotation == Some(Annotation::Kernel) {
         Hue::Orange
     } else if name.contains("::") {
         Hue::Yellow // C++ (V8, Node internals)
@@ -166,7 +157,7 @@ fn js(name: &str) -> Hue {
 }
 
 fn perl(name: &str) -> Hue {
-    if name.ends_with("_[k]") {
+    if Annotation::of(name) == Some(Annotation::Kernel) {
         Hue::Orange
     } else if name.contains("Perl") || name.contains(".pl") {
         Hue::Green
@@ -182,7 +173,7 @@ fn python(name: &str) -> Hue {
     let native = name.starts_with("0x") || names_shared_library(name) || name.contains(".c:");
     // Path components, of POSIX and of Windows paths.
     let mut parts = name.split(['/', '\\']);
-    if name.ends_with("_[k]") || native {
+    if Annotation::of(name) == Some(Annotation::Kernel) || native {
         Hue::Orange
     } else if name.contains("site-packages") || name.contains("dist-packages") {
         Hue::Aqua // third-party packages
@@ -217,7 +208,7 @@ fn is_python_home(part: &str) -> bool {
 }
 
 fn rust(name: &str) -> Hue {
-    if name.ends_with("_[k]") {
+    if Annotation::of(name) == Some(Annotation::Kernel) {
         return Hue::Orange;
     }
     // DTrace names a frame `module`function` (macOS, cargo-flamegraph): the standard library's
