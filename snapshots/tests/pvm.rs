@@ -596,13 +596,13 @@ fn malformed_inputs_name_the_line() {
             "tick_overflow",
             b"PVMTRACE 1\nC 18446744073709551616 f\n",
             ordered(),
-            "line 2, column 3: tick does not fit in 64 bits",
+            "line 2, column 3: tick 18446744073709551616 is too large: at most 2^64-1",
         ),
         (
             "relative_tick_overflow",
             b"PVMTRACE 1\nC 18446744073709551615 f\nE +1\n",
             ordered(),
-            "line 3, column 3: relative tick does not fit in 64 bits",
+            "line 3, column 3: relative tick +1 is too large: at most +0 after",
         ),
         (
             "bad_timestamp",
@@ -698,7 +698,7 @@ fn malformed_inputs_name_the_line() {
             "debugger_ticks_out_of_range",
             b"%interpreter(decode) 0\nkernel_run 9223372036854775808\n",
             ordered(),
-            "line 2, column 12: tick count is out of range",
+            "line 2, column 12: tick count 9223372036854775808 is too large: at most 2^63-1",
         ),
     ];
     let mut all = String::new();

@@ -57,7 +57,7 @@ use profconv_plugin::ir::{NO_ADDRESS, NONE};
 
 /// A `cob=`/`cfi=` given as `???` (none), as opposed to not given ([`NONE`]: the caller's).
 const UNKNOWN: u32 = NONE - 1;
-use profconv_plugin::{Context, Input, PluginError};
+use profconv_plugin::{Context, Input, MAX_VALUE, PluginError, too_large};
 use std::collections::{HashMap, HashSet};
 
 // Skipped at the start of the input.
@@ -126,6 +126,20 @@ fn subposition(i: &[u8]) -> IResult<&[u8], Sub> {
 
 fn whole_number(token: &[u8]) -> Option<u64> {
     all_consuming(number).parse(token).ok().map(|(_, v)| v)
+}
+
+/// Whether `token` is written as a whole number (decimal digits, or `0x` and hex digits),
+/// whatever its size: one that [`whole_number`] refuses is then too large, not malformed.
+fn written_as_number(token: &[u8]) -> bool {
+    let (digits, hex) = match token.strip_prefix(b"0x") {
+        Some(h) => (h, true),
+        None => (token, false),
+    };
+    !digits.is_empty()
+        && digits.iter().all(|c| match hex {
+            true => c.is_ascii_hexdigit(),
+            false => c.is_ascii_digit(),
+        })
 }
 
 /// A cost as callgrind and the tools that write its format write it: a whole number below
@@ -695,18 +709,20 @@ impl Reader<'_, '_> {
             return Err(self.err(col, "expected a call count after `calls=`"));
         };
         let count = whole_number(count).ok_or_else(|| {
-            self.err(
-                col + count_at,
-                format!(
+            // Digits past 64 bits are a count too large, as one past 2^63-1 is.
+            let msg = match written_as_number(count) {
+                true => too_large(format_args!("call count {}", show(count)), MAX_VALUE),
+                false => format!(
                     "expected a call count (decimal or 0x hex, fitting in 64 bits), found `{}`",
                     show(count)
                 ),
-            )
+            };
+            self.err(col + count_at, msg)
         })?;
         if count > MAX_SUM {
             return Err(self.err(
                 col + count_at,
-                format!("call count {count} is too large: at most 2^63-1 ({MAX_SUM})"),
+                too_large(format_args!("call count {count}"), MAX_VALUE),
             ));
         }
         for (k, (at, tok)) in toks.enumerate() {
@@ -829,10 +845,7 @@ impl Reader<'_, '_> {
         if line_no >= u32::MAX as u64 {
             return Err(self.err(
                 0,
-                format!(
-                    "line number {line_no} is too large (at most {})",
-                    u32::MAX - 1
-                ),
+                too_large(format_args!("line number {line_no}"), u32::MAX - 1),
             ));
         }
         let line_no = line_no as u32;
@@ -2175,6 +2188,17 @@ mod tests {
         assert_eq!(g.summary, Some(vec![5, 1, 2]));
     }
 
+    /// A line number past the largest reads as every reader's number too large does.
+    #[test]
+    fn a_line_number_too_large_names_itself_and_the_limit() {
+        let e = both("events: Ir\nfn=f\n4294967295 1\n");
+        assert!(
+            e.message
+                .contains("line number 4294967295 is too large: at most 4294967294"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn sums_beyond_2_63_are_errors_at_their_line() {
         let max = i64::MAX;
@@ -2199,7 +2223,20 @@ mod tests {
             // A count alone above 2^63-1.
             (
                 "events: Ir\nfn=f\ncfn=g\ncalls=18446744073709551615 1\n1 1\n".to_string(),
-                "too large: at most 2^63-1",
+                "call count 18446744073709551615 is too large: at most 2^63-1 (9223372036854775807)",
+                4,
+                7,
+            ),
+            // One past 64 bits, in decimal or hex, is too large the same way.
+            (
+                "events: Ir\nfn=f\ncfn=g\ncalls=18446744073709551616 1\n1 1\n".to_string(),
+                "call count 18446744073709551616 is too large: at most 2^63-1 (9223372036854775807)",
+                4,
+                7,
+            ),
+            (
+                "events: Ir\nfn=f\ncfn=g\ncalls=0x10000000000000000 1\n1 1\n".to_string(),
+                "call count 0x10000000000000000 is too large: at most 2^63-1",
                 4,
                 7,
             ),

@@ -12,7 +12,7 @@ use nom::Parser;
 use nom::bytes::complete::tag;
 use nom::character::complete::digit1;
 use nom::error::context;
-use profconv_plugin::PluginError;
+use profconv_plugin::{MAX_VALUE, PluginError, too_large};
 
 /// The identifying line's prefix (spec §3.1).
 pub const ID_PREFIX: &[u8] = b"Mercury deep profiler data version ";
@@ -1389,7 +1389,10 @@ impl<'a> Loader<'a> {
             )),
             MeasureError::TooLarge(at, v) => Fail::Semantic(invalid(
                 self.off(at),
-                format!("call-site-dynamic {id}: measurement {v} does not fit in 63 bits"),
+                format!(
+                    "call-site-dynamic {id}: {}",
+                    too_large(format_args!("measurement {v}"), MAX_VALUE)
+                ),
             )),
             MeasureError::Overflow => Fail::Semantic(invalid(
                 start,

@@ -524,6 +524,21 @@ fn derived_call_counts_are_exact_or_an_error() {
     assert!(e.byte_offset.is_some(), "{e}");
 }
 
+/// A measurement past 2^63-1 reads as every reader's number too large does: the number and the
+/// limit (it said "does not fit in 63 bits").
+#[test]
+fn a_measurement_too_large_names_itself_and_the_limit() {
+    let e = err(&one_call(0x2, &[1 << 63]));
+    assert!(
+        e.message.contains(
+            "call-site-dynamic 1: measurement 9223372036854775808 is too large: at most 2^63-1 \
+             (9223372036854775807)"
+        ),
+        "{e}"
+    );
+    assert!(e.byte_offset.is_some(), "{e}");
+}
+
 /// The call nodes' function names of `bytes` read with `-O call-sites`, in first-seen order.
 fn call_node_names_by_site(bytes: &[u8]) -> Vec<String> {
     let options = DeepOptions {

@@ -1080,8 +1080,8 @@ mod tests {
         assert_eq!(e.line, Some(3), "{e}");
         assert!(
             e.message.contains(
-                "tick 9223372036854775808 is out of range: above 2^63-1 (the trace's first tick \
-                 is at most 2^62"
+                "tick 9223372036854775808 is too large: at most 2^63-1 (9223372036854775807; the \
+                 trace's first tick is at most 2^62"
             ),
             "{e}"
         );
@@ -1093,7 +1093,10 @@ mod tests {
         let e = r.unwrap_err();
         assert!(
             e.message.contains(&format!(
-                "more than 2^63-1 ticks after the trace's first tick, {first}"
+                "tick {} is too large: at most {} (2^63-1 ticks after the trace's first tick, \
+                 {first})",
+                u64::MAX,
+                first + i64::MAX as u64
             )),
             "{e}"
         );
@@ -1107,6 +1110,61 @@ mod tests {
                 .contains("the trace's first timestamp is at most 2^62"),
             "{e}"
         );
+    }
+
+    /// A number too large reads as in the other readers, `{what} {number} is too large: at
+    /// most {limit}`, with the number as written and the limit that applies, also past 64 bits
+    /// (the message said "tick does not fit in 64 bits", with neither) and for a relative tick
+    /// (the limit after the previous one).
+    #[test]
+    fn a_number_too_large_names_itself_and_the_limit() {
+        let big = "18446744073709551616";
+        let err = |text: &str| {
+            let (r, _) = parse_opts(text, ParseOptions::default());
+            r.unwrap_err().to_string()
+        };
+        // The first event is its own base: any 64-bit tick.
+        assert_eq!(
+            err(&format!("PVMTRACE 1\nC {big} f\n")),
+            format!(
+                "line 2, column 3: tick {big} is too large: at most 2^64-1 (18446744073709551615)"
+            )
+        );
+        // Later ones: 2^63-1 from base 0.
+        let e = err(&format!("PVMTRACE 1\nC 0 f\nE {big} f\n"));
+        assert!(
+            e.starts_with(&format!(
+                "line 3, column 3: tick {big} is too large: at most 2^63-1 (9223372036854775807; the trace's \
+                 first tick is at most 2^62"
+            )),
+            "{e}"
+        );
+        assert_eq!(
+            err(&format!("PVMTRACE 1\nC 5 f\nE +{big} f\n")),
+            format!(
+                "line 3, column 3: relative tick +{big} is too large: at most +9223372036854775802 after 5 (the \
+                 previous tick; a tick is at most 2^63-1 (9223372036854775807; the trace's first \
+                 tick is at most 2^62, so its values are kept as they are, and profile values are \
+                 64-bit signed))"
+            )
+        );
+        let e = err("PVMTRACE 1\nC 5 @5 f\nE 6 @99999999999999999999 f\n");
+        assert!(
+            e.starts_with(
+                "line 3, column 5: timestamp 99999999999999999999 is too large: at most 2^63-1 \
+                 (9223372036854775807; the trace's first timestamp is at most 2^62"
+            ),
+            "{e}"
+        );
+        // The debugger's output: past 2^63-1 and past 64 bits alike.
+        for count in ["9223372036854775808", big] {
+            assert_eq!(
+                err(&format!("f;g 5\nf {count}\n")),
+                format!(
+                    "line 2, column 3: tick count {count} is too large: at most 2^63-1 (9223372036854775807)"
+                )
+            );
+        }
     }
 
     /// The header's `time_unit` key is `ns` or an error (spec B.2), also when it has no value

@@ -11,7 +11,7 @@ use nom::Parser;
 use nom::character::complete::digit1;
 use nom::combinator::all_consuming;
 use profconv_plugin::ir::{NONE, Profile, ValueKind};
-use profconv_plugin::{Context, PluginError};
+use profconv_plugin::{Context, MAX_VALUE, PluginError, too_large};
 
 /// Bytes of input looked at to tell the variant.
 const CLASSIFY_BYTES: usize = 1 << 20;
@@ -186,14 +186,6 @@ impl Reader {
         cx: &mut Context<'_>,
     ) -> Result<(), PluginError> {
         let Some((text, ticks)) = entry(piece) else {
-            let (why, at) = match memchr::memrchr(b' ', piece) {
-                None => ("no space before the tick count", piece.len()),
-                Some(0) => ("an empty stack", 0),
-                Some(sp) => (
-                    "the text after the last space is not a tick count (decimal digits that fit in 64 bits)",
-                    sp + 1,
-                ),
-            };
             // A pvmtrace without its header (`C 0 kernel_run` as the first line) is told
             // apart only by that header: say so rather than only what a debugger line is.
             let hint = if self.entries == 0 && looks_like_record(piece) {
@@ -201,6 +193,22 @@ impl Reader {
                  the `PVMTRACE 1` header"
             } else {
                 ""
+            };
+            let (why, at) = match memchr::memrchr(b' ', piece) {
+                None => ("no space before the tick count", piece.len()),
+                Some(0) => ("an empty stack", 0),
+                // Digits past 64 bits: a count too large, as one past 2^63-1 is.
+                Some(sp)
+                    if sp + 1 < piece.len() && piece[sp + 1..].iter().all(u8::is_ascii_digit) =>
+                {
+                    let count = String::from_utf8_lossy(&piece[sp + 1..]);
+                    let msg = too_large(format_args!("tick count {count}"), MAX_VALUE);
+                    return Err(self.err(no, offset, col + sp + 1, format!("{msg}{hint}")));
+                }
+                Some(sp) => (
+                    "the text after the last space is not a tick count (decimal digits that fit in 64 bits)",
+                    sp + 1,
+                ),
             };
             return Err(self.err(
                 no,
@@ -216,7 +224,7 @@ impl Reader {
                 no,
                 offset,
                 col + at,
-                "tick count is out of range (above 2^63-1)",
+                too_large(format_args!("tick count {ticks}"), MAX_VALUE),
             )
         })?;
         let flamechart = self.variant == Variant::Flamechart;

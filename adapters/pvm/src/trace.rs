@@ -9,7 +9,7 @@ use nom::combinator::{all_consuming, opt};
 use nom::error::ErrorKind;
 use nom::{IResult, Parser};
 use profconv_plugin::ir::{NONE, Profile, TraceBuilder, ValueKind};
-use profconv_plugin::{Context, PluginError};
+use profconv_plugin::{Context, PluginError, too_large};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -723,15 +723,19 @@ impl Reader {
         if r.first().is_some_and(|&c| !is_blank(c)) {
             return Err(loc.err(r, "expected a space after the tick"));
         }
-        let v = v.ok_or_else(|| loc.err(rest, "tick does not fit in 64 bits"))?;
-        let tick = if plus {
-            self.prev_tick
-                .unwrap_or(0)
-                .checked_add(v)
-                .ok_or_else(|| loc.err(rest, "relative tick does not fit in 64 bits"))?
-        } else {
-            v
-        };
+        let prev = self.prev_tick;
+        let tick = match (plus, v) {
+            (false, Some(v)) => Some(v),
+            (true, Some(v)) => prev.unwrap_or(0).checked_add(v),
+            (_, None) => None,
+        }
+        .ok_or_else(|| {
+            let limit = self.clock_limit(Clock::Tick);
+            loc.err(
+                rest,
+                clock_too_large(Clock::Tick, plus, written(rest, r), prev, limit),
+            )
+        })?;
         let (r, _) = blanks(r).unwrap_or((r, &[]));
         let Some(body) = r.strip_prefix(b"@") else {
             return Ok((tick, None, r));
@@ -745,15 +749,19 @@ impl Reader {
         if after.first().is_some_and(|&c| !is_blank(c)) {
             return Err(loc.err(after, "expected a space after the timestamp"));
         }
-        let v = v.ok_or_else(|| loc.err(r, "timestamp does not fit in 64 bits"))?;
-        let time = if plus {
-            self.prev_time
-                .unwrap_or(0)
-                .checked_add(v)
-                .ok_or_else(|| loc.err(r, "relative timestamp does not fit in 64 bits"))?
-        } else {
-            v
-        };
+        let prev = self.prev_time;
+        let time = match (plus, v) {
+            (false, Some(v)) => Some(v),
+            (true, Some(v)) => prev.unwrap_or(0).checked_add(v),
+            (_, None) => None,
+        }
+        .ok_or_else(|| {
+            let limit = self.clock_limit(Clock::Time);
+            loc.err(
+                r,
+                clock_too_large(Clock::Time, plus, written(body, after), prev, limit),
+            )
+        })?;
         let (after, _) = blanks(after).unwrap_or((after, &[]));
         Ok((tick, Some((time, r)), after))
     }
@@ -818,13 +826,8 @@ impl Reader {
         self.prev_tick = Some(tick);
         self.prev_time = time;
         self.now[0] = i64::try_from(tick - self.tick_base).map_err(|_| {
-            loc.err(
-                tick_field,
-                format!(
-                    "tick {tick} is out of range: {}",
-                    beyond(self.tick_base, "tick", "ticks")
-                ),
-            )
+            let limit = self.clock_limit(Clock::Tick);
+            loc.err(tick_field, too_large(format_args!("tick {tick}"), limit.1))
         })?;
         if has_time_col {
             if let Some(t) = time {
@@ -836,12 +839,10 @@ impl Reader {
                     Some(_) => {}
                     None if self.time_missing => {}
                     None => {
+                        let limit = self.clock_limit(Clock::Time);
                         return Err(loc.err(
                             time_field,
-                            format!(
-                                "timestamp {t} is out of range: {}",
-                                beyond(self.time_base, "timestamp", "ns")
-                            ),
+                            too_large(format_args!("timestamp {t}"), limit.1),
                         ));
                     }
                 }
@@ -1317,16 +1318,96 @@ pub(crate) fn parse_trace(
     r.finish(cx)
 }
 
-/// Why a tick or time is out of range, by the base the trace is stored from: values are
-/// stored as they are when the first one is at most 2^62 (base 0), else from the first one.
-fn beyond(base: u64, what: &str, unit: &str) -> String {
-    match base {
-        0 => format!(
-            "above 2^63-1 (the trace's first {what} is at most 2^62, so its values are kept as \
-             they are, and profile values are 64-bit signed)"
-        ),
-        b => format!("more than 2^63-1 {unit} after the trace's first {what}, {b}"),
+/// One of an event's clocks, for the messages of a value too large.
+#[derive(Clone, Copy)]
+enum Clock {
+    Tick,
+    Time,
+}
+
+impl Clock {
+    /// Its name in messages.
+    fn name(self) -> &'static str {
+        match self {
+            Clock::Tick => "tick",
+            Clock::Time => "timestamp",
+        }
     }
+    /// Its unit in messages.
+    fn unit(self) -> &'static str {
+        match self {
+            Clock::Tick => "ticks",
+            Clock::Time => "ns",
+        }
+    }
+}
+
+impl Reader {
+    /// The largest value `clock` can have, and the limit as a message says it, by the base the
+    /// trace is stored from: values are stored as they are when the first one is at most 2^62
+    /// (base 0), else from the first one ([`Reader::start`]). Before the first event (whose
+    /// value is its own base), and for timestamps in a trace without a time column, any 64-bit
+    /// value is read.
+    #[cold]
+    fn clock_limit(&self, clock: Clock) -> (u64, String) {
+        let base = match clock {
+            _ if !self.seen_event => None,
+            Clock::Tick => Some(self.tick_base),
+            Clock::Time if self.n_clocks == 2 => Some(self.time_base),
+            Clock::Time => None,
+        };
+        let (what, unit) = (clock.name(), clock.unit());
+        match base.map(|b| (b, b.checked_add(i64::MAX as u64))) {
+            Some((0, _)) => (
+                i64::MAX as u64,
+                format!(
+                    "2^63-1 (9223372036854775807; the trace's first {what} is at most 2^62, so \
+                     its values are kept as they are, and profile values are 64-bit signed)"
+                ),
+            ),
+            Some((b, Some(l))) => (
+                l,
+                format!("{l} (2^63-1 {unit} after the trace's first {what}, {b})"),
+            ),
+            _ => (u64::MAX, "2^64-1 (18446744073709551615)".into()),
+        }
+    }
+}
+
+/// The digits of a clock field as written, between its start `field` (after any `+`) and the
+/// `rest` of the line after them.
+fn written<'t>(field: &'t [u8], rest: &[u8]) -> &'t [u8] {
+    let digits = &field[..field.len() - rest.len()];
+    digits.strip_prefix(b"+").unwrap_or(digits)
+}
+
+/// The message of a clock field too large to read, `digits` as written: the value itself, or
+/// (`plus`) the value after the previous one, `prev` (0 when there is none), with the clock's
+/// `limit` ([`Reader::clock_limit`]).
+#[cold]
+fn clock_too_large(
+    clock: Clock,
+    plus: bool,
+    digits: &[u8],
+    prev: Option<u64>,
+    limit: (u64, String),
+) -> String {
+    let (what, digits) = (clock.name(), String::from_utf8_lossy(digits));
+    if !plus {
+        return too_large(format_args!("{what} {digits}"), limit.1);
+    }
+    let (from, which) = match prev {
+        Some(p) => (p, format!("the previous {what}")),
+        None => (0, format!("no {what} before it")),
+    };
+    too_large(
+        format_args!("relative {what} +{digits}"),
+        format_args!(
+            "+{} after {from} ({which}; a {what} is at most {})",
+            limit.0.saturating_sub(from),
+            limit.1
+        ),
+    )
 }
 
 #[cfg(test)]

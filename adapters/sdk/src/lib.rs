@@ -36,9 +36,9 @@ mod view;
 pub use abi::{OptionDesc, Status};
 pub use profconv_ir as ir;
 pub use sdk::{
-    Context, EMIT_BUFFER, Format, Input, MAX_OUTPUT_SIZE, MAX_OUTPUT_SIZE_TEXT, Options, Output,
-    PluginError, format_desc, grow_line_buffer, human_bytes, no_newline, one_value_column,
-    read_some, unknown_value_type, value_column, warn_if_counts,
+    Context, EMIT_BUFFER, Format, Input, MAX_OUTPUT_SIZE, MAX_OUTPUT_SIZE_TEXT, MAX_VALUE, Options,
+    Output, PluginError, format_desc, grow_line_buffer, human_bytes, no_newline, one_value_column,
+    read_some, too_large, unknown_value_type, value_column, warn_if_counts,
 };
 pub use text::{
     Annotation, UTF8_BOM, compression_of, escape_controls, not_text_error, quote_input,

@@ -418,6 +418,19 @@ pub fn read_some(input: &mut dyn io::Read, buf: &mut [u8]) -> io::Result<usize> 
     }
 }
 
+/// `2^63-1 (9223372036854775807)`: the largest value a profile holds (`i64::MAX`), as a
+/// [`too_large`] message names it.
+pub const MAX_VALUE: &str = "2^63-1 (9223372036854775807)";
+
+/// The message of a number in the input above what the reader can hold, worded alike in every
+/// reader: `{what} is too large: at most {limit}`, where `what` names the number and shows it
+/// as written (`call count 9223372036854775808`) and `limit` is the largest it may be (often
+/// [`MAX_VALUE`]). The same whether the number fits in 64 bits or not; the reader adds where
+/// it is.
+pub fn too_large(what: impl fmt::Display, limit: impl fmt::Display) -> String {
+    format!("{what} is too large: at most {limit}")
+}
+
 /// The error of a line of `max_line` bytes or more, `no newline in MAX_LINE bytes: {what}`
 /// (the reader adds where the line starts): the same whether the line was streamed
 /// ([`grow_line_buffer`]) or found in an input in memory.
