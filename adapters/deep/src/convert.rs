@@ -280,14 +280,31 @@ pub fn to_profile(
     t: &PdTree,
     opts: &DeepOptions,
 ) -> Result<Profile, PluginError> {
+    let (b, t) = name_nodes(f, t.clone(), opts)?;
+    add_rows(f, t, b, [Vec::new(), Vec::new()])
+}
+
+/// The funcs and frames of [`to_profile`], with its metadata: the first of its two passes, taking
+/// the tree. Each page of memory touched for the first time costs a page fault (some 2 µs on the
+/// development VM, with the kernel's clearing), and a long run's profile has millions of nodes,
+/// so the conversion makes as few fresh pages as it can: the tree's `pd` and `css` arrays, read
+/// by this pass node by node, then hold each node's own frame and the frame of its call place
+/// (written where the node's entry was read), so it needs no per-node arrays of its own (34 MB
+/// for 2.9 million nodes). Gives the builder and the tree so changed, for [`add_rows`]; the
+/// file's proc-dynamics, slots and static records are not read after it.
+pub(crate) fn name_nodes(
+    f: &DeepFile<'_>,
+    mut t: PdTree,
+    opts: &DeepOptions,
+) -> Result<(ProfileBuilder, PdTree), PluginError> {
     let n = t.len();
     let mut b = ProfileBuilder::new();
     for (name, unit, kind) in COLUMNS {
         b.add_value_type(name, unit, kind);
     }
-    add_meta(&mut b, f, t);
+    add_meta(&mut b, f, &t);
     let renamed = if opts.call_sites {
-        same_procedure_siblings(f, t)
+        same_procedure_siblings(f, &t)
     } else {
         Vec::new()
     };
@@ -297,12 +314,9 @@ pub fn to_profile(
     let names = ProcNames::new(f, opts.names)?;
     let mut func_of_ps = vec![NONE; f.ps.len()];
     let mut frame_of_css = vec![NONE; f.css.len()];
-    let mut node_func = vec![NONE; n];
-    let mut own_frame = vec![NONE; n];
-    let mut call_frame = vec![NONE; n];
     let mut name = String::new();
     for k in 0..n {
-        prefetch_proc_head(f, t, k);
+        prefetch_proc_head(f, &t, k);
         // And the call site's entry and cached frame (`t.css` is read in order).
         if let Some(&css) = t.css.get(k + AHEAD) {
             prefetch_index::prefetch_index(&f.css, css as usize);
@@ -310,17 +324,20 @@ pub fn to_profile(
         }
         let ps = f.pd[t.pd[k] as usize].ps;
         let func = if is_renamed(k) {
-            call_site_func(&mut b, f, t, k, &names, &mut name)?
+            call_site_func(&mut b, f, &t, k, &names, &mut name)?
         } else {
             func_for(&mut b, f, &mut func_of_ps, ps, &names, &mut name)?
         };
-        node_func[k] = func;
-        own_frame[k] = b.frame(func);
+        // Node k's own frame, in place of its proc-dynamic (read above, and not read again).
+        t.pd[k] = b.frame(func);
         let parent = t.parent[k];
         if parent != NONE {
             let css = t.css[k] as usize;
-            let caller = node_func[parent as usize];
-            call_frame[k] = if is_renamed(parent as usize) {
+            // The caller's func, from its own frame (a parent comes before its children).
+            let own = t.pd[parent as usize];
+            let caller = b.profile().frames.func[own as usize];
+            // The frame of the call place, in place of the call site (read here only).
+            t.css[k] = if is_renamed(parent as usize) {
                 frame_at_line(&mut b, caller, f.css[css].line)
             } else {
                 // A call site belongs to one procedure: its frame is the same in every caller.
@@ -331,13 +348,26 @@ pub fn to_profile(
             };
         }
     }
-    drop((node_func, func_of_ps, frame_of_css));
+    Ok((b, t))
+}
+
+/// The stacks and sample rows of [`to_profile`], its second pass, after [`name_nodes`]: reads
+/// the file's call-site-dynamics (and the input) only. The tree's `node_of`, once the links are
+/// sorted, and `spare` (tables done with, such as the file's `refs` and `ref_css`) become the
+/// storage of the IR's stack table and sample stack column
+/// ([`profconv_plugin::ir::BulkBuilder::reuse_storage`]): pages already touched, not fresh ones.
+pub(crate) fn add_rows(
+    f: &DeepFile<'_>,
+    mut t: PdTree,
+    b: ProfileBuilder,
+    spare: [Vec<u32>; 2],
+) -> Result<Profile, PluginError> {
+    let n = t.len();
+    let (own_frame, call_frame) = (&t.pd, &t.css);
     // Stacks and samples, in preorder (a parent's stacks before its children's). A separate
     // pass from the names: with fewer memory streams at a time, both passes run faster than
     // one merged pass (measured: 15-25 % for the whole parse).
     let mut b = b.into_bulk();
-    b.reserve_stacks(2 * n);
-    b.reserve_samples(n);
     // The other links (recursion, clique members), by the node they reach, each node's in walk
     // order: their costs go into that node's row, their calls as recursive calls, added while
     // the row is made (adding them afterwards into rows at random places cost a cache miss
@@ -353,6 +383,21 @@ pub fn to_profile(
         })
         .collect();
     links.sort_unstable();
+    // No more capacity than the columns can take (stack ids of 2 per node at most), so that a
+    // file of many links keeps no part of its tables alive with the profile.
+    let fit = |mut v: Vec<u32>, most: usize| {
+        v.clear();
+        v.shrink_to(most);
+        v
+    };
+    let [prefix, frame] = spare;
+    b.reuse_storage(
+        fit(prefix, 2 * n),
+        fit(frame, 2 * n),
+        fit(std::mem::take(&mut t.node_of), n),
+    );
+    b.reserve_stacks(2 * n);
+    b.reserve_samples(n);
     let mut next_link = 0;
     // The first link (in walk order) whose costs cannot be added: the error the links give,
     // reported after the tree edges' (whose errors come first).
@@ -418,7 +463,7 @@ pub fn to_profile(
                 continue;
             }
             let c = t.link_csds[i];
-            if let Err(e) = add_link(f, t, k, c, &mut row, &mut ms) {
+            if let Err(e) = add_link(f, c, &mut row, &mut ms) {
                 link_error = Some((i, e));
             }
         }
@@ -447,12 +492,11 @@ struct PathEntry {
     last_stack: u32,
 }
 
-/// Adds the costs of link `c` (a call-site-dynamic reaching node `k` that is not its tree
-/// edge) into `k`'s row, its calls as recursive calls; on an overflow, the row is unchanged.
+/// Adds the costs of link `c` (a call-site-dynamic that is not its callee's tree edge) into
+/// the row of its callee's node, its calls as recursive calls; on an overflow, the row is
+/// unchanged.
 fn add_link(
     f: &DeepFile<'_>,
-    t: &PdTree,
-    k: usize,
     c: u32,
     row: &mut [i64; COLUMNS.len()],
     ms: &mut Measures,
@@ -467,7 +511,7 @@ fn add_link(
             None => {
                 return Err(PluginError::invalid_input(format!(
                     "the values of proc-dynamic {} overflow 64 bits",
-                    t.pd[k]
+                    f.csd[c as usize].callee
                 ))
                 .at_offset(f.csd[c as usize].offset));
             }

@@ -119,6 +119,32 @@ impl BulkBuilder {
         s.frame.reserve_exact(additional);
     }
 
+    /// Storage to reuse for the stack table's two columns and the sample rows' stack column:
+    /// each `Vec` given, cleared, becomes the storage of its column if that column is still
+    /// empty (a column with entries keeps its own, and the `Vec` given is dropped). A reader
+    /// done with tables of its own hands them over this way before reserving, so that pages it
+    /// has already touched are not fresh pages again (each fresh page costs a page fault); what
+    /// a column holds is the same either way, only its capacity differs (capacity beyond what
+    /// the column takes stays allocated with the profile: give no more than that).
+    pub fn reuse_storage(
+        &mut self,
+        stack_prefix: Vec<u32>,
+        stack_frame: Vec<u32>,
+        sample_stack: Vec<u32>,
+    ) {
+        let p = &mut self.b.profile;
+        for (column, mut spare) in [
+            (&mut p.stacks.prefix, stack_prefix),
+            (&mut p.stacks.frame, stack_frame),
+            (&mut p.samples.stack, sample_stack),
+        ] {
+            if column.is_empty() && spare.capacity() > column.capacity() {
+                spare.clear();
+                *column = spare;
+            }
+        }
+    }
+
     /// Room for `additional` more sample rows in every sample column (exactly that many when
     /// the columns are still empty).
     pub fn reserve_samples(&mut self, additional: usize) {
@@ -285,6 +311,46 @@ mod tests {
         // a > b (both b stacks, one func) > c
         assert_eq!(tree.len(), 3);
         assert_eq!(tree.grand_total(0), 8);
+    }
+
+    #[test]
+    fn reused_storage_holds_the_same_columns_and_keeps_what_a_column_has() {
+        // A stack made before the bulk phase: the stack columns keep their own storage.
+        let mut b = builder();
+        let f = b.func("f");
+        let fr = b.frame(f);
+        let root = b.stack(NONE, fr);
+        let mut k = b.into_bulk();
+        let spare = |len: usize| vec![7u32; len];
+        k.reuse_storage(spare(100), spare(100), spare(50));
+        // The stack columns had an entry: kept; the empty sample column took the spare one,
+        // cleared, with its capacity.
+        assert_eq!(k.profile().stacks.prefix, vec![NONE]);
+        assert!(k.profile().samples.stack.is_empty());
+        assert!(k.profile().samples.stack.capacity() >= 50);
+        let s = k.push_stack(root, fr).unwrap();
+        k.push_row(s, &[1, 2]).unwrap();
+        let p = k.finish();
+        assert_eq!(p.stacks.prefix, vec![NONE, 0]);
+        assert_eq!(p.stacks.frame, vec![fr, fr]);
+        assert_eq!(p.samples.stack, vec![1]);
+        p.view().validate().unwrap();
+        // Every column empty: each takes its spare storage, and grows past it as needed.
+        let mut k = builder().into_bulk();
+        let f = k.func("f");
+        let fr = k.frame(f);
+        k.reuse_storage(spare(2), spare(2), spare(2));
+        k.reserve_stacks(3);
+        let mut prefix = NONE;
+        for _ in 0..3 {
+            prefix = k.push_stack(prefix, fr).unwrap();
+            k.push_row(prefix, &[1, 0]).unwrap();
+        }
+        let p = k.finish();
+        assert_eq!(p.stacks.prefix, vec![NONE, 0, 1]);
+        assert_eq!(p.stacks.frame, vec![fr; 3]);
+        assert_eq!(p.samples.stack, vec![0, 1, 2]);
+        p.view().validate().unwrap();
     }
 
     #[test]
