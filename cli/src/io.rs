@@ -747,8 +747,10 @@ pub fn on_interrupt(code: i32) {
 impl Sink {
     /// `-` is stdout; an existing non-regular file is written directly; anything else goes to a
     /// temp file beside the target (after following symlinks), so the final rename is atomic
-    /// and replaces the file the user named, not a link to it.
-    pub fn create(target: &Path) -> io::Result<Sink> {
+    /// and replaces the file the user named, not a link to it. `by_stdout` is how the same
+    /// output is written through stdout (`--to FMT -o - > FILE`), for the hint when the
+    /// directory takes no new file.
+    pub fn create(target: &Path, by_stdout: &str) -> io::Result<Sink> {
         if target == Path::new("-") {
             stdout_writable()?;
             return Ok(Sink::Stdout(io::BufWriter::with_capacity(
@@ -957,10 +959,10 @@ impl Sink {
                 // A file the user may write, in a directory they may not: atomic replacement
                 // needs a new file beside it, which the shell's `> file` does not.
                 if existing.is_some() && e.kind() == io::ErrorKind::PermissionDenied {
-                    reason.push_str(
+                    reason.push_str(&format!(
                         " (the output is written to a new file beside the target and renamed \
-                         over it; to overwrite the file itself, use `-o - > FILE`)",
-                    );
+                         over it; to overwrite the file itself, use `{by_stdout}`)"
+                    ));
                 }
                 in_dir(io::Error::new(e.kind(), reason))
             })?;

@@ -1228,8 +1228,15 @@ fn output_name(out_path: &Path) -> String {
 
 fn open_output(out_path: &Path, emitter: &FormatHandle) -> Result<Output, Failure> {
     let name = output_name(out_path);
-    let sink = Sink::create(out_path).map_err(|e| Failure::Io(format!("{name}: {e}")))?;
     let gzip = gzip_by_name(emitter, out_path);
+    // The same output through stdout, which names no format and compresses nothing.
+    let by_stdout = format!(
+        "--to {} -o -{} > FILE",
+        emitter.id,
+        if gzip { " | gzip" } else { "" }
+    );
+    let sink =
+        Sink::create(out_path, &by_stdout).map_err(|e| Failure::Io(format!("{name}: {e}")))?;
     // As gzip does: compressed bytes on a terminal (`-`, `/dev/stdout`, `/dev/tty`) are
     // unreadable, and may hold escape sequences that drive it. Nothing was written yet.
     if (gzip || compresses_itself(emitter)) && sink.is_terminal() {

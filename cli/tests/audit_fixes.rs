@@ -1034,6 +1034,22 @@ fn an_output_the_user_may_not_write_is_not_replaced() {
         assert_eq!(std::fs::read_to_string(&kept).unwrap(), "old\n");
     }
     if running_as_root() {
+        // The hint's command works as given: `-o -` names no format (`-o - > out.svg` failed
+        // with "writing to stdout needs --to FMT", the shell having emptied the file) and
+        // compresses nothing (a `.gz` name's output would have been written plain).
+        for (name, hint) in [
+            ("kept.svg", "use `--to flamegraph -o - > FILE`"),
+            ("kept.folded.gz", "use `--to folded -o - | gzip > FILE`"),
+        ] {
+            let target = closed.join(name);
+            std::fs::write(&target, b"old\n").unwrap();
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o666)).unwrap();
+            let r = run(&target);
+            assert_eq!(r.status.code(), Some(4), "{}", text(&r.stderr));
+            assert!(text(&r.stderr).contains(hint), "{}", text(&r.stderr));
+        }
+    }
+    if running_as_root() {
         // Writable by all but root's, in a sticky directory root owns: the rename would fail.
         let other = write(d.path(), "other.folded", b"old\n");
         std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o666)).unwrap();

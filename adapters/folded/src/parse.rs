@@ -2336,7 +2336,7 @@ mod tests {
             assert_eq!(sniff(&[BOM, head].concat()[..16 * 1024]), 0);
         }
         // Stacks whose first frames start with a brace or a bracket are still stacks.
-        for root in ["[unknown]", "{closure}", "[\"x\"]"] {
+        for root in ["[unknown]", "{closure}", "[\"x\"]", "[{closure}]", "[{1}]"] {
             let deep: String = (0..3000).map(|i| format!("{root};frame_{i};")).collect();
             assert_eq!(sniff(&deep.as_bytes()[..16 * 1024]), 5, "{root}");
         }

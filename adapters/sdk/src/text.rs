@@ -77,16 +77,18 @@ pub fn not_text_error(head: &[u8], files: &str) -> Option<crate::PluginError> {
     utf16_input_error(head, files)
 }
 
-/// Whether `text` starts as a JSON object or an array of objects (`{"` or `[{`, blanks between;
-/// leading blanks skipped): a profile of another tool (a Firefox Profiler, speedscope or Chrome
-/// profile). No stack, trace or call graph a reader takes starts so; a root frame is a process,
-/// thread or function name (`[unknown]`, `{closure}`, `["x"]` do not count).
+/// Whether `text` starts as a JSON object or an array of objects (`{"` or `[{"`, blanks
+/// between; leading blanks skipped): a profile of another tool (a Firefox Profiler, speedscope
+/// or Chrome profile). A root frame is a process, thread or function name, which seldom starts
+/// so (`[unknown]`, `{closure}`, `[{closure}]`, `["x"]` do not count; a frame `{"x"}` does).
 pub fn starts_as_json(text: &[u8]) -> bool {
-    let next = |rest: &[u8]| rest.trim_ascii_start().first().copied();
-    match text.trim_ascii_start().split_first() {
-        Some((b'{', rest)) => next(rest) == Some(b'"'),
-        Some((b'[', rest)) => next(rest) == Some(b'{'),
+    let object = |rest: &[u8]| match rest.trim_ascii_start().split_first() {
+        Some((b'{', rest)) => rest.trim_ascii_start().first() == Some(&b'"'),
         _ => false,
+    };
+    match text.trim_ascii_start().split_first() {
+        Some((b'[', rest)) => object(rest),
+        _ => object(text),
     }
 }
 
