@@ -206,7 +206,15 @@ pub fn sniff(head: &[u8]) -> u32 {
     let complete = match memchr::memrchr(b'\n', head) {
         Some(i) => &head[..i],
         None if head.len() < 4096 => head,
-        None => return 0,
+        // A first line longer than the head (a call 90 levels deep of long names): its first
+        // frame still tells, a weak 6, above the folded sniffer's 5 for such a line.
+        None => {
+            return if pvm_toplevel(first_frame(head)) {
+                6
+            } else {
+                0
+            };
+        }
     };
     let mut cuts = Vec::new();
     let (mut lines, mut phases) = (0u32, 0u32);
@@ -221,8 +229,8 @@ pub fn sniff(head: &[u8]) -> u32 {
             let Some((stack, _)) = octez::entry(octez::trim_end(piece)) else {
                 return 0;
             };
-            let root = stack.split(|&c| c == b';').next().unwrap_or(stack);
-            if root.starts_with(b"%interpreter(") && root.ends_with(b")") {
+            let root = first_frame(stack);
+            if is_phase(root) {
                 phases += 1;
             } else if root != b"kernel_run" {
                 return 0;
@@ -235,6 +243,22 @@ pub fn sniff(head: &[u8]) -> u32 {
         (_, 0) => 75,
         _ => 85,
     }
+}
+
+/// A stack's first (toplevel) frame.
+fn first_frame(stack: &[u8]) -> &[u8] {
+    stack.split(|&c| c == b';').next().unwrap_or(stack)
+}
+
+/// Whether `frame` is one of the PVM's phases, `%interpreter(...)`.
+fn is_phase(frame: &[u8]) -> bool {
+    frame.starts_with(b"%interpreter(") && frame.ends_with(b")")
+}
+
+/// Whether `frame` is a toplevel frame of the debugger's files: a phase or `kernel_run`, with a
+/// callee after it (the head holds no line end, so the line goes on).
+fn pvm_toplevel(frame: &[u8]) -> bool {
+    is_phase(frame) || frame == b"kernel_run"
 }
 
 /// The `pvm` format: parse and sniff.
@@ -1543,5 +1567,22 @@ mod tests {
         assert_eq!(sniff(b""), 0);
         // A glued collapsed line is repaired before it is judged.
         assert_eq!(sniff(b"kernel_run;w 30%interpreter(decode) 35948\n"), 85);
+    }
+
+    /// A first line longer than the head (a call 90 levels deep of 200-byte names) is judged by
+    /// its first frame: a weak 6 for the PVM's toplevel frames, above the folded sniffer's 5
+    /// for any long line with a `;` (it was read as plain folded, its calls and runs lost).
+    #[test]
+    fn a_first_line_longer_than_the_head_is_judged_by_its_first_frame() {
+        let deep = |root: &str| {
+            let frames: String = (0..90)
+                .map(|i| format!(";{}{i}", "f".repeat(200)))
+                .collect();
+            format!("{root}{frames} 5\n").into_bytes()[..16 * 1024].to_vec()
+        };
+        assert_eq!(sniff(&deep("kernel_run")), 6);
+        assert_eq!(sniff(&deep("%interpreter(decode)")), 6);
+        assert_eq!(sniff(&deep("main")), 0);
+        assert_eq!(sniff(&deep("kernel_run_x")), 0);
     }
 }
