@@ -18,6 +18,9 @@
 //!   position (`calls=N TARGET`) is the callee's first line (the IR func's line, else 0).
 //! * **Self costs**: the values of the samples on a stack go to its leaf function at the leaf
 //!   frame's position.
+//! * **Inlined code**: a stack whose function has its parent's name and object and another file
+//!   (the reader's reading of `fi=`/`fe=` code) is no call: its self costs and calls are written
+//!   in the parent function's block under `fi=`, then `fe=` ([`inlined_stacks`]).
 //! * **Inclusive costs on call lines**: a sample's value is charged, for every function on its
 //!   stack except the root's, to the call into that function's *outermost* frame on the stack.
 //!   Each sample is thus counted at most once per call edge and at most once in the incoming
@@ -119,7 +122,8 @@ pub fn emit_callgrind_validated(
         )));
     }
     let cg = CgFuncs::new(p);
-    let sites = Sites::new(p, &cg);
+    let inlined = inlined_stacks(p, &cg, calls_col);
+    let sites = Sites::new(p, &cg, &inlined);
     let n_sites = sites.cg.len();
     if n_sites >= LIVE as usize {
         return Err(PluginError::unsupported(format!(
@@ -138,6 +142,10 @@ pub fn emit_callgrind_validated(
             site: sites.of_frame[fr as usize],
         })
         .collect();
+    for (&(q, _), &site) in inlined.iter().zip(&sites.of_inlined) {
+        nodes[q as usize].site = site;
+    }
+    drop(inlined);
     let mut rest = vec![0i64; ns * (nc - 1)];
     let mut site_self = vec![0i64; n_sites * nc];
     let mut site_sampled = vec![false; n_sites];
@@ -174,6 +182,7 @@ pub fn emit_callgrind_validated(
     };
     let cx = WalkCx {
         site_cg: &sites.cg,
+        site_piece: &sites.piece,
         chains: &chains,
         calls: &calls,
         rule,
@@ -202,6 +211,7 @@ pub fn emit_callgrind_validated(
             let site = (key >> 32) as usize;
             MergedEdge {
                 caller: sites.cg[site],
+                piece: sites.piece[site],
                 addr: sites.addr[site],
                 line: sites.line[site],
                 callee: key as u32,
@@ -285,19 +295,74 @@ pub fn emit_callgrind_validated(
             (None, None) => break,
         };
         w.function(&cg, f, &mut cur_ob, &mut cur_file)?;
-        while si < sampled.len() && sites.cg[sampled[si] as usize] == f {
-            let s = sampled[si] as usize;
-            w.cost_line(
-                sites.addr[s],
-                sites.line[s],
-                &site_self[s * nc..(s + 1) * nc],
-            )?;
-            si += 1;
+        // Its own code, then each piece inlined into it (in file order) under `fi=`, then `fe=`
+        // back to its file (readers take `fn=`'s file from the last `fl=`, `fi=` or `fe=`).
+        let mut in_piece = false;
+        loop {
+            let s_piece = sampled
+                .get(si)
+                .filter(|&&s| sites.cg[s as usize] == f)
+                .map(|&s| sites.piece[s as usize]);
+            let e_piece = body_edges
+                .get(ei)
+                .filter(|e| e.caller == f)
+                .map(|e| e.piece);
+            let seg = |piece: u32| match piece {
+                NONE => 0,
+                c => cg.file_group[c as usize] + 1,
+            };
+            let piece = match (s_piece, e_piece) {
+                (Some(a), Some(b)) => {
+                    if seg(a) <= seg(b) {
+                        a
+                    } else {
+                        b
+                    }
+                }
+                (Some(a), None) | (None, Some(a)) => a,
+                (None, None) => break,
+            };
+            if piece != NONE {
+                w.buf.extend_from_slice(b"fi=");
+                let c = piece as usize;
+                w.compressed(
+                    Kind::File,
+                    cg.file_group[c],
+                    or_unknown(cg.files[c].unwrap_or("")),
+                );
+                w.flush_line()?;
+                in_piece = true;
+            }
+            while si < sampled.len()
+                && sites.cg[sampled[si] as usize] == f
+                && sites.piece[sampled[si] as usize] == piece
+            {
+                let s = sampled[si] as usize;
+                w.cost_line(
+                    sites.addr[s],
+                    sites.line[s],
+                    &site_self[s * nc..(s + 1) * nc],
+                )?;
+                si += 1;
+            }
+            while ei < body_edges.len()
+                && body_edges[ei].caller == f
+                && body_edges[ei].piece == piece
+            {
+                let e = &body_edges[ei];
+                w.call(&cg, f, e, &costs[e.cost..e.cost + nc])?;
+                ei += 1;
+            }
         }
-        while ei < body_edges.len() && body_edges[ei].caller == f {
-            let e = &body_edges[ei];
-            w.call(&cg, f, e, &costs[e.cost..e.cost + nc])?;
-            ei += 1;
+        if in_piece {
+            w.buf.extend_from_slice(b"fe=");
+            let c = f as usize;
+            w.compressed(
+                Kind::File,
+                cg.file_group[c],
+                or_unknown(cg.files[c].unwrap_or("")),
+            );
+            w.flush_line()?;
         }
     }
     w.buf.clear();
@@ -493,14 +558,20 @@ fn groups<T: Eq + std::hash::Hash + Copy>(items: &[T]) -> Vec<u32> {
         .collect()
 }
 
-/// Call sites: distinct (callgrind function, address, line) of the frames, numbered in that
-/// order, so sorting by site sorts by function then position.
+/// Call sites: distinct (callgrind function, piece, address, line) of the frames, numbered in
+/// that order, so sorting by site sorts by function, then piece, then position. A frame's site
+/// has no piece; a stack of code inlined from another file into its parent's function
+/// ([`inlined_stacks`]) gets a site of that function with a piece: the callgrind function the
+/// code is of (same name and object, another file), written under `fi=` in its host's block.
 struct Sites {
     /// Per frame: its callgrind function and its site.
     frame_cg: Vec<u32>,
     of_frame: Vec<u32>,
-    /// Per site: function, address (0: none), line (0: none).
+    /// Per inlined stack (as `inlined` lists them): its site.
+    of_inlined: Vec<u32>,
+    /// Per site: function, piece ([`NONE`]: its own code), address (0: none), line (0: none).
     cg: Vec<u32>,
+    piece: Vec<u32>,
     addr: Vec<u64>,
     line: Vec<u32>,
     /// Whether any frame has an address (`positions: instr line`).
@@ -508,7 +579,8 @@ struct Sites {
 }
 
 impl Sites {
-    fn new(p: &ProfileRef<'_>, cg: &CgFuncs<'_>) -> Self {
+    /// `inlined`: the stacks of inlined code, with the function they are inlined into.
+    fn new(p: &ProfileRef<'_>, cg: &CgFuncs<'_>, inlined: &[(u32, u32)]) -> Self {
         let nfr = p.n_frames();
         let frame_cg: Vec<u32> = p
             .frame_func
@@ -529,34 +601,104 @@ impl Sites {
             };
             (addr, line)
         };
-        let key = |fr: u32| {
-            let (a, l) = pos(fr as usize);
-            (frame_cg[fr as usize], a, l)
+        // Entries below `nfr` are frames, those above inlined stacks; a piece sorts by its file
+        // after the function's own code (0).
+        let key = |e: u32| {
+            let e = e as usize;
+            if e < nfr {
+                let (a, l) = pos(e);
+                (frame_cg[e], 0, NONE, a, l)
+            } else {
+                let (q, host) = inlined[e - nfr];
+                let fr = p.stack_frame[q as usize] as usize;
+                let piece = frame_cg[fr];
+                let (a, l) = pos(fr);
+                (host, cg.file_group[piece as usize] + 1, piece, a, l)
+            }
         };
-        let mut order: Vec<u32> = (0..nfr as u32).collect();
-        order.sort_unstable_by_key(|&fr| key(fr));
+        let mut order: Vec<u32> = (0..(nfr + inlined.len()) as u32).collect();
+        order.sort_unstable_by_key(|&e| key(e));
         let mut of_frame = vec![0u32; nfr];
-        let (mut site_cg, mut addr, mut line) = (Vec::new(), Vec::new(), Vec::new());
+        let mut of_inlined = vec![0u32; inlined.len()];
+        let (mut site_cg, mut piece, mut addr, mut line) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut prev = None;
-        for &fr in &order {
-            let k = key(fr);
+        for &e in &order {
+            let k = key(e);
             if prev != Some(k) {
                 site_cg.push(k.0);
-                addr.push(k.1);
-                line.push(k.2);
+                piece.push(k.2);
+                addr.push(k.3);
+                line.push(k.4);
                 prev = Some(k);
             }
-            of_frame[fr as usize] = (site_cg.len() - 1) as u32;
+            let site = (site_cg.len() - 1) as u32;
+            match (e as usize).checked_sub(nfr) {
+                None => of_frame[e as usize] = site,
+                Some(i) => of_inlined[i] = site,
+            }
         }
         Sites {
             frame_cg,
             of_frame,
+            of_inlined,
             cg: site_cg,
+            piece,
             addr,
             line,
             has_addr: p.frame_address.iter().any(|&a| a != NO_ADDRESS),
         }
     }
+}
+
+/// The stacks of code inlined from another file into their parent's function, with that
+/// function, in stack order: a stack whose function has the same name and object as its
+/// parent's and another file, under a parent that is not itself such a stack, when no stack of
+/// that function under that parent's function has a call in the `calls` column (if there is
+/// one). The callgrind reader reads `fi=`/`fe=` code so: a function of the same name in that
+/// file, under the function it is inlined into, with no calls. Written as a call it was a
+/// second function of that name in KCachegrind, called once, instead of code of the one
+/// function in two files (callgrind_annotate shows both alike). A pair with a call somewhere
+/// is calls throughout (a call line's count split over its caller's contexts leaves some
+/// with none): half of it inlined would read back as another tree.
+fn inlined_stacks(
+    p: &ProfileRef<'_>,
+    cg: &CgFuncs<'_>,
+    calls_col: Option<usize>,
+) -> Vec<(u32, u32)> {
+    let ns = p.n_stacks();
+    let cg_of = |s: usize| cg.of_func[p.frame_func[p.stack_frame[s] as usize] as usize] as usize;
+    // Candidates: (stack, host), in stack order.
+    let mut is_candidate = vec![false; ns];
+    let mut out = Vec::new();
+    for q in 0..ns {
+        let s = p.stack_prefix[q];
+        if s == NONE || is_candidate[s as usize] {
+            continue;
+        }
+        let (h, f) = (cg_of(s as usize), cg_of(q));
+        if cg.name_group[h] == cg.name_group[f]
+            && cg.ob_group[h] == cg.ob_group[f]
+            && cg.file_group[h] != cg.file_group[f]
+        {
+            is_candidate[q] = true;
+            out.push((q as u32, h as u32));
+        }
+    }
+    if let Some(c) = calls_col.filter(|_| !out.is_empty()) {
+        let mut called: hashbrown::HashSet<(u32, u32), FixedState> = Default::default();
+        for (i, &s) in p.sample_stack.iter().enumerate() {
+            let (s, v) = (s as usize, p.sample_values[c][i]);
+            if v != 0 && is_candidate[s] {
+                let h = cg_of(p.stack_prefix[s] as usize) as u32;
+                called.insert((h, cg_of(s) as u32));
+            }
+        }
+        if !called.is_empty() {
+            out.retain(|&(q, h)| !called.contains(&(h, cg_of(q as usize) as u32)));
+        }
+    }
+    out
 }
 
 /// The stack tree as chains: a chain is a run of consecutive stacks, each the child of the one
@@ -790,6 +932,8 @@ impl EdgeGroups {
 struct WalkCx<'a> {
     /// Callgrind function of each call site.
     site_cg: &'a [u32],
+    /// Piece of each call site ([`NONE`]: none): a stack of inlined code is no call.
+    site_piece: &'a [u32],
     chains: &'a Chains,
     calls: &'a [i64],
     rule: CallRule,
@@ -918,7 +1062,9 @@ impl Walk {
             cx.calls[q]
         };
         let node = self.nodes[q];
-        if node.site & LIVE == 0 && q_calls <= 0 {
+        if node.site & LIVE == 0 && q_calls <= 0
+            || cx.site_piece[(node.site & !LIVE) as usize] != NONE
+        {
             return;
         }
         let m = cx.nc - 1;
@@ -1126,6 +1272,7 @@ impl RootEntries {
             }
             edges.push(MergedEdge {
                 caller,
+                piece: NONE,
                 addr: 0,
                 line: 0,
                 callee: self.stacks[group[0]].0,
@@ -1181,6 +1328,8 @@ fn leave_out_weightless_cycle_calls(
 
 struct MergedEdge {
     caller: u32,
+    /// The piece of code inlined into the caller that calls ([`NONE`]: the caller's own code).
+    piece: u32,
     addr: u64,
     line: u32,
     callee: u32,
@@ -2303,5 +2452,32 @@ mod tests {
         }
         assert_eq!(text.matches(") start\n").count(), 2, "{text}");
         assert_eq!(text.matches(") init\n").count(), 2, "{text}");
+    }
+
+    #[test]
+    fn code_inlined_from_another_file_is_written_in_its_function_not_as_a_call() {
+        // The reader puts `fi=` code under the function it is inlined into, as a function of
+        // the same name in that file. Written as a call (`cfi=(2) vec.h`, `cfn=(3) work`,
+        // `calls=1`), KCachegrind showed two functions `work`, one called once, instead of one
+        // `work` in main.c and vec.h with all the self cost.
+        let text = "events: Ir\nob=prog\nfl=main.c\nfn=main\n1 10\ncfn=work\ncalls=2 20\n2 76\n\
+                    cfn=helper\ncalls=1 30\n3 39\nfn=helper\n30 1\ncfn=work\ncalls=1 20\n31 38\n\
+                    fn=work\n20 60\nfi=vec.h\n5 40\ncfi=main.c\ncfn=leaf\ncalls=4 40\n6 8\nfe=main.c\n21 6\n\
+                    fn=leaf\n40 8\n";
+        let p = read_profile(text);
+        let out = emit(&p);
+        assert_eq!(
+            out.matches("fn=").count() - out.matches("cfn=").count(),
+            4,
+            "{out}"
+        );
+        // `work`'s own code, then vec.h's with its call, and back to main.c.
+        let work = "\nfn=(2)\n20 60\n21 6\nfi=(2) vec.h\n5 40\ncfi=(1)\ncfn=(3)\ncalls=4 40\n6 8\nfe=(1)\n";
+        assert!(out.contains(work), "{out}");
+        // Read back, it is the same tree: written again, the same file.
+        assert_eq!(body(&emit(&read_profile(&out))), body(&out));
+        // callgrind_annotate's view: the same self and inclusive costs.
+        let (a, b) = (annotate_inclusive(text), annotate_inclusive(&out));
+        assert_eq!(a, b, "{out}");
     }
 }
