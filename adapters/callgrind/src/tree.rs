@@ -1079,7 +1079,7 @@ fn report(
     };
     if cut_depth > 0 || uncounted_deep > 0 {
         cx.warn(&format!(
-            "{cut_depth} call-tree node(s) deeper than max-depth={} were not created{}; their costs went to other contexts of the same functions",
+            "{cut_depth} call-tree node(s) deeper than max-depth={} were not created{}; their costs went to other contexts of the same functions, or to a root node of each function left without one",
             opts.max_depth,
             uncounted(uncounted_deep, "from nodes at that depth")
         ));
@@ -1094,7 +1094,7 @@ fn report(
             String::new()
         };
         cx.warn(&format!(
-            "{cut_budget} call-tree node(s) beyond max-nodes={max_nodes}{lowered} were not created{}; their costs went to other contexts of the same functions",
+            "{cut_budget} call-tree node(s) beyond max-nodes={max_nodes}{lowered} were not created{}; their costs went to other contexts of the same functions, or to a root node of each function left without one",
             uncounted(uncounted_full, "met past that")
         ));
     }
@@ -2369,6 +2369,46 @@ mod tests {
         by_func.retain(|_, v| *v != 0);
         by_line.retain(|_, v| *v != 0);
         (by_func, by_line)
+    }
+
+    /// A chain deeper than max-depth through functions met nowhere else (valgrind's
+    /// `--separate-recs=N` names each recursion level `f'2`, `f'3`, ...): the function below the
+    /// cut has no other context, so it and what it calls become a root. The warning says so;
+    /// it said the costs went to other contexts of the same functions, and the flame graph's
+    /// extra root was unexplained.
+    #[test]
+    fn a_chain_cut_at_max_depth_is_said_to_become_a_root() {
+        let mut text = String::from("events: Ir\nfl=a.c\n");
+        for i in 0..12 {
+            text.push_str(&format!("fn=f{i}\n1 1\n"));
+            if i < 11 {
+                text.push_str(&format!("cfn=f{}\ncalls=1 1\n2 {}\n", i + 1, 11 - i));
+            }
+        }
+        let opts = BuildOptions {
+            max_depth: 8,
+            ..BuildOptions::default()
+        };
+        let (p, _, messages) = built(&text, opts, Tuning::default());
+        let v = p.view();
+        let roots: std::collections::BTreeSet<&str> = v
+            .sample_stack
+            .iter()
+            .map(|&s| {
+                let mut s = s as usize;
+                while v.stack_prefix[s] != NONE {
+                    s = v.stack_prefix[s] as usize;
+                }
+                v.func_name_str(v.frame_func[v.stack_frame[s] as usize])
+            })
+            .collect();
+        assert_eq!(roots, ["f0", "f8"].into(), "{messages:?}");
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert!(
+            messages[0].contains("deeper than max-depth=8 were not created")
+                && messages[0].contains("or to a root node of each function left without one"),
+            "{messages:?}"
+        );
     }
 
     #[test]
