@@ -312,8 +312,8 @@ impl Registry {
         }
         if looks_like_perf_script(head) {
             return Err(
-                "the input looks like `perf script` output (sample lines, each followed by its \
-                 indented frames), which profconv does not read: fold its stacks first, e.g. \
+                "the input looks like `perf script` output (sample lines, each with its frames), \
+                 which profconv does not read: fold its stacks first, e.g. \
                  `inferno-collapse-perf FILE > FILE.folded` (or FlameGraph's \
                  stackcollapse-perf.pl), and convert that"
                     .into(),
@@ -339,8 +339,41 @@ impl Registry {
 
 /// Whether `head` reads as `perf script` text: a sample line (`comm pid time: period event:`)
 /// followed by indented frames (`<tab>  7f3c2a1b func+0x1d (/usr/lib/libc.so.6)`), at least two
-/// of them. Asked only of input no reader recognised, to say how to fold it.
+/// of them; or, recorded without `-g`, at least two sample lines that end in their one frame
+/// (`  cprog  3102 50901.625298:  1001001 cpu-clock:  55e94d7501cf leaf+0x36 (/tmp/cprog)`).
+/// Asked only of input no reader recognised, to say how to fold it.
 fn looks_like_perf_script(head: &[u8]) -> bool {
+    looks_like_perf_script_with_stacks(head)
+        || head
+            .split(|&b| b == b'\n')
+            .filter(|line| is_perf_sample_with_frame(line))
+            .nth(1)
+            .is_some()
+}
+
+/// A `perf script` sample line without a call chain: a timestamp (`50901.625298:`), then, after
+/// the event's name and `: `, the frame (`55e94d7501cf leaf+0x36 (/tmp/cprog)`).
+fn is_perf_sample_with_frame(line: &[u8]) -> bool {
+    let digits = |part: &[u8]| !part.is_empty() && part.iter().all(u8::is_ascii_digit);
+    let is_timestamp = |word: &[u8]| {
+        word.strip_suffix(b":")
+            .and_then(|t| t.iter().position(|&b| b == b'.').map(|at| t.split_at(at)))
+            .is_some_and(|(seconds, dot_fraction)| digits(seconds) && digits(&dot_fraction[1..]))
+    };
+    let body = line.trim_ascii();
+    let frame = body
+        .windows(2)
+        .rposition(|w| w == b": ")
+        .map(|at| body[at + 2..].trim_ascii_start());
+    body.ends_with(b")")
+        && body.split(|&b| b == b' ').any(is_timestamp)
+        && frame.is_some_and(|f| {
+            let hex = f.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+            hex > 0 && f.get(hex) == Some(&b' ')
+        })
+}
+
+fn looks_like_perf_script_with_stacks(head: &[u8]) -> bool {
     let is_frame = |line: &[u8]| {
         let body = line.trim_ascii();
         let hex = body.iter().take_while(|b| b.is_ascii_hexdigit()).count();
@@ -464,5 +497,27 @@ mod name_tests {
         assert_eq!(best("out.xyz"), Vec::<usize>::new());
         assert_eq!(best("out.svg"), [1]);
         assert_eq!(best("in.tabs"), [0]);
+    }
+}
+
+#[cfg(test)]
+mod perf_script_tests {
+    use super::looks_like_perf_script;
+
+    /// `perf record` without `-g` gives `perf script` lines that hold their one frame (the
+    /// command right-aligned in 16 columns): said as perf script output too, not "cannot tell".
+    #[test]
+    fn perf_script_without_call_chains_is_recognised() {
+        let flat = b"           cprog  3102 50901.625298:    1001001 cpu-clock:      55e94d7501cf leaf+0x36 (/tmp/realprof/cprog)\n\
+                     \x20          cprog  3102 50901.632202:    1001001 cpu-clock:  ffffffff815d4e66 vma_interval_tree_insert+0x36 ([kernel.kallsyms])\n";
+        assert!(looks_like_perf_script(flat));
+        // One such line is not enough, nor folded stacks or a log line with a time in it.
+        assert!(!looks_like_perf_script(&flat[..flat.len() / 2]));
+        assert!(!looks_like_perf_script(
+            b"main;f (a.py:3) 5\nmain;g (b.py:4) 2\n"
+        ));
+        assert!(!looks_like_perf_script(
+            b"12:00:01.5: started: 1f00 jobs (pid)\n12:00:02.5: started: 2f00 jobs (pid)\n"
+        ));
     }
 }

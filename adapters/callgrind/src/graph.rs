@@ -443,7 +443,18 @@ impl Graph {
                         self.events[k].long_name = Some(as_written.into());
                     }
                 }
-                _ => {}
+                // `go tool pprof -callgrind` names its event `TYPE(UNIT)` (`cpu(ms)`,
+                // `delay(ns)`, `alloc_space(B)`); a unit of one time or bytes keeps that unit.
+                name => {
+                    let unit = name
+                        .strip_suffix(')')
+                        .and_then(|s| s.rsplit_once('('))
+                        .map(|(_, unit)| unit)
+                        .filter(|u| matches!(*u, "ns" | "us" | "ms" | "s" | "B"));
+                    if let Some(unit) = unit {
+                        self.events[k].long_name = Some(format!("{name} ({unit})"));
+                    }
+                }
             }
         }
     }

@@ -1798,6 +1798,26 @@ mod tests {
             .collect()
     }
 
+    /// `go tool pprof -callgrind` names its event by its unit (`cpu(ms)`) and writes no long
+    /// name: the unit is kept (speedscope's axis said `none`, the Firefox Profiler counted
+    /// samples); the name stays, and a unit pprof scaled (`MB`) or a count is not taken.
+    #[test]
+    fn pprof_event_units_are_kept() {
+        for (event, unit) in [
+            ("cpu(ms)", "ms"),
+            ("delay(ns)", "ns"),
+            ("alloc_space(B)", "B"),
+            ("inuse_space(MB)", "count"),
+            ("samples(count)", "count"),
+        ] {
+            let text = format!(
+                "positions: instr line\nevents: {event}\n\nob=(1) p\nfl=(1) m.go\nfn=(1) main.main\n0x10 3 70\n"
+            );
+            let (p, _) = read_with_messages(&text);
+            assert_eq!(value_columns(&p.view()), [(event, unit, 0)], "{event}");
+        }
+    }
+
     /// Xdebug names its events by their units and writes no `event:` long names: its time, in
     /// units of 10 ns, is read as `Time` in nanoseconds (costs times 10: folded counts stay
     /// whole, which inferno needs), its memory in bytes; speedscope shows such a file as a time

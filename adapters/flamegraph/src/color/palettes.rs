@@ -181,6 +181,8 @@ fn python(name: &str) -> Hue {
         || ["<frozen", "<built-in", "<method"]
             .iter()
             .any(|p| name.starts_with(p))
+        // py-spy names a frozen module's frame `f (<frozen importlib._bootstrap>:1176)`.
+        || name.contains(" (<frozen ")
     {
         Hue::Yellow // the standard library, the interpreter
     } else {
@@ -345,5 +347,19 @@ mod tests {
         assert_eq!(colour_key("libc.so.6`malloc"), "malloc");
         assert_eq!(colour_key("malloc_[k]"), "malloc");
         assert_eq!(colour_key("`"), "`");
+    }
+
+    /// py-spy puts a frozen module's name where the file goes, after the function's name: its
+    /// frames are the standard library's, with py-spy's default (relative) file names too.
+    #[test]
+    fn py_spy_frozen_module_frames_are_the_standard_library() {
+        for name in [
+            "_find_and_load (<frozen importlib._bootstrap>:1176)",
+            "<module> (<frozen site>:616)",
+            "_call_with_frames_removed (<frozen importlib._bootstrap>)",
+        ] {
+            assert_eq!(hue(Palette::Python, name), Hue::Yellow, "{name}");
+        }
+        assert_eq!(hue(Palette::Python, "main (prog.py:27)"), Hue::Red);
     }
 }
