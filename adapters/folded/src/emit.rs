@@ -12,6 +12,7 @@
 //!   inferno's differential format, unless `value` picks one column.
 
 use crate::parse::{count, is_comment};
+use prefetch_index::prefetch_index;
 use profconv_plugin::ir::diff::DIFF_COLUMNS;
 use profconv_plugin::ir::strings::order_by_bytes;
 use profconv_plugin::ir::{CallTree, IrError, NONE, ProfileRef, ValueKind, path_sums, write_fixed};
@@ -147,7 +148,10 @@ fn merged(
         return w.write(
             p,
             &stacks.order,
-            |s| p.stack_func(s),
+            FuncOf {
+                via: p.stack_frame,
+                then: Some(p.frame_func),
+            },
             &selfv,
             &stacks.has,
             out,
@@ -167,7 +171,39 @@ fn merged(
         lines,
     )?;
     let selfv: Vec<&[i64]> = w.cols.iter().map(|&c| &tree.self_values[c][..]).collect();
-    w.write(p, &order, |n| tree.func[n as usize], &selfv, &has, out)
+    w.write(
+        p,
+        &order,
+        FuncOf {
+            via: &tree.func,
+            then: None,
+        },
+        &selfv,
+        &has,
+        out,
+    )
+}
+
+/// A node's func, for [`LineWriter::write`]: `via[node]`, or with `then`, `then[via[node]]` (a
+/// stack's frame's func).
+#[derive(Clone, Copy)]
+struct FuncOf<'a> {
+    via: &'a [u32],
+    then: Option<&'a [u32]>,
+}
+
+impl FuncOf<'_> {
+    #[inline]
+    fn get(self, node: u32) -> u32 {
+        let v = self.via[node as usize];
+        self.then.map_or(v, |then| then[v as usize])
+    }
+
+    /// Starts loading what [`Self::get`] reads first.
+    #[inline]
+    fn prefetch(self, node: u32) {
+        prefetch_index(self.via, node as usize);
+    }
 }
 
 /// Children lists in line-sort order: node `n`'s children are `kids[start[n]..start[n + 1]]`,
@@ -601,7 +637,7 @@ impl LineWriter {
         &mut self,
         p: &ProfileRef<'_>,
         order: &Ordered,
-        func_of: impl Fn(u32) -> u32,
+        func_of: FuncOf<'_>,
         selfv: &[&[i64]],
         has: &[bool],
         out: &mut impl Write,
@@ -620,14 +656,24 @@ impl LineWriter {
             if depth > 0 {
                 path.push(b';');
             }
-            names.push(&mut path, func_of(node));
+            names.push(&mut path, func_of.get(node));
             prefix_len.push(path.len());
             if has[i] {
                 let values = [selfv[0][i], second.get(i).copied().unwrap_or(0)];
                 self.line(&mut path, values, out)?;
             }
             let below = depth as u32 + 1;
-            todo.extend(order.children(i).iter().rev().map(|&c| (c, below)));
+            let kids = order.children(i);
+            // What each child's visit reads starts loading now: its siblings wait on `todo`
+            // while the subtrees before them are written (the walk's loads are cache misses).
+            for &c in kids {
+                func_of.prefetch(c);
+                let c = c as usize;
+                prefetch_index(has, c);
+                prefetch_index(selfv[0], c);
+                prefetch_index(&order.start, c);
+            }
+            todo.extend(kids.iter().rev().map(|&c| (c, below)));
         }
         self.path = path;
         Ok(())
