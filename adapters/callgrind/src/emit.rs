@@ -20,7 +20,9 @@
 //!   frame's position.
 //! * **Inlined code**: a stack whose function has its parent's name and object and another file
 //!   (the reader's reading of `fi=`/`fe=` code) is no call: its self costs and calls are written
-//!   in the parent function's block under `fi=`, then `fe=` ([`inlined_stacks`]).
+//!   in the parent function's block under `fi=`, then `fe=` ([`inlined_stacks`]); except a
+//!   piece inside a piece, and a (function, piece) pair with a call anywhere in the `calls`
+//!   column, which stay calls.
 //! * **Inclusive costs on call lines**: a sample's value is charged, for every function on its
 //!   stack except the root's, to the call into that function's *outermost* frame on the stack.
 //!   Each sample is thus counted at most once per call edge and at most once in the incoming

@@ -390,10 +390,13 @@ fn load_entry(entry: EntryFn, origin: PluginOrigin) -> Result<LoadedPlugin, Load
     let header = checked_header(header_ptr, &origin)?;
     let info = Arc::new(plugin_info(header, &origin));
     check_abi_major(&info)?;
-    let desc = checked_descriptor(header_ptr, header, &origin)?;
-    let stride = format_stride(desc, &origin)?;
+    // SAFETY: the header's magic and major are checked just above.
+    let desc = unsafe { checked_descriptor(header_ptr, header, &origin)? };
+    // SAFETY: `desc` is a checked plugin's descriptor (above).
+    let stride = unsafe { format_stride(desc, &origin)? };
     // Every element is copied (the table is checked) before any is checked on its own.
-    let formats = copy_format_descs(desc, stride)
+    // SAFETY: `stride` is `format_stride`'s for this `desc` (above).
+    let formats = unsafe { copy_format_descs(desc, stride) }
         .into_iter()
         .map(|d| format_handle(d, &info, &origin))
         .collect::<Result<Vec<_>, _>>()?;
@@ -470,10 +473,12 @@ fn check_abi_major(info: &PluginInfo) -> Result<(), LoadError> {
 }
 
 /// The plugin's descriptor, which the header starts, once its declared size says it holds
-/// every field of ABI 1.0 (so that reading them stays within the plugin's data). Only for a
-/// header whose magic and major passed (`checked_header`, `check_abi_major`): its `unsafe`
-/// relies on them.
-fn checked_descriptor(
+/// every field of ABI 1.0 (so that reading them stays within the plugin's data).
+///
+/// # Safety
+/// `header_ptr` is the entry's header pointer (`call_entry`) and `header` that header, whose
+/// magic ([`checked_header`]) and ABI major ([`check_abi_major`]) passed.
+unsafe fn checked_descriptor(
     header_ptr: *const PluginHeader,
     header: &'static PluginHeader,
     origin: &PluginOrigin,
@@ -497,7 +502,11 @@ fn checked_descriptor(
 /// `FormatDesc` size, which a later minor may have grown. The table's count, pointer and
 /// stride are checked before any element is read, since the elements are found at this
 /// stride: a wild one would read far past the table.
-fn format_stride(
+///
+/// # Safety
+/// `desc` is a checked plugin's descriptor ([`checked_descriptor`]): `formats` points at
+/// `n_formats` elements in the plugin's static data (or is null).
+unsafe fn format_stride(
     desc: &'static PluginDescriptor,
     origin: &PluginOrigin,
 ) -> Result<usize, LoadError> {
@@ -524,7 +533,8 @@ fn format_stride(
         0
     } else {
         // SAFETY: the first element exists (`n_formats` > 0, `formats` not null, both checked
-        // above); its first field (u32 struct_size) is in every version of `FormatDesc`.
+        // above, and the table is the plugin's: this function's contract); its first field
+        // (u32 struct_size) is in every version of `FormatDesc`.
         unsafe { (*desc.formats).struct_size as usize }
     };
     if desc.n_formats > 0 && stride < abi::min_size::FORMAT_DESC {
@@ -559,7 +569,11 @@ fn format_stride(
 /// `FormatDesc`: an older plugin's element is shorter, and its missing tail stays zero (null:
 /// the function is not there); the fields past the plugin's own size are cleared, since its
 /// minor does not have them.
-fn copy_format_descs(desc: &'static PluginDescriptor, stride: usize) -> Vec<FormatDesc> {
+///
+/// # Safety
+/// `desc` is a checked plugin's descriptor ([`checked_descriptor`]) and `stride` the one
+/// [`format_stride`] gave for it.
+unsafe fn copy_format_descs(desc: &'static PluginDescriptor, stride: usize) -> Vec<FormatDesc> {
     (0..desc.n_formats)
         .map(|i| {
             // The element holds `stride` bytes.

@@ -121,7 +121,8 @@ impl BulkBuilder {
 
     /// Storage to reuse for the stack table's two columns and the sample rows' stack column:
     /// each `Vec` given, cleared, becomes the storage of its column if that column is still
-    /// empty (a column with entries keeps its own, and the `Vec` given is dropped). A reader
+    /// empty and has less capacity than the `Vec` (otherwise the column keeps its own, and the
+    /// `Vec` given is dropped). A reader
     /// done with tables of its own hands them over this way before reserving, so that pages it
     /// has already touched are not fresh pages again (each fresh page costs a page fault); what
     /// a column holds is the same either way, only its capacity differs (capacity beyond what
