@@ -723,14 +723,8 @@ impl Reader {
         if r.first().is_some_and(|&c| !is_blank(c)) {
             return Err(loc.err(r, "expected a space after the tick"));
         }
-        let prev = self.prev_tick;
-        let tick = match (plus, v) {
-            (false, Some(v)) => Some(v),
-            (true, Some(v)) => prev.unwrap_or(0).checked_add(v),
-            (_, None) => None,
-        }
-        .ok_or_else(|| {
-            let limit = self.clock_limit(Clock::Tick);
+        let tick = self.clock_value(Clock::Tick, plus, v).ok_or_else(|| {
+            let (prev, limit) = (self.prev_tick, self.clock_limit(Clock::Tick));
             loc.err(
                 rest,
                 clock_too_large(Clock::Tick, plus, written(rest, r), prev, limit),
@@ -749,14 +743,8 @@ impl Reader {
         if after.first().is_some_and(|&c| !is_blank(c)) {
             return Err(loc.err(after, "expected a space after the timestamp"));
         }
-        let prev = self.prev_time;
-        let time = match (plus, v) {
-            (false, Some(v)) => Some(v),
-            (true, Some(v)) => prev.unwrap_or(0).checked_add(v),
-            (_, None) => None,
-        }
-        .ok_or_else(|| {
-            let limit = self.clock_limit(Clock::Time);
+        let time = self.clock_value(Clock::Time, plus, v).ok_or_else(|| {
+            let (prev, limit) = (self.prev_time, self.clock_limit(Clock::Time));
             loc.err(
                 r,
                 clock_too_large(Clock::Time, plus, written(body, after), prev, limit),
@@ -764,6 +752,20 @@ impl Reader {
         })?;
         let (after, _) = blanks(after).unwrap_or((after, &[]));
         Ok((tick, Some((time, r)), after))
+    }
+
+    /// A tick or timestamp as written (`v`, `None` past 64 bits), made absolute when relative
+    /// (`plus`) from the previous event's; `None` when it does not fit in 64 bits.
+    fn clock_value(&self, which: Clock, plus: bool, v: Option<u64>) -> Option<u64> {
+        let prev = match which {
+            Clock::Tick => self.prev_tick,
+            Clock::Time => self.prev_time,
+        };
+        match (plus, v) {
+            (false, v) => v,
+            (true, Some(v)) => prev.unwrap_or(0).checked_add(v),
+            (true, None) => None,
+        }
     }
 
     /// The clocks at an event: clamps what goes backwards, counts unattributed ticks, and
