@@ -367,19 +367,23 @@ fn is_perf_sample_with_frame(line: &[u8]) -> bool {
         .map(|at| body[at + 2..].trim_ascii_start());
     body.ends_with(b")")
         && body.split(|&b| b == b' ').any(is_timestamp)
-        && frame.is_some_and(|f| {
-            let hex = f.iter().take_while(|b| b.is_ascii_hexdigit()).count();
-            hex > 0 && f.get(hex) == Some(&b' ')
-        })
+        && frame.is_some_and(starts_with_address)
 }
 
+/// Whether `frame` starts as a `perf script` frame: an address in hex, then a space (the
+/// symbol follows).
+fn starts_with_address(frame: &[u8]) -> bool {
+    let hex = frame.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    hex > 0 && frame.get(hex) == Some(&b' ')
+}
+
+/// `perf script` text recorded with call chains: a sample line, and at least two indented
+/// frame lines.
 fn looks_like_perf_script_with_stacks(head: &[u8]) -> bool {
     let is_frame = |line: &[u8]| {
         let body = line.trim_ascii();
-        let hex = body.iter().take_while(|b| b.is_ascii_hexdigit()).count();
         line.first().is_some_and(|b| *b == b'\t' || *b == b' ')
-            && hex > 0
-            && body.get(hex) == Some(&b' ')
+            && starts_with_address(body)
             && body.ends_with(b")")
     };
     let mut frames = 0;
