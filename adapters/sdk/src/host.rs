@@ -510,24 +510,7 @@ unsafe fn format_stride(
     desc: &'static PluginDescriptor,
     origin: &PluginOrigin,
 ) -> Result<usize, LoadError> {
-    if desc.n_formats > 4096 {
-        return Err(LoadError::Malformed(
-            origin.clone(),
-            format!(
-                "bad format table: {} formats (at most 4096)",
-                desc.n_formats
-            ),
-        ));
-    }
-    if desc.n_formats > 0 && desc.formats.is_null() {
-        return Err(LoadError::Malformed(
-            origin.clone(),
-            format!(
-                "bad format table: {} formats at a null pointer",
-                desc.n_formats
-            ),
-        ));
-    }
+    check_table("format", desc.n_formats, desc.formats, origin)?;
     // The fields of ABI 1.0 sit at the start of each element.
     let stride = if desc.n_formats == 0 {
         0
@@ -563,6 +546,30 @@ unsafe fn format_stride(
         ));
     }
     Ok(stride)
+}
+
+/// A plugin's table of `n` `what`s at `ptr` (formats, a format's options), checked before any
+/// element is read: at most 4096 of them (no plugin needs more, and a wild count would read far
+/// past the table), and not at a null pointer unless empty.
+fn check_table<T>(
+    what: &str,
+    n: usize,
+    ptr: *const T,
+    origin: &PluginOrigin,
+) -> Result<(), LoadError> {
+    let bad = |why: String| {
+        Err(LoadError::Malformed(
+            origin.clone(),
+            format!("bad {what} table: {n} {what}s {why}"),
+        ))
+    };
+    if n > 4096 {
+        return bad("(at most 4096)".into());
+    }
+    if n > 0 && ptr.is_null() {
+        return bad("at a null pointer".into());
+    }
+    Ok(())
 }
 
 /// Copies each element of the format table (checked by [`format_stride`]) into this host's
@@ -620,21 +627,7 @@ fn format_handle(
             ),
         ));
     }
-    if d.n_options > 4096 {
-        return Err(LoadError::Malformed(
-            origin.clone(),
-            format!("bad option table: {} options (at most 4096)", d.n_options),
-        ));
-    }
-    if d.n_options > 0 && d.options.is_null() {
-        return Err(LoadError::Malformed(
-            origin.clone(),
-            format!(
-                "bad option table: {} options at a null pointer",
-                d.n_options
-            ),
-        ));
-    }
+    check_table("option", d.n_options, d.options, origin)?;
     let opts: &[OptionDesc] = if d.n_options == 0 {
         &[]
     } else {
@@ -2231,6 +2224,28 @@ unsafe impl Sync for FormatHandle {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A table's count and pointer are checked before any element is read: a count past 4096
+    /// and a null pointer under a count are each their own error, naming the count.
+    #[test]
+    fn a_table_is_checked_before_it_is_read() {
+        let origin = PluginOrigin::Static("t".into());
+        let some = 1u8;
+        let message = |n: usize, ptr: *const u8| match check_table("format", n, ptr, &origin) {
+            Err(LoadError::Malformed(_, m)) => m,
+            other => panic!("{n}: {other:?}"),
+        };
+        assert!(check_table("format", 0, std::ptr::null::<u8>(), &origin).is_ok());
+        assert!(check_table("option", 4096, &some as *const u8, &origin).is_ok());
+        assert_eq!(
+            message(4097, &some),
+            "bad format table: 4097 formats (at most 4096)"
+        );
+        assert_eq!(
+            message(3, std::ptr::null()),
+            "bad format table: 3 formats at a null pointer"
+        );
+    }
 
     /// A 64-bit little-endian ELF file of `len` bytes whose program headers are `loads`
     /// (p_offset, p_filesz), each a PT_LOAD, the table right after the ELF header.
