@@ -1025,7 +1025,8 @@ pub fn human_bytes(n: u128) -> String {
     let units = ["bytes", "kB", "MB", "GB", "TB", "PB", "EB"];
     let mut v = n as f64;
     let mut u = 0;
-    while v >= 1000.0 && u + 1 < units.len() {
+    // 999.95 and up is printed `1000.0` with one decimal: the next unit's `1.0` then.
+    while v >= 999.95 && u + 1 < units.len() {
         v /= 1000.0;
         u += 1;
     }
@@ -1242,6 +1243,15 @@ mod tests {
             human_bytes(1_500_003_500_000),
             "1.5 TB (1500003500000 bytes)"
         );
+    }
+
+    /// A size that rounds up to 1000 of a unit is said in the next one (it was `1000.0 kB`).
+    #[test]
+    fn human_bytes_rounding_to_1000_takes_the_next_unit() {
+        assert_eq!(human_bytes(999_993), "1.0 MB (999993 bytes)");
+        assert_eq!(human_bytes(999_949), "999.9 kB (999949 bytes)");
+        assert_eq!(human_bytes(999_999_999), "1.0 GB (999999999 bytes)");
+        assert_eq!(human_bytes(1_000_000), "1.0 MB (1000000 bytes)");
     }
 
     #[test]
