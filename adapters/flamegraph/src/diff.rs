@@ -498,10 +498,14 @@ fn draw_diff<W: Write + ?Sized>(
         .fold(0.0, f64::max);
     if matched.unmatched > 0 && total_before > 0 {
         let share = matched.unmatched as f64 / total_before as f64 * 100.0;
-        // A share that rounds to 0.00 is not none: said as below the last digit.
-        let share = match share < 0.005 {
-            true => "<0.01".to_string(),
-            false => format!("{share:.2}"),
+        // A share that rounds to 0.00 is not none, nor one that rounds to 100.00 all: said as
+        // below the first or above the last value the two digits show.
+        let share = match share {
+            s if s < 0.005 => "<0.01".to_string(),
+            s if s >= 99.995 && matched.unmatched < i128::from(total_before) => {
+                ">99.99".to_string()
+            }
+            s => format!("{s:.2}"),
         };
         // In before's own unit: the two may differ (ticks against samples).
         let before_unit = count_name(before, cb, o);

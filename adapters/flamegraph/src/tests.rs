@@ -769,6 +769,13 @@ fn differential_graph_has_the_after_shape_and_self_change_colours() {
         warnings[0].starts_with("<0.01% of the before profile's samples"),
         "{warnings:?}"
     );
+    // Nor one that rounds to 100.00 % while some of before is matched (it said "100.00%").
+    let most = folded(&[("main;grow", 1), ("main;gone", 100_000)]);
+    let (_, warnings) = emit_diff_svg(&most, &after, &FlameOptions::default());
+    assert!(
+        warnings[0].starts_with(">99.99% of the before profile's samples"),
+        "{warnings:?}"
+    );
     let by_name = |n: &str| s.frames.iter().find(|f| title_name(&f.title) == n).unwrap();
     assert_eq!(s.total, 60);
     assert_eq!(by_name("main").fg_w, 60);
