@@ -429,6 +429,7 @@ impl Graph {
                         && sums_fit
                         && self.self_costs.column_scales(k, factor)
                         && self.edge_costs.column_scales(k, factor)
+                        && self.column_total_scales(k, factor)
                     {
                         self.self_costs.scale_column(k, factor);
                         self.edge_costs.scale_column(k, factor);
@@ -457,6 +458,16 @@ impl Graph {
                 }
             }
         }
+    }
+
+    /// True when the self costs of column `col` still add up to a 64-bit value once multiplied
+    /// by `factor`. Each cost fitting is not enough: two of 5e17 fit times 10, their total does
+    /// not, and the profile was refused.
+    fn column_total_scales(&self, col: usize, factor: i64) -> bool {
+        let total: i128 = (0..self.self_costs.len())
+            .map(|i| i128::from(self.self_costs.row(i)[col]))
+            .sum();
+        total * i128::from(factor) <= i128::from(i64::MAX)
     }
 
     /// Sum of the self costs, per event column.

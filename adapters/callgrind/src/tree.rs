@@ -1888,6 +1888,23 @@ mod tests {
         }
     }
 
+    /// Xdebug's time is kept as written when its costs each fit times 10 but their total does
+    /// not (two functions of 5e17 × 10 ns, no `summary:`): the profile was refused, "the values
+    /// of 'Time' add up to more than a 64-bit integer holds".
+    #[test]
+    fn xdebug_time_whose_total_cannot_be_multiplied_is_kept_as_written() {
+        let text = "version: 1\ncreator: xdebug 3.1.0 (PHP 8.1.0)\npositions: line\n\
+                    events: Time_(10ns) Memory_(bytes)\nfl=(1) /tmp/a.php\n\
+                    fn=(1) a\n1 500000000000000000 0\nfn=(2) b\n2 500000000000000000 0\n";
+        let p = read_with_messages(text).0;
+        let v = p.view();
+        assert_eq!(v.strings.get(v.value_types[0].name), "Time_(10ns)");
+        assert_eq!(
+            (v.value_type_unit(0), v.value_types[0].decimals),
+            ("microseconds", 2)
+        );
+    }
+
     /// A recursion cycle that nothing outside calls starts at its function with the most cost
     /// beyond what the calls into it bring: cProfile's data (pyprof2calltree) has `exec` run
     /// the script's `<module>`, whose imports run `exec` again. Entered at the first function in
