@@ -129,16 +129,31 @@ pub fn combine(
         }
         let scale = 10i64.pow(decimals - d);
         let mut row = [0i64; 2];
+        // The side's values at the common scale, summed as the host sums an input's: each one
+        // fitting is not enough, every total below the root must fit too (the emitters count
+        // on it, and a flame graph failed with "5000000000000000000 + 5000000000000000000").
+        let (mut pos, mut neg) = (0i128, 0i128);
+        let side_name = ["before", "after"][side];
         for (i, &s) in p.sample_stack.iter().enumerate() {
             let v = p.sample_values[col][i];
             row[side] = v.checked_mul(scale).ok_or_else(|| {
                 // Both columns are kept at the larger number of decimals.
                 IrError::Overflow(format!(
-                    "a value of the {} profile does not fit in 64 bits at the {other} profile's \
-                     {decimals} decimals (both sides are compared at one scale)",
-                    ["before", "after"][side],
+                    "a value of the {side_name} profile does not fit in 64 bits at the {other} \
+                     profile's {decimals} decimals (both sides are compared at one scale)",
                 ))
             })?;
+            match row[side] >= 0 {
+                true => pos += i128::from(row[side]),
+                false => neg += i128::from(row[side]),
+            }
+            if pos > i128::from(i64::MAX) || neg < i128::from(i64::MIN) {
+                return Err(IrError::Overflow(format!(
+                    "the values of the {side_name} profile add up to more than 64 bits hold at \
+                     the {other} profile's {decimals} decimals (both sides are compared at one \
+                     scale)",
+                )));
+            }
             row[1 - side] = 0;
             b.add_to_stack(stacks[s as usize], &row)?;
         }
@@ -714,6 +729,29 @@ mod tests {
             "value overflow: a value of the before profile does not fit in 64 bits at the after \
              profile's 3 decimals (both sides are compared at one scale)"
         );
+    }
+
+    /// A side whose values each fit at the other side's decimals but whose sum does not is
+    /// refused as well, naming itself and the scale: the flame graph and callgrind emitters
+    /// failed on it with "value overflow: 5000000000000000000 + 5000000000000000000 does not fit
+    /// in 64 bits", and the others wrote totals past 64 bits.
+    #[test]
+    fn a_side_whose_sum_is_too_large_at_the_others_scale_says_so() {
+        let big = crate::testing::stacks(&[(&["a"], 5_000_000_000), (&["b"], 5_000_000_000)]);
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.rescale(0, 9).unwrap();
+        b.add_stack(&["a"], &[1]).unwrap();
+        let fine = b.finish();
+        let e = combine(&big.view(), 0, &fine.view(), 0).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "value overflow: the values of the before profile add up to more than 64 bits hold \
+             at the after profile's 9 decimals (both sides are compared at one scale)"
+        );
+        // One of them alone fits.
+        let one = crate::testing::stacks(&[(&["a"], 5_000_000_000)]);
+        assert!(combine(&one.view(), 0, &fine.view(), 0).is_ok());
     }
 
     /// Each column keeps its side's unit; a count is no cost to compare.
