@@ -64,8 +64,25 @@ pub fn untrusted(file: &Path) -> Option<String> {
 #[cfg(unix)]
 fn exe_owner() -> Option<u32> {
     use std::os::unix::fs::MetadataExt;
-    let exe = std::env::current_exe().ok()?;
+    let exe = exe_path()?;
     Some(std::fs::metadata(exe).ok()?.uid())
+}
+
+/// The running executable: `std::env::current_exe` (on Linux, `/proc/self/exe`), else, where
+/// that cannot be read (a chroot or a sandbox without /proc), the name it was started by: a
+/// path (with a `/`), or the first file of that name in `PATH`, as the shell found it.
+pub fn exe_path() -> Option<PathBuf> {
+    if let Ok(exe) = std::env::current_exe() {
+        return Some(exe);
+    }
+    let name = PathBuf::from(std::env::args_os().next()?);
+    if name.components().count() > 1 {
+        return Some(name);
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(&name))
+        .find(|p| p.is_file())
 }
 
 /// [`untrusted`], trusting also the files of user `also` (the executable's owner).
@@ -291,8 +308,7 @@ pub fn default_dirs() -> Vec<(Source, PathBuf)> {
     if let Some(d) = user_plugin_dir() {
         out.push((Source::UserDir, d));
     }
-    if let Some(exe_dir) = std::env::current_exe()
-        .ok()
+    if let Some(exe_dir) = exe_path()
         .and_then(|e| e.canonicalize().ok())
         .and_then(|e| e.parent().map(Path::to_path_buf))
     {
