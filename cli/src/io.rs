@@ -726,10 +726,10 @@ fn set_pending(path: Option<PathBuf>) {
 static OUTPUT_DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// The interrupt handler: removes the pending temp file, if any, clears the progress bar and
-/// exits with `code`. The lock is held until the process ends, so no new temp file can appear
-/// in between. Once the output is complete, an interrupt changes nothing: the run, done but for
-/// freeing its memory, ends as it would have (a status of 130 would say the output was not
-/// written, and it was).
+/// ends the process by the signal that came (exit `code` where none was noted). The lock is
+/// held until the process ends, so no new temp file can appear in between. Once the output is
+/// complete, an interrupt changes nothing: the run, done but for freeing its memory, ends as it
+/// would have (ending by the signal would say the output was not written, and it was).
 pub fn on_interrupt(code: i32) {
     let mut p = PENDING_TEMP.lock().unwrap_or_else(|p| p.into_inner());
     if OUTPUT_DONE.load(std::sync::atomic::Ordering::SeqCst) {
@@ -741,7 +741,7 @@ pub fn on_interrupt(code: i32) {
     if let Some(bar) = drawn_progress() {
         bar.finish_and_clear();
     }
-    std::process::exit(code)
+    profconv_plugin::host::end_by_interrupt(code)
 }
 
 impl Sink {

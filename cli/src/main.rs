@@ -180,11 +180,7 @@ impl Failure {
             Failure::Io(m) => (4, m),
             Failure::Plugin(m) => (5, m),
         };
-        let _ = writeln!(
-            Blocking(std::io::stderr()),
-            "profconv: error: {}",
-            printable(&msg)
-        );
+        say("error", &msg);
         ExitCode::from(code)
     }
 
@@ -279,8 +275,8 @@ fn main() -> ExitCode {
         }
     };
     // Ctrl-C, SIGTERM (`timeout`, `kill`) and SIGHUP (the terminal closed): remove the
-    // half-written temp file, then exit as interrupted processes do (one handler serves the
-    // three, so it cannot tell them apart: 130 for each).
+    // half-written temp file, then end by the signal, as interrupted processes do (a shell
+    // loop stops only when its command ended by SIGINT; 130 only where no signal was noted).
     // A signal the process was started ignoring (`nohup`, `cmd &`) stays ignored.
     profconv_plugin::host::handle_interrupts_unless_ignored(|| {
         let _ = ctrlc::set_handler(|| io::on_interrupt(130));
@@ -410,14 +406,17 @@ fn max_whole_stream() -> Result<u64, Failure> {
 
 fn warn(quiet: bool, msg: &str) {
     if !quiet {
-        io::above_progress(|| {
-            let _ = writeln!(
-                Blocking(std::io::stderr()),
-                "profconv: warning: {}",
-                printable(msg)
-            );
-        });
+        io::above_progress(|| say("warning", msg));
     }
+}
+
+/// Writes `profconv: KIND: MSG` and its line break to stderr in one write: runs side by side
+/// (`xargs -P`, `make -j`) share a stderr, and a message written in pieces (the prefix, the
+/// text, the line break) was cut into by another run's. One write of less than a pipe's
+/// buffer (4 KiB) is never cut, to a pipe or to a file opened for appending.
+fn say(kind: &str, msg: &str) {
+    let line = format!("profconv: {kind}: {}\n", printable(msg));
+    let _ = Blocking(std::io::stderr()).write_all(line.as_bytes());
 }
 
 /// A plugin's message with its later lines indented: none of them can then pass for a line of

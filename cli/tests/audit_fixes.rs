@@ -5,7 +5,10 @@
 mod run;
 mod support;
 
-use run::{many_stacks, on_terminal, profconv, run, spawn_piped, temp_files, text, tmp, write};
+use run::{
+    many_stacks, on_terminal, profconv, run, spawn_piped, temp_files, text, tmp, with_profconv_env,
+    write,
+};
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -18,9 +21,9 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 }
 
 /// `timeout`, `kill` and a closed terminal end a conversion with SIGTERM or SIGHUP: like
-/// Ctrl-C, they must remove the half-written temp file and exit non-zero (130). Ctrl-\
-/// (SIGQUIT) and the other signals that end a process by default remove it too, and the
-/// process still ends by the signal.
+/// Ctrl-C, they must remove the half-written temp file, and the process still ends by the
+/// signal (a shell shows 128 + N). Ctrl-\ (SIGQUIT) and the other signals that end a process
+/// by default remove it too.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_signal_during_a_conversion_removes_the_temp_file() {
@@ -77,15 +80,15 @@ fn a_signal_during_a_conversion_removes_the_temp_file() {
                 continue;
             }
             assert!(seen, "{signal}: failed by itself: {}", text(&out.stderr));
-            match signal {
-                "TERM" | "HUP" | "INT" => assert_eq!(
-                    out.status.code(),
-                    Some(130),
-                    "SIG{signal}: {:?}",
-                    out.status
-                ),
-                _ => assert_eq!(out.status.signal(), Some(number), "SIG{signal}"),
-            }
+            // Every one ends the process by the signal, SIGINT, SIGTERM and SIGHUP too (they
+            // exited 130, which a shell loop takes for a program that handled Ctrl-C and goes on:
+            // `ctrl_c_in_a_shell_loop_of_conversions_stops_the_loop`).
+            assert_eq!(
+                out.status.signal(),
+                Some(number),
+                "SIG{signal}: {:?}",
+                out.status
+            );
             let left = temp_files(&out_dir);
             assert!(left.is_empty(), "SIG{signal} left temp files: {left:?}");
             assert!(!target.exists(), "SIG{signal} left a partial output");
@@ -97,6 +100,149 @@ fn a_signal_during_a_conversion_removes_the_temp_file() {
             "SIG{signal}: the conversion was always too quick to interrupt"
         );
     }
+}
+
+/// Ctrl-C in a shell loop of conversions (`for f in *.folded; do profconv convert "$f" …; done`)
+/// stops the loop, not only the conversion under way. The terminal sends SIGINT to the whole
+/// foreground process group, bash too; bash waits for the command it runs and then goes on
+/// with the loop unless that command ended *by* SIGINT (an exit status of 130 is what a program
+/// that handled Ctrl-C itself returns, an editor say, and the script goes on). profconv used to
+/// remove its temp file and exit 130, so each Ctrl-C skipped one file of the loop; it now
+/// ends by the signal once the temp file is removed, as gzip and sort do.
+#[cfg(target_os = "linux")]
+#[test]
+fn ctrl_c_in_a_shell_loop_of_conversions_stops_the_loop() {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let d = tmp();
+    let out_dir = d.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    profconv(); // builds the plugins
+    // Each conversion reads a pipe that stays open (`sleep`), so it is under way, its temp
+    // file made, when the signal comes. GNU `env` gives bash (and so profconv) SIGINT's default
+    // action, which `cargo test &` would have ignored.
+    let script = r#"for i in 1 2 3; do sleep 10 | "$0" convert - --from folded -o "$1/out$i.svg"; echo "after $i: $?"; done"#;
+    let child = with_profconv_env("env")
+        .args(["--default-signal=INT", "bash", "-c", script])
+        .arg(env!("CARGO_BIN_EXE_profconv"))
+        .arg(&out_dir)
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while temp_files(&out_dir).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the first conversion made no temp file"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Ctrl-C: SIGINT to the process group.
+    let group = format!("-{}", child.id());
+    let killed = Command::new("kill")
+        .args(["-s", "INT", "--", &group])
+        .status()
+        .unwrap();
+    assert!(killed.success(), "kill -s INT -- {group}");
+    let out = child.wait_with_output().unwrap();
+    let said = text(&out.stdout);
+    assert_eq!(
+        out.status.signal(),
+        Some(2),
+        "bash went on with the loop after Ctrl-C ({:?}): {said}",
+        out.status
+    );
+    assert!(!said.contains("after 2"), "{said}");
+    let left = temp_files(&out_dir);
+    assert!(left.is_empty(), "Ctrl-C left temp files: {left:?}");
+}
+
+/// Each message goes to stderr in one write: runs side by side (`xargs -P 8 … 2>> errors.log`,
+/// GNU parallel, `make -j`) share one stderr, and a message written in pieces (`profconv:
+/// error: `, the text, the line break: three writes) was cut into by another run's, so that a
+/// log of 500 failed conversions held `profconv: error: profconv: error: a.folded:1:5: …`.
+/// One write of a line shorter than a pipe's buffer is never cut (a pipe, or a file opened
+/// for appending). Checked with strace: every write to descriptor 2 is a whole message.
+#[cfg(target_os = "linux")]
+#[test]
+fn each_message_is_one_write_so_parallel_runs_do_not_cut_into_each_other() {
+    let d = tmp();
+    let bad = write(d.path(), "bad.folded", b"a;b 1\nnot a line\na;c x\n");
+    profconv(); // builds the plugins
+    let log = d.path().join("writes.txt");
+    // A warning (the skipped line), the count of skipped lines, then a transform that matched
+    // nothing; and an error.
+    for args in [
+        &["-O", "skip-bad-lines", "-T", "focus:nothing"][..],
+        &[][..],
+    ] {
+        let traced = with_profconv_env("strace")
+            .args(["-f", "-qq", "-s", "4096", "-e", "trace=write", "-o"])
+            .arg(&log)
+            .arg(env!("CARGO_BIN_EXE_profconv"))
+            .arg("convert")
+            .arg(&bad)
+            .args(["--to", "folded", "-o", "-"])
+            .args(args)
+            .stdin(Stdio::null())
+            .output();
+        let Ok(traced) = traced else {
+            eprintln!("skipped: no strace");
+            return;
+        };
+        let said = text(&traced.stderr);
+        let messages = said.lines().filter(|l| l.starts_with("profconv: ")).count();
+        assert!(messages > 0, "{args:?}: no message: {said}");
+        let writes: Vec<String> = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .filter_map(|l| Some(l.split_once("write(2, ")?.1.to_string()))
+            .collect();
+        assert_eq!(
+            writes.len(),
+            messages,
+            "{args:?}: {messages} messages in {} writes: {writes:#?}",
+            writes.len()
+        );
+        for w in &writes {
+            assert!(
+                w.starts_with("\"profconv: ") && w.contains("\\n\", "),
+                "{args:?}: a write of part of a message: {w}"
+            );
+        }
+    }
+}
+
+/// The plugins beside `profconv` are found where /proc is not mounted (a chroot made by hand, a
+/// sandbox that mounts no /proc): `std::env::current_exe` reads `/proc/self/exe`, and without it
+/// no plugin was found, `profconv formats` silently leaving out the places beside the
+/// executable. The name profconv was started by (a path, or a name found in `PATH`) tells
+/// them then. Run as root only (a mount namespace with an empty /proc); skipped elsewhere.
+#[cfg(target_os = "linux")]
+#[test]
+fn plugins_beside_profconv_are_found_without_proc() {
+    profconv(); // builds the plugins
+    let out = with_profconv_env("unshare")
+        .args([
+            "-m",
+            "sh",
+            "-c",
+            "mount -t tmpfs none /proc && exec \"$0\" formats",
+        ])
+        .arg(env!("CARGO_BIN_EXE_profconv"))
+        .stdin(Stdio::null())
+        .output();
+    let out = match out {
+        Ok(out) if out.status.success() => out,
+        other => {
+            eprintln!("skipped: no mount namespace with /proc hidden: {other:?}");
+            return;
+        }
+    };
+    let listed = text(&out.stdout);
+    assert!(listed.contains("format folded"), "{listed}");
 }
 
 /// SIGBUS and SIGSEGV sent by another process (`kill -BUS`) end a conversion by the signal

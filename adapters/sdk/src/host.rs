@@ -1033,6 +1033,8 @@ pub const INTERRUPT_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, li
 /// Runs `install`, which sets a handler for the [`INTERRUPT_SIGNALS`], then ignores again each
 /// of them the process was started ignoring: `nohup` ignores SIGHUP and a shell's `cmd &`
 /// SIGINT, and a handler put over that would end a run its user had protected from them.
+/// In front of the handler `install` set for each of the others, it puts one that notes which
+/// signal came first, for [`end_by_interrupt`].
 pub fn handle_interrupts_unless_ignored(install: impl FnOnce()) {
     #[cfg(unix)]
     {
@@ -1048,18 +1050,107 @@ pub fn handle_interrupts_unless_ignored(install: impl FnOnce()) {
             }
         }
         install();
-        for (signal, ignored) in INTERRUPT_SIGNALS.into_iter().zip(ignored) {
+        for (k, (signal, ignored)) in INTERRUPT_SIGNALS.into_iter().zip(ignored).enumerate() {
             if ignored {
                 // SAFETY: `signal` with `SIG_IGN` installs no handler code; the handler just
                 // installed for it is then never called.
                 unsafe {
                     libc::signal(signal, libc::SIG_IGN);
                 }
+                continue;
+            }
+            // SAFETY: `sigaction` reads a fully initialised action and writes the old one into a
+            // zeroed local. `note_interrupt` stores into an atomic, then calls the handler that
+            // was in place with the arguments its flags say it takes; that handler is set in
+            // `INTERRUPT_NEXT` before `note_interrupt` is installed, and only a real handler
+            // (not the default action or "ignore") is put behind it.
+            unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(signal, std::ptr::null(), &mut old) != 0
+                    || old.sa_sigaction == libc::SIG_DFL
+                    || old.sa_sigaction == libc::SIG_IGN
+                    || INTERRUPT_NEXT[k].set(old).is_err()
+                {
+                    continue;
+                }
+                let mut new = old;
+                new.sa_sigaction = note_interrupt as *const () as libc::sighandler_t;
+                new.sa_flags = old.sa_flags | libc::SA_SIGINFO;
+                libc::sigaction(signal, &new, std::ptr::null_mut());
             }
         }
     }
     #[cfg(not(unix))]
     install();
+}
+
+/// The first of the [`INTERRUPT_SIGNALS`] that arrived, or 0.
+#[cfg(unix)]
+static INTERRUPTED_BY: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// The handlers [`note_interrupt`] hands each of the [`INTERRUPT_SIGNALS`] on to.
+#[cfg(unix)]
+static INTERRUPT_NEXT: [std::sync::OnceLock<libc::sigaction>; 3] = [
+    std::sync::OnceLock::new(),
+    std::sync::OnceLock::new(),
+    std::sync::OnceLock::new(),
+];
+
+/// Notes the interrupt signal (the first one wins), then calls the handler
+/// [`handle_interrupts_unless_ignored`] found in place for it.
+#[cfg(unix)]
+extern "C" fn note_interrupt(
+    signal: libc::c_int,
+    info: *mut libc::siginfo_t,
+    context: *mut c_void,
+) {
+    use std::sync::atomic::Ordering;
+    let _ = INTERRUPTED_BY.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
+    let Some(k) = INTERRUPT_SIGNALS.iter().position(|&s| s == signal) else {
+        return;
+    };
+    let Some(next) = INTERRUPT_NEXT[k].get() else {
+        return;
+    };
+    // SAFETY: `next` is the disposition in place before this handler, a real handler (checked
+    // when it was stored), whose flags say which of the two signatures it has.
+    unsafe {
+        if next.sa_flags & libc::SA_SIGINFO != 0 {
+            let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut c_void) =
+                std::mem::transmute(next.sa_sigaction);
+            f(signal, info, context);
+        } else {
+            let f: extern "C" fn(libc::c_int) = std::mem::transmute(next.sa_sigaction);
+            f(signal);
+        }
+    }
+}
+
+/// Ends the process after an interrupt (its pending output removed): by the signal that came,
+/// with its default action, as gzip and sort end, so that the shell or program that started
+/// profconv sees it was interrupted and stops too (bash goes on with a `for` loop after a
+/// command that exited, whatever its status, and stops it only after one that Ctrl-C ended);
+/// a shell shows 128 + N (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP). Exits with `code`
+/// where no signal was noted (not unix, or the signal came before the handlers were set).
+pub fn end_by_interrupt(code: i32) -> ! {
+    #[cfg(unix)]
+    {
+        let signal = INTERRUPTED_BY.load(std::sync::atomic::Ordering::SeqCst);
+        if signal != 0 {
+            // SAFETY: back to the default action, unblocked on this thread, then the signal
+            // again: its default action ends the process; `sigset_t` is written by
+            // `sigemptyset` before it is read.
+            unsafe {
+                libc::signal(signal, libc::SIG_DFL);
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                libc::sigaddset(&mut set, signal);
+                libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+                libc::raise(signal);
+            }
+        }
+    }
+    std::process::exit(code)
 }
 
 /// The signals [`remove_on_abort`] removes the temp file on: an abort, and the other signals
