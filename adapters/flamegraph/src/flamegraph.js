@@ -205,9 +205,11 @@ function fg_show_details() {
   if (fg_width(rest) > room) rest = fg_cut(rest, Math.max(room, 1));
   // The name isolated (U+2068 … U+2069): right-to-left characters in it, an override, must not
   // reorder the numbers after it. Its own embedding and isolate controls are shown as U+FFFD:
-  // one of them could close the isolate early or leave one open past it.
+  // one of them could close the isolate early or leave one open past it. WebKit (Safari) draws
+  // SVG text without isolates: a left-to-right mark after it keeps the numbers of a Hebrew or
+  // Arabic name in their place there ("(31 samples" was drawn "31) … samples").
   name = name.replace(/[\u202a-\u202e\u2066-\u2069]/g, "\ufffd");
-  fg_set_text(fg_details, head + "\u2068" + name + "\u2069" + rest);
+  fg_set_text(fg_details, head + "\u2068" + name + "\u2069\u200e" + rest);
 }
 
 // Code points of no cell (they join the character before: combining marks, joiners, variation
