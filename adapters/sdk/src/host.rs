@@ -740,9 +740,8 @@ enum CtxKind {
     Write,
 }
 
-/// One context lent to a call under way: where it is, and whether it still is (read-locked
-/// while a callback uses it, so the call's end waits for a callback still running on another
-/// thread).
+/// One context lent to a call under way: where it is, and whether it still is (locked while a
+/// callback uses it, so the call's end waits for a callback still running on another thread).
 struct LentEntry {
     addr: usize,
     kind: CtxKind,
@@ -804,7 +803,10 @@ fn with_lent<R>(token: *mut c_void, kind: CtxKind, f: impl FnOnce(usize) -> R) -
         let e = lent.get(&(token as usize as u64))?;
         (e.kind == kind).then(|| (e.addr, e.live.clone()))?
     };
-    let guard = live.read().unwrap_or_else(|p| p.into_inner());
+    // Locked for writing, not reading: each callback takes the context as `&mut`, so callbacks
+    // that a plugin calls from several threads at once (against the contract) take turns
+    // instead of racing on it.
+    let guard = live.write().unwrap_or_else(|p| p.into_inner());
     guard.then(|| f(addr))
 }
 
@@ -1379,6 +1381,8 @@ impl PluginCall {
         #[cfg(unix)]
         {
             static INSTALL: std::sync::Once = std::sync::Once::new();
+            // Miri has no `atexit` (the ABI's pointer code is checked under it without it).
+            #[cfg(not(miri))]
             INSTALL.call_once(|| {
                 // SAFETY: registers a handler that only reads a thread-local and makes
                 // async-signal-safe calls; a failure to register only loses the check.
@@ -2251,6 +2255,15 @@ impl FormatHandle {
                 format!("format '{}' cannot be written", self.id),
             ));
         };
+        // The view gives each table one count, from one of its columns: a shorter column (safe
+        // code builds one: the fields are public) would be read past its end by the plugin, as
+        // `parse` guards against in a plugin's profile.
+        profile.check_column_lengths().map_err(|e| {
+            CallError::new(
+                Status::INTERNAL,
+                format!("a profile to write in format '{}' is invalid: {e}", self.id),
+            )
+        })?;
         let opts = abi_options(options);
         let storage = ViewStorage::new(profile);
         let view = storage.view(profile);
@@ -2615,7 +2628,7 @@ mod tests {
     };
 
     extern "C" fn entry_1_1(_: *const HostInfo) -> *const PluginHeader {
-        &DESCRIPTOR.header
+        std::ptr::addr_of!(DESCRIPTOR).cast::<PluginHeader>()
     }
 
     /// A hand-built plugin breaking the contract in ways the SDK never does, one format each.
@@ -2819,6 +2832,42 @@ mod tests {
             Status::OK
         }
 
+        /// Calls of `log` each of two threads of its own makes during the call.
+        pub const LOGS_PER_THREAD: usize = 2;
+
+        /// The callbacks, shared with the threads the plugin starts during its call.
+        struct Shared(HostCallbacks);
+
+        // SAFETY: the test shares them on purpose: calling them from several threads at once
+        // is the breach under test.
+        unsafe impl Sync for Shared {}
+
+        /// Logs from two threads of its own at once during its call (a breach: callbacks are
+        /// called from the thread that made the call), waits for them, and fails.
+        pub unsafe extern "C" fn parse_logging_from_two_threads(
+            _: *const OptionValue,
+            _: usize,
+            _: *const InputStream,
+            host: *const HostCallbacks,
+            _: *mut ProfileExport,
+        ) -> Status {
+            // SAFETY: the host lends valid callbacks for the call.
+            let shared = Shared(unsafe { *host });
+            let shared = &shared;
+            std::thread::scope(|s| {
+                for _ in 0..2 {
+                    s.spawn(move || {
+                        for _ in 0..LOGS_PER_THREAD {
+                            // SAFETY: the callbacks are lent for the call, which lasts until
+                            // both threads end; the message is readable.
+                            unsafe { (shared.0.log)(shared.0.ctx, 1, StrRef::new("w")) };
+                        }
+                    });
+                }
+            });
+            Status::INVALID_INPUT
+        }
+
         pub const fn format(
             id: &'static str,
             parse: Option<ParseFn>,
@@ -2843,7 +2892,7 @@ mod tests {
         }
     }
 
-    static BREAKERS: [FormatDesc11; 8] = [
+    static BREAKERS: [FormatDesc11; 9] = [
         contract_breakers::format(
             "no-profile",
             Some(contract_breakers::parse_without_profile),
@@ -2884,16 +2933,21 @@ mod tests {
             Some(contract_breakers::parse_using_kept_callbacks),
             None,
         ),
+        contract_breakers::format(
+            "logs-from-threads",
+            Some(contract_breakers::parse_logging_from_two_threads),
+            None,
+        ),
     ];
 
     static BREAKERS_DESCRIPTOR: Descriptor11 = Descriptor11 {
         header: header("breakers", 1, size_of::<Descriptor11>()),
-        formats: &BREAKERS as *const [FormatDesc11; 8] as *const FormatDesc11,
-        n_formats: 8,
+        formats: &BREAKERS as *const [FormatDesc11; 9] as *const FormatDesc11,
+        n_formats: 9,
     };
 
     extern "C" fn entry_breakers(_: *const HostInfo) -> *const PluginHeader {
-        &BREAKERS_DESCRIPTOR.header
+        std::ptr::addr_of!(BREAKERS_DESCRIPTOR).cast::<PluginHeader>()
     }
 
     /// A reader whose every read fails, as a corrupt gzip stream does.
@@ -3024,6 +3078,97 @@ mod tests {
         assert_eq!(e.io.unwrap().kind(), io::ErrorKind::StorageFull);
     }
 
+    /// A plugin calling `log` from threads of its own during its call (against the contract)
+    /// gets its calls made one at a time: they ran at once on the same context, each with a
+    /// `&mut` to it, so the host's log closure ran on two threads at once (a data race: Miri
+    /// reports it; here each call waits a while for the other thread to come in too).
+    #[test]
+    fn callbacks_from_several_plugin_threads_at_once_take_turns() {
+        let plugin = load_static(entry_breakers, "breakers").unwrap();
+        let format = plugin
+            .formats
+            .iter()
+            .find(|f| f.id == "logs-from-threads")
+            .unwrap();
+        let inside = std::sync::atomic::AtomicUsize::new(0);
+        let at_once = std::sync::atomic::AtomicUsize::new(0);
+        let mut logged = 0usize;
+        let mut log = |_: u32, _: &str| {
+            use std::sync::atomic::Ordering::SeqCst;
+            inside.fetch_add(1, SeqCst);
+            let start = std::time::Instant::now();
+            let wait = std::time::Duration::from_millis(if cfg!(miri) { 0 } else { 50 });
+            while inside.load(SeqCst) < 2 && start.elapsed() < wait {
+                std::thread::yield_now();
+            }
+            at_once.fetch_max(inside.load(SeqCst), SeqCst);
+            inside.fetch_sub(1, SeqCst);
+            logged += 1;
+        };
+        let input = ParseInput {
+            reader: &mut io::empty(),
+            whole: None,
+            size_hint: None,
+            name: "in",
+            threads: 1,
+            release: None,
+        };
+        let e = format.parse(input, &[], &mut log).err().unwrap();
+        assert_eq!(e.status, Status::INVALID_INPUT);
+        assert_eq!(
+            at_once.into_inner(),
+            1,
+            "the log callback ran on two threads at once"
+        );
+        assert_eq!(logged, 2 * contract_breakers::LOGS_PER_THREAD);
+    }
+
+    /// An emitter that writes nothing: what the host lends it is read by the SDK's checks.
+    struct Sink;
+
+    impl crate::Format for Sink {
+        const ID: &'static str = "sink";
+        const CAN_EMIT: bool = true;
+        fn emit(
+            _: &ProfileRef<'_>,
+            _: &mut crate::Output<'_>,
+            _: &crate::Options,
+            _: &mut crate::Context<'_>,
+        ) -> Result<(), crate::PluginError> {
+            Ok(())
+        }
+    }
+
+    crate::static_plugin!(sink_entry, name: "sink", version: "1.0", formats: [Sink]);
+
+    /// A profile whose columns differ in length (a `ProfileRef`'s fields are public: safe code
+    /// builds one) is refused by `emit` before it crosses: the view gives each table one count,
+    /// so the plugin read the shorter columns past their end (here `func_file`, empty, at a
+    /// dangling address: SIGSEGV). `parse` checks a plugin's profile the same way.
+    #[test]
+    fn a_profile_whose_columns_differ_in_length_is_not_emitted() {
+        let plugin = load_static(sink_entry, "sink").unwrap();
+        let mut b = profconv_ir::ProfileBuilder::new();
+        b.intern("main");
+        let p = b.finish();
+        let good = p.view();
+        let names = [0u32; 3];
+        let short = ProfileRef {
+            func_name: &names,
+            ..good.clone()
+        };
+        let e = plugin.formats[0]
+            .emit(&short, &mut io::sink(), &[], &mut |_, _| {})
+            .unwrap_err();
+        assert_eq!(e.status, Status::INTERNAL, "{e}");
+        assert!(e.message.contains("func columns differ in length"), "{e}");
+        assert!(
+            plugin.formats[0]
+                .emit(&good, &mut io::sink(), &[], &mut |_, _| {})
+                .is_ok()
+        );
+    }
+
     static HUGE_STRIDE: [FormatDesc11; 2] = [
         FormatDesc11 {
             struct_size: 0x7fff_fff8,
@@ -3039,7 +3184,7 @@ mod tests {
     };
 
     extern "C" fn entry_huge_stride(_: *const HostInfo) -> *const PluginHeader {
-        &HUGE_STRIDE_DESCRIPTOR.header
+        std::ptr::addr_of!(HUGE_STRIDE_DESCRIPTOR).cast::<PluginHeader>()
     }
 
     /// A format descriptor claiming 2 GiB is refused: its size is the table's stride, and the
@@ -3072,7 +3217,7 @@ mod tests {
     };
 
     extern "C" fn entry_weird_kind(_: *const HostInfo) -> *const PluginHeader {
-        &WEIRD_KIND_DESCRIPTOR.header
+        std::ptr::addr_of!(WEIRD_KIND_DESCRIPTOR).cast::<PluginHeader>()
     }
 
     /// An option kind ABI 1 does not define is a malformed descriptor (a new kind is a new
@@ -3214,7 +3359,7 @@ mod tests {
     };
 
     extern "C" fn entry_1_4(_: *const HostInfo) -> *const PluginHeader {
-        &DESCRIPTOR_1_4.header
+        std::ptr::addr_of!(DESCRIPTOR_1_4).cast::<PluginHeader>()
     }
 
     unsafe extern "C" fn sniff_checked_failing(_: *const u8, _: usize, score: *mut u32) -> Status {
@@ -3238,7 +3383,7 @@ mod tests {
     };
 
     extern "C" fn entry_failing_sniffer(_: *const HostInfo) -> *const PluginHeader {
-        &DESCRIPTOR_FAILING_SNIFFER.header
+        std::ptr::addr_of!(DESCRIPTOR_FAILING_SNIFFER).cast::<PluginHeader>()
     }
 
     /// A checked sniffer that returns neither `OK` nor `PANIC` failed: the score it left is not

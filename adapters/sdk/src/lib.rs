@@ -110,7 +110,10 @@ macro_rules! __export_plugin_with_abi {
             _host: *const $crate::abi::HostInfo,
         ) -> *const $crate::abi::PluginHeader {
             $crate::__install_quiet_panic_hook($name);
-            &__PROFCONV_PLUGIN_DESCRIPTOR.header
+            // A pointer to the whole descriptor, not `&DESCRIPTOR.header`: the host reads the
+            // descriptor the header starts through it, past the header's 72 bytes, which a
+            // reference to the header alone does not cover (Miri: Stacked Borrows UB).
+            ::core::ptr::addr_of!(__PROFCONV_PLUGIN_DESCRIPTOR).cast::<$crate::abi::PluginHeader>()
         }
     };
 }
@@ -129,7 +132,8 @@ macro_rules! static_plugin {
                 DESCRIPTOR, $name, $version,
                 $crate::abi::ABI_MAJOR, $crate::abi::ABI_MINOR, [$($f),+]
             );
-            &DESCRIPTOR.header
+            // The whole descriptor's pointer (see `__export_plugin_with_abi!`).
+            ::core::ptr::addr_of!(DESCRIPTOR).cast::<$crate::abi::PluginHeader>()
         }
     };
 }
