@@ -922,15 +922,23 @@ pub fn install_quiet_panic_hook(plugin: &'static str) {
                     .location()
                     .map(|l| format!(" at {}:{}", l.file(), l.line()))
                     .unwrap_or_default();
-                let _ = writeln!(
-                    io::stderr(),
-                    "profconv: error: plugin '{plugin}' panicked{at}: {}; it was built with \
-                     panic = \"abort\", so profconv ends here (rebuild it with panic = \"unwind\")",
-                    crate::text::quote_input(message.as_bytes(), 2000)
-                );
+                let message = crate::text::quote_input(message.as_bytes(), 2000);
+                say_abort_panic(&mut io::stderr(), plugin, &at, &message);
             }
         }));
     });
+}
+
+/// Writes the message of a panic in a plugin built with `panic = "abort"` to `w` in one write,
+/// as profconv writes its own: runs side by side (`xargs -P`) share a stderr, and a message
+/// written in pieces (`writeln!` to the unbuffered stderr makes a write per piece of the
+/// format: seven here) was cut into by another run's.
+fn say_abort_panic(w: &mut dyn Write, plugin: &str, at: &str, message: &str) {
+    let line = format!(
+        "profconv: error: plugin '{plugin}' panicked{at}: {message}; it was built with panic = \
+         \"abort\", so profconv ends here (rebuild it with panic = \"unwind\")\n"
+    );
+    let _ = w.write_all(line.as_bytes());
 }
 
 /// Default bound on an output whose size can grow with the square of the stacks' depth (every
@@ -1242,6 +1250,30 @@ mod tests {
         assert_eq!(
             human_bytes(1_500_003_500_000),
             "1.5 TB (1500003500000 bytes)"
+        );
+    }
+
+    /// The message of a panic in a plugin built with `panic = "abort"` is one write, whole:
+    /// `writeln!` to stderr wrote it in seven pieces, which a parallel run's message cut into.
+    #[test]
+    fn an_abort_panic_message_is_one_write() {
+        struct Writes(Vec<Vec<u8>>);
+        impl Write for Writes {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                self.0.push(buf.to_vec());
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut w = Writes(Vec::new());
+        say_abort_panic(&mut w, "x", " at src/lib.rs:3", "boom");
+        assert_eq!(w.0.len(), 1, "{:?}", w.0);
+        assert_eq!(
+            String::from_utf8_lossy(&w.0[0]),
+            "profconv: error: plugin 'x' panicked at src/lib.rs:3: boom; it was built with \
+             panic = \"abort\", so profconv ends here (rebuild it with panic = \"unwind\")\n"
         );
     }
 
