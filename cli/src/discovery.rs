@@ -79,10 +79,28 @@ pub fn exe_path() -> Option<PathBuf> {
     if name.components().count() > 1 {
         return Some(name);
     }
-    std::env::split_paths(&std::env::var_os("PATH")?)
+    in_path(&name, &std::env::var_os("PATH")?)
+}
+
+/// The first file named `name` in the absolute directories of `path` that the shell would run:
+/// a regular file with an execute bit (a shell passes over one without, as `execvp` does, and
+/// runs the next; taking it named a directory that is not the executable's).
+fn in_path(name: &Path, path: &std::ffi::OsStr) -> Option<PathBuf> {
+    std::env::split_paths(path)
         .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join(&name))
-        .find(|p| p.is_file())
+        .map(|dir| dir.join(name))
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && executable(&m)))
+}
+
+#[cfg(unix)]
+fn executable(m: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    m.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+fn executable(_: &std::fs::Metadata) -> bool {
+    true
 }
 
 /// [`untrusted`], trusting also the files of user `also` (the executable's owner).
@@ -321,6 +339,30 @@ pub fn default_dirs() -> Vec<(Source, PathBuf)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Without /proc, `profconv` started by name is looked for in `PATH` as the shell looked
+    /// for it: a file of that name without an execute bit (a download not yet `chmod +x`) is
+    /// passed over, as the shell passed over it; taking it searched the wrong directory for
+    /// plugins, and trusted its owner's files there.
+    #[cfg(unix)]
+    #[test]
+    fn the_executable_found_in_path_is_one_the_shell_would_run() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let (first, second) = (d.path().join("first"), d.path().join("second"));
+        for dir in [&first, &second] {
+            std::fs::create_dir(dir).unwrap();
+            std::fs::write(dir.join("profconv"), b"x").unwrap();
+        }
+        let mode = |p: &Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
+        mode(&first.join("profconv"), 0o644).unwrap();
+        mode(&second.join("profconv"), 0o755).unwrap();
+        let path = std::env::join_paths([&first, &second]).unwrap();
+        assert_eq!(
+            in_path(Path::new("profconv"), &path),
+            Some(second.join("profconv"))
+        );
+    }
 
     #[test]
     fn only_prefixed_libraries_are_plugin_files() {
