@@ -412,8 +412,8 @@ fn warn(quiet: bool, msg: &str) {
 
 /// Writes `profconv: KIND: MSG` and its line break to stderr in one write: runs side by side
 /// (`xargs -P`, `make -j`) share a stderr, and a message written in pieces (the prefix, the
-/// text, the line break) was cut into by another run's. One write of less than a pipe's
-/// buffer (4 KiB) is never cut, to a pipe or to a file opened for appending.
+/// text, the line break) was cut into by another run's. One write of at most `PIPE_BUF` (4 KiB)
+/// is never cut, to a pipe or to a file opened for appending.
 fn say(kind: &str, msg: &str) {
     let line = format!("profconv: {kind}: {}\n", printable(msg));
     let _ = Blocking(std::io::stderr()).write_all(line.as_bytes());
