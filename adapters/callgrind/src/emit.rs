@@ -2482,4 +2482,86 @@ mod tests {
         let (a, b) = (annotate_inclusive(text), annotate_inclusive(&out));
         assert_eq!(a, b, "{out}");
     }
+
+    /// Calls from many call sites (more than the call-line table's first 1 024 slots hold at
+    /// its load factor) each keep their own calls and costs as the table grows.
+    #[test]
+    fn many_call_sites_keep_their_own_calls_and_costs() {
+        let n: i64 = 3000;
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        let names: Vec<String> = (0..n).map(|i| format!("f{i}")).collect();
+        for (i, name) in names.iter().enumerate() {
+            b.add_stack(&["main", name.as_str()], &[i as i64 + 1])
+                .unwrap();
+        }
+        let text = emit(&b.finish());
+        let inclusive = annotate_inclusive(&text);
+        assert_eq!(inclusive["main"], n * (n + 1) / 2);
+        for (i, name) in names.iter().enumerate() {
+            assert_eq!(inclusive[name.as_str()], i as i64 + 1, "{name}");
+        }
+        assert_eq!(text.matches("\ncalls=1 ").count(), n as usize);
+    }
+
+    /// A call into another object names the callee's object (`cob=`), and a call within the
+    /// caller's object does not: read back, each callee is the function of its own object.
+    #[test]
+    fn calls_name_the_callees_object_only_when_it_differs() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("Ir", "count", ValueKind::Weight);
+        let main = b.func_with("main", Some("main.c"), Some(1), Some("prog"));
+        let helper = b.func_with("helper", Some("main.c"), Some(5), Some("prog"));
+        let memcpy = b.func_with("memcpy", Some("string.c"), Some(9), Some("libc.so"));
+        let root = b.frame(main);
+        let root = b.stack(NONE, root);
+        b.add_to_stack(root, &[1]).unwrap();
+        for (f, v) in [(helper, 2), (memcpy, 3)] {
+            let frame = b.frame(f);
+            let s = b.stack(root, frame);
+            b.add_to_stack(s, &[v]).unwrap();
+        }
+        let text = emit(&b.finish());
+        assert_eq!(text.matches("\ncob=").count(), 1, "{text}");
+        let g = crate::parse_graph(
+            &mut profconv_plugin::Input::from_slice(text.as_bytes()),
+            &mut profconv_plugin::Context::silent(),
+        )
+        .unwrap();
+        let object_of = |name: &str| -> Vec<String> {
+            g.funcs
+                .iter()
+                .filter(|f| g.str(f.name) == name)
+                .map(|f| g.str(f.object).to_string())
+                .collect()
+        };
+        assert_eq!(object_of("memcpy"), ["libc.so"], "{text}");
+        assert_eq!(object_of("helper"), ["prog"], "{text}");
+        assert_eq!(g.edges.len(), 2, "{text}");
+        assert!(g.edges.iter().all(|e| g.funcs[e.callee as usize].has_block));
+    }
+
+    /// Call lines whose count in the profile's calls column is 0 are written as `calls=1`,
+    /// and the header says how many there are; a profile whose calls all have a count says
+    /// nothing of it.
+    #[test]
+    fn call_lines_without_a_count_are_counted_in_the_header() {
+        let note = "call line(s) have no call in the profile's calls column";
+        for (g_calls, want) in [(0, Some(1)), (4, None)] {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("ticks", "ticks", ValueKind::Weight);
+            b.add_value_type("calls", "count", ValueKind::Count);
+            b.add_stack(&["main", "f"], &[5, 2]).unwrap();
+            b.add_stack(&["main", "g"], &[3, g_calls]).unwrap();
+            let text = emit(&b.finish());
+            match want {
+                Some(n) => assert!(
+                    text.contains(&format!("desc: Call counts: {n} {note}")),
+                    "{text}"
+                ),
+                None => assert!(!text.contains(note), "{text}"),
+            }
+            assert!(text.contains("desc: Call counts: exact"), "{text}");
+        }
+    }
 }

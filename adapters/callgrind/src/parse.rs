@@ -2511,4 +2511,151 @@ mod tests {
         assert_eq!(sniff(b"\xEF\xBB# callgrind format\n"), 0);
         assert_eq!(sniff(bom(&bom("# callgrind format\n")).as_bytes()), 0);
     }
+
+    /// A compressed name defined again with another name is said once, however often it
+    /// happens, and the new name is used from there on.
+    #[test]
+    fn a_redefined_compressed_name_is_said_once() {
+        let (g, _, messages) = graph_with_messages(
+            "events: A\nfn=(1) f\n1 1\nfn=(1) g\n1 2\nfn=(1) h\n1 3\nfn=(1)\n1 4\n",
+        );
+        let said: Vec<&String> = messages
+            .iter()
+            .filter(|m| m.contains("is redefined"))
+            .collect();
+        assert_eq!(said.len(), 1, "{messages:?}");
+        assert!(
+            said[0].contains("line 4: compressed name (1) is redefined from `f` to `g`"),
+            "{said:?}"
+        );
+        assert!(
+            messages
+                .iter()
+                .any(|m| m == "2 compressed names were redefined in all"),
+            "{messages:?}"
+        );
+        // `fn=(1)` alone is the last name given, `h`.
+        let h = g.funcs.iter().find(|f| g.str(f.name) == "h").unwrap();
+        let h = g.funcs.iter().position(|f| std::ptr::eq(f, h)).unwrap() as u32;
+        let h_costs: i64 = (0..g.selfs.len())
+            .filter(|&s| g.selfs[s].func == h)
+            .map(|s| g.self_costs.row(s)[0])
+            .sum();
+        assert_eq!(h_costs, 7);
+    }
+
+    /// A call count or a total written after extra blanks is reported at that token, not at a
+    /// column before it (or past the line's end).
+    #[test]
+    fn errors_after_blanks_name_the_bad_token() {
+        let cases = [
+            (
+                "events: Ir\nfn=f\ncfn=g\ncalls=  9223372036854775808 1\n1 1\n",
+                "is too large",
+                4,
+                9,
+            ),
+            (
+                "events: Ir\nfn=f\ncfn=g\ncalls=  1x 1\n1 1\n",
+                "expected a call count",
+                4,
+                9,
+            ),
+            (
+                "events: A B\nfn=f\n1 1 1\ntotals: 1  x\n",
+                "expected a cost",
+                4,
+                12,
+            ),
+            (
+                "positions: line  column\nevents: A\n",
+                "expected `instr` or `line`",
+                1,
+                18,
+            ),
+            (
+                "events: A B\nsummary: 1 2 3\nfn=f\n1 1 1\n",
+                "too many costs",
+                2,
+                14,
+            ),
+        ];
+        for (text, want, line, col) in cases {
+            let e = both(text);
+            assert!(e.message.contains(want), "{text:?}: {e}");
+            assert_eq!((e.line, e.column), (Some(line), Some(col)), "{text:?}: {e}");
+        }
+    }
+
+    /// A `desc: Root caller:` line naming no function of the file is said so, and the file reads
+    /// as it is.
+    #[test]
+    fn a_root_caller_naming_no_function_is_said_so() {
+        let (g, _, messages) = graph_with_messages(&format!(
+            "events: A\ndesc: {ROOT_CALLER_DESC}nobody (written by profconv)\nfn=main\n1 1\ncfn=f\ncalls=1 1\n1 2\nfn=f\n1 2\n"
+        ));
+        assert!(g.root_caller.is_none());
+        assert_eq!(g.edges.len(), 1);
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.contains("names `nobody`, but no function has that name")),
+            "{messages:?}"
+        );
+    }
+
+    /// A fileless callee read as the one namesake with code keeps that function's line when it
+    /// has one (from a call naming its file): the fileless call's target line does not replace
+    /// it.
+    #[test]
+    fn a_fileless_callee_does_not_move_its_functions_line() {
+        let g = graph(
+            "events: A\nfl=a.c\nfn=f\n12 1\nfn=main\n1 1\ncfn=f\ncalls=1 10\n2 1\n\
+             fl=???\nfn=g\n1 1\ncfl=???\ncfn=f\ncalls=1 20\n3 1\n",
+        )
+        .unwrap();
+        // Both calls reach `f` of a.c, whose line stays the one its first call gave.
+        let f: Vec<&Func> = g.funcs.iter().filter(|f| g.str(f.name) == "f").collect();
+        let with_code: Vec<&&Func> = f.iter().filter(|f| f.has_block).collect();
+        assert_eq!(with_code.len(), 1);
+        assert_eq!(with_code[0].line, 10);
+        let target = g
+            .funcs
+            .iter()
+            .position(|x| std::ptr::eq(x, *with_code[0]))
+            .unwrap() as u32;
+        assert!(g.edges.iter().all(|e| e.callee == target), "{:?}", g.edges);
+    }
+
+    /// Jump lines (`--collect-jumps=yes`: `jump=`, `jcnd=`, with `jfi=`/`jfn=` naming the
+    /// target) carry no cost: they are read past, and the costs around them are the function's.
+    #[test]
+    fn jump_lines_are_read_past() {
+        let (g, _, messages) = graph_with_messages(
+            "events: Ir\nfl=a.c\nfn=main\n1 1\njfi=b.c\njfn=(4) target\njump=3 5\n\
+             jcnd=1/3 6\n2 1\n",
+        );
+        assert!(messages.is_empty(), "{messages:?}");
+        assert_eq!(g.selfs.len(), 2);
+        assert_eq!(g.self_costs.row(0)[0] + g.self_costs.row(1)[0], 2);
+    }
+
+    /// `calls=0` lines (calls still running when callgrind dumped) are read as calls, and the
+    /// reader says how many there were.
+    #[test]
+    fn calls_still_running_at_the_dump_are_noted() {
+        let (g, _, messages) = graph_with_messages(
+            "events: Ir\nfn=main\n1 1\ncfn=f\ncalls=0 1\n1 5\ncfn=g\ncalls=2 1\n1 3\nfn=f\n1 5\nfn=g\n1 3\n",
+        );
+        assert_eq!(g.edges.len(), 2);
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.starts_with("1 `calls=0` line(s): calls still active")),
+            "{messages:?}"
+        );
+        let (_, _, messages) =
+            graph_with_messages("events: Ir\nfn=main\n1 1\ncfn=f\ncalls=2 1\n1 5\nfn=f\n1 5\n");
+        assert!(messages.is_empty(), "{messages:?}");
+    }
 }

@@ -2878,4 +2878,114 @@ mod tests {
         assert_eq!(unit_of(Some("sysCpuTime (system cpu ns)")), ("ns", 0));
         assert_eq!(unit_of(Some("x (elapsed weeks)")), ("elapsed weeks", 0));
     }
+
+    /// The messages a build of `text` gives.
+    fn build_messages(text: &str) -> Vec<String> {
+        let g = graph_of(text);
+        let mut messages = Vec::new();
+        let mut sink = |_: u32, m: &str| messages.push(m.to_string());
+        build_profile(
+            &g,
+            &BuildOptions::default(),
+            &mut Context::with_sink(&mut sink),
+        )
+        .unwrap();
+        messages
+    }
+
+    /// A function whose own costs exceed the calls into it (a thread's start function) gets a
+    /// root node for the rest, and the reader says how many such functions there are.
+    #[test]
+    fn functions_costing_more_than_their_calls_in_are_noted_as_roots() {
+        let text = "events: Ir\nfn=main\n1 1\ncfn=f\ncalls=1 1\n1 5\nfn=f\n1 8\n";
+        let messages = build_messages(text);
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.starts_with("1 function(s) cost more than the calls into them")),
+            "{messages:?}"
+        );
+        assert!(tree(text, BuildOptions::default()).contains("\nf self=3 total=3"));
+        // Called for all of its cost: nothing to say.
+        let messages =
+            build_messages("events: Ir\nfn=main\n1 1\ncfn=f\ncalls=1 1\n1 8\nfn=f\n1 8\n");
+        assert!(
+            !messages
+                .iter()
+                .any(|m| m.contains("cost more than the calls")),
+            "{messages:?}"
+        );
+    }
+
+    /// When many event columns lower max-nodes (nodes × columns stay within `NODE_CELLS`),
+    /// the warning about the nodes not made says what it was lowered from; at the asked
+    /// max-nodes it does not. Call edges met past max-nodes that made no node are warned about
+    /// even when no node was cut.
+    #[test]
+    fn the_max_nodes_warning_says_when_columns_lowered_it() {
+        let opts = BuildOptions {
+            max_nodes: 1_000_000,
+            ..BuildOptions::default()
+        };
+        let warn = |caveats: Caveats, max_nodes: usize, nc: usize| {
+            let mut messages = Vec::new();
+            let mut sink = |_: u32, m: &str| messages.push(m.to_string());
+            let work = WorkLimit::new(Tuning::default(), max_nodes, nc, 10);
+            report(
+                &mut Context::with_sink(&mut sink),
+                &caveats,
+                &work,
+                &opts,
+                max_nodes,
+                nc,
+            );
+            assert_eq!(messages.len(), 1, "{messages:?}");
+            messages.remove(0)
+        };
+        let cut = || Caveats {
+            cut_budget: 7,
+            ..Caveats::default()
+        };
+        let lowered = warn(cut(), NODE_CELLS / 64, 64);
+        assert!(
+            lowered.starts_with(&format!(
+                "7 call-tree node(s) beyond max-nodes={} (lowered from 1000000 for 64 event columns",
+                NODE_CELLS / 64
+            )),
+            "{lowered}"
+        );
+        let asked = warn(cut(), 1_000_000, 1);
+        assert!(
+            asked.starts_with("7 call-tree node(s) beyond max-nodes=1000000 were not created"),
+            "{asked}"
+        );
+        let uncounted = Caveats {
+            uncounted_full: 2,
+            ..Caveats::default()
+        };
+        let edges = warn(uncounted, 1_000_000, 1);
+        assert!(
+            edges.starts_with(
+                "0 call-tree node(s) beyond max-nodes=1000000 were not created, nor those of 2 \
+                 call edge(s) met past that"
+            ),
+            "{edges}"
+        );
+    }
+
+    /// A call edge that closes a cycle of calls (recursion through another function) is not
+    /// expanded, and the reader says how many such edges there were.
+    #[test]
+    fn call_edges_closing_a_cycle_are_noted() {
+        let messages = build_messages(
+            "events: Ir\nfn=main\n1 1\ncfn=a\ncalls=1 1\n1 10\nfn=a\n1 2\ncfn=b\ncalls=1 1\n1 8\n\
+             fn=b\n1 5\ncfn=a\ncalls=1 1\n1 3\n",
+        );
+        assert!(
+            messages.iter().any(|m| m.ends_with(
+                "call edge(s) closing a cycle (recursion) were not expanded; their costs show at the outer level"
+            ) && !m.starts_with("0 ")),
+            "{messages:?}"
+        );
+    }
 }

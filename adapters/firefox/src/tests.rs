@@ -1112,3 +1112,129 @@ fn the_sampling_interval_is_the_samples_own() {
     assert_eq!(v["meta"]["interval"].as_f64(), Some(1.0));
     assert_eq!(last_time(&v), 10_000.0);
 }
+
+/// A profile with a calls column but no sample order (an aggregated one) has no timeline to
+/// rebuild calls from: it is written sampled, one sample per stack, not evented.
+#[test]
+fn speedscope_of_an_aggregated_profile_with_calls_is_sampled() {
+    let (_, v) = speedscope(&seed_000(false), &[]);
+    let p = &v["profiles"][0];
+    assert_eq!(p["type"], "sampled", "{p}");
+    assert!(p.get("events").is_none(), "{p}");
+    let (_, v) = speedscope(&seed_000(true), &[]);
+    assert_eq!(v["profiles"][0]["type"], "evented");
+}
+
+/// Stacks of weight 0 are left out silently; only negative weights, which speedscope cannot
+/// show, are counted in the warning.
+#[test]
+fn speedscope_counts_only_negative_weights_as_left_out() {
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("delta", "count", ValueKind::Weight);
+    b.add_stack(&["main", "a"], &[2]).unwrap();
+    b.add_stack(&["main", "b"], &[0]).unwrap();
+    let p = b.finish();
+    assert_eq!(speedscope_warnings(&p, &[]), Vec::<String>::new());
+    let (_, v) = speedscope(&p, &[]);
+    assert_eq!(v["profiles"][0]["weights"], serde_json::json!([2]));
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("delta", "count", ValueKind::Weight);
+    b.add_stack(&["main", "a"], &[2]).unwrap();
+    b.add_stack(&["main", "b"], &[0]).unwrap();
+    b.add_stack(&["main", "c"], &[-1]).unwrap();
+    assert_eq!(
+        speedscope_warnings(&b.finish(), &[]),
+        ["speedscope cannot show negative weights: 1 samples left out"]
+    );
+}
+
+/// An evented profile of a weight with decimals (ticks read as `2.5`) has its events at the
+/// weight's values, not at its fixed-point integers.
+#[test]
+fn speedscope_events_of_a_weight_with_decimals_are_at_its_values() {
+    let mut b = ProfileBuilder::new();
+    let ticks = b.add_value_type("ticks", "ticks", ValueKind::Weight);
+    b.add_value_type("calls", "count", ValueKind::Count);
+    b.set_flags(flags::ORDERED);
+    b.rescale(ticks, 1).unwrap();
+    // f runs 1 tick, calls g for 1.5, and runs 1.5 more; no sample times: laid end to end.
+    for (stack, v) in [
+        (&["f"][..], [10, 1]),
+        (&["f", "g"], [15, 1]),
+        (&["f"], [15, 0]),
+    ] {
+        let s = b.stack_of_names(stack);
+        b.push_sample(s, None, &v);
+    }
+    let p = b.finish();
+    assert_eq!(p.value_types[ticks].decimals, 1);
+    let (_, v) = speedscope(&p, &[]);
+    let prof = &v["profiles"][0];
+    assert_eq!(prof["type"], "evented");
+    let at: Vec<f64> = prof["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["at"].as_f64().unwrap())
+        .collect();
+    assert_eq!(at, [0.0, 1.0, 2.5, 4.0]);
+    assert_eq!(prof["endValue"].as_f64(), Some(4.0));
+}
+
+/// speedscope opens on the first profile that shows something: a first thread whose samples
+/// all weigh nothing (left out) gives an empty sampled profile, and the file opens on the next.
+#[test]
+fn speedscope_opens_on_the_first_sampled_profile_with_samples() {
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("samples", "count", ValueKind::Weight);
+    b.add_thread("idle");
+    b.add_stack(&["main", "wait"], &[0]).unwrap();
+    b.add_thread("busy");
+    b.add_stack(&["main", "work"], &[3]).unwrap();
+    let (_, v) = speedscope(&b.finish(), &[]);
+    assert_eq!(v["profiles"][0]["name"], "idle");
+    assert_eq!(v["profiles"][0]["samples"], serde_json::json!([]));
+    assert_eq!(v["profiles"][1]["name"], "busy");
+    assert_eq!(v["activeProfileIndex"], 1);
+}
+
+/// A sample that enters several calls at once (a trace whose samples skip levels, as a sampled
+/// profile with a calls column does) opens each of them, outermost first, and closes them
+/// innermost first: the events nest.
+#[test]
+fn speedscope_opens_every_call_a_sample_enters() {
+    let mut b = ProfileBuilder::new();
+    b.add_value_type("ticks", "ticks", ValueKind::Weight);
+    b.add_value_type("calls", "count", ValueKind::Count);
+    b.set_flags(flags::ORDERED);
+    for (stack, v) in [
+        (&["a"][..], [1, 1]),
+        (&["a", "b", "c"], [2, 1]),
+        (&["a"], [1, 0]),
+    ] {
+        let s = b.stack_of_names(stack);
+        b.push_sample(s, None, &v);
+    }
+    let (_, v) = speedscope(&b.finish(), &[]);
+    let frames = v["shared"]["frames"].as_array().unwrap();
+    let prof = &v["profiles"][0];
+    assert_eq!(prof["type"], "evented");
+    let events: Vec<String> = prof["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let frame = &frames[e["frame"].as_u64().unwrap() as usize]["name"];
+            format!(
+                "{} {} {}",
+                e["type"].as_str().unwrap(),
+                frame.as_str().unwrap(),
+                e["at"]
+            )
+        })
+        .collect();
+    assert_eq!(
+        events,
+        ["O a 0", "O b 1", "O c 1", "C c 3", "C b 3", "C a 4"]
+    );
+}

@@ -1979,4 +1979,29 @@ mod tests {
             }
         }
     }
+
+    /// Every blank (and byte-order mark) that starts a root's name becomes `_`, not only the
+    /// first: the reader would trim the rest.
+    #[test]
+    fn every_leading_blank_of_a_root_is_rewritten() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&["main", "f"], &[1]).unwrap();
+        b.add_stack(&[" \t\u{feff} x", "f"], &[2]).unwrap();
+        let text = emit(&b.finish(), EmitOptions::default());
+        assert_eq!(text, "____x;f 2\nmain;f 1\n");
+    }
+
+    /// A name that would need rewriting only in a place it is not in is written as it is: a
+    /// root whose name ends in a number (trouble for a leaf only) and a leaf whose name starts
+    /// with a blank (trouble for a root only).
+    #[test]
+    fn names_are_rewritten_only_where_they_would_read_back_otherwise() {
+        let mut b = ProfileBuilder::new();
+        b.add_value_type("samples", "count", ValueKind::Weight);
+        b.add_stack(&["attempt 3", " b"], &[5]).unwrap();
+        let p = b.finish();
+        assert_eq!(emit(&p, EmitOptions::default()), "attempt 3; b 5\n");
+        assert_eq!(rewritten_names(&p.view()), 0);
+    }
 }

@@ -2801,7 +2801,8 @@ mod tests {
             .collect::<Vec<_>>()
             .join(";")
             .into_bytes();
-        text.extend_from_slice(b" 0.000000001\nq\xff 1000000000000000000\nz;q\xff 1\nr\xfe 1\n");
+        // `q\xff` after another frame: its remembered bit is not the first of its word.
+        text.extend_from_slice(b" 0.000000001\np;q\xff 1000000000000000000\nz;q\xff 1\nr\xfe 1\n");
         let one = ParseOptions {
             skip_bad_lines: true,
             ..ParseOptions::default()
@@ -2926,5 +2927,50 @@ mod tests {
         );
         same_in_batches(text, skip);
         same_with_threads(text, true);
+    }
+
+    /// The parallel reader decides whether a file is differential at its first data line, as
+    /// one thread does: blank lines and comments before it do not count, even a comment that
+    /// ends in two numbers (which read as a stack would look differential).
+    #[test]
+    fn the_first_data_line_skips_comments_ending_in_numbers() {
+        assert_eq!(
+            first_data_line_is_differential(b"# austin 3 4\n\n  \nmain;f 3\n"),
+            Some(false)
+        );
+        assert_eq!(
+            first_data_line_is_differential(b"# a 1\n#\nmain;f 3 4\n"),
+            Some(true)
+        );
+        assert_eq!(first_data_line_is_differential(b"# only 1 2\n\n"), None);
+    }
+
+    /// Stacks with one bad line among many (a truncated or hand-edited file) sniff weakly as
+    /// folded, so the parser can name the bad line; a few lines with a bad one, or many bad
+    /// ones, are not taken for stacks.
+    #[test]
+    fn stacks_with_a_rare_bad_line_sniff_weakly_as_folded() {
+        let mut many = String::new();
+        for i in 0..20 {
+            many += &format!("main;f{i} {i}\n");
+        }
+        assert_eq!(sniff(format!("{many}main;g x\n").as_bytes()), 10);
+        // Single frames with counts (any `word N` text) and a bad line: not taken for stacks.
+        let single = "main 1\n".repeat(12);
+        assert_eq!(sniff(format!("{single}main x\n").as_bytes()), 0);
+        // One bad line in three.
+        assert_eq!(
+            sniff(format!("{many}{}", "bad line\n".repeat(10)).as_bytes()),
+            0
+        );
+    }
+
+    /// A NUL byte anywhere in the head is binary data, not stacks, however well the lines
+    /// around it end in counts.
+    #[test]
+    fn a_head_with_a_nul_byte_is_not_folded() {
+        assert_eq!(sniff(b"a;b 1\nc;d 2\n"), 70);
+        assert_eq!(sniff(b"a;b 1\nc\x00;d 2\n"), 0);
+        assert_eq!(sniff(b"a;b 1\nc;d 2\n\x00"), 0);
     }
 }
