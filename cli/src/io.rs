@@ -744,6 +744,14 @@ pub fn on_interrupt(code: i32) {
     profconv_plugin::host::end_by_interrupt(code)
 }
 
+/// Acts on an interrupt that has arrived ([`on_interrupt`]), on this thread, whether or not the
+/// thread that acts on interrupts has run yet.
+pub fn end_if_interrupted() {
+    if profconv_plugin::host::interrupted() {
+        on_interrupt(130);
+    }
+}
+
 impl Sink {
     /// `-` is stdout; an existing non-regular file is written directly; anything else goes to a
     /// temp file beside the target (after following symlinks), so the final rename is atomic
@@ -1013,18 +1021,13 @@ impl Sink {
         // shell loop went on (29 of 72 SIGINTs sent during a small conversion on a busy 2-core
         // machine). It is acted on here, as it would have been; one that comes later finds
         // the output complete.
-        let unless_interrupted = || {
-            if profconv_plugin::host::interrupted() {
-                on_interrupt(130);
-            }
-        };
         match self {
             Sink::Stdout(mut w) => {
-                unless_interrupted();
+                end_if_interrupted();
                 done(w.flush())
             }
             Sink::Direct(mut w) => {
-                unless_interrupted();
+                end_if_interrupted();
                 done(w.flush())
             }
             Sink::File { tmp, target } => {
@@ -1041,7 +1044,7 @@ impl Sink {
                     set_pending(None);
                     return Err(e);
                 }
-                unless_interrupted();
+                end_if_interrupted();
                 // The lock is held from the rename to marking the output done, so an interrupt
                 // comes either before (the temp file is removed, the target untouched) or after.
                 let pending = PENDING_TEMP.lock().unwrap_or_else(|p| p.into_inner());
