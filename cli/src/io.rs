@@ -1358,9 +1358,43 @@ pub fn is_broken_pipe(e: &io::Error) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::{GzipReader, read_bounded};
     use std::io::{self, BufRead, Cursor, Read, Write};
+
+    /// In a child process of a test: sets the host's interrupt handler with a thread that never
+    /// acts (one that has not run yet, as on a busy machine), sends this process SIGINT and
+    /// waits until the signal is noted.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn interrupt_that_no_thread_acts_on() {
+        profconv_plugin::host::handle_interrupts_unless_ignored(|| {
+            let _ = ctrlc::set_handler(|| {});
+        });
+        let me = std::process::id().to_string();
+        let sent = std::process::Command::new("kill")
+            .args(["-s", "INT", &me])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        while !profconv_plugin::host::interrupted() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    /// Runs test `name` of this binary alone in a child process, with `var` set to `value`
+    /// (the test then does what ends that process, and its parent checks how it ended).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn run_test_as_child(
+        name: &str,
+        var: &str,
+        value: &std::ffi::OsStr,
+    ) -> std::process::Output {
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--nocapture", "--test-threads=1"])
+            .env(var, value)
+            .output()
+            .unwrap()
+    }
 
     /// An interrupt that arrived before the output was put in place ends the run by the
     /// signal, with no output and no temp file, even when the thread that acts on interrupts
@@ -1375,31 +1409,15 @@ mod tests {
         const CHILD: &str = "PROFCONV_TEST_UNHANDLED_INTERRUPT_CHILD";
         const NAME: &str = "io::tests::an_interrupt_before_the_output_is_complete_ends_the_run_whatever_thread_acts_on_it";
         if let Some(dir) = std::env::var_os(CHILD) {
-            // The host's handler, whose thread does nothing: one that has not run yet.
-            profconv_plugin::host::handle_interrupts_unless_ignored(|| {
-                let _ = ctrlc::set_handler(|| {});
-            });
             let mut sink =
                 super::Sink::create(&std::path::Path::new(&dir).join("out"), "-").unwrap();
             sink.writer().write_all(b"whole\n").unwrap();
-            let me = std::process::id().to_string();
-            let sent = std::process::Command::new("kill")
-                .args(["-s", "INT", &me])
-                .status()
-                .unwrap();
-            assert!(sent.success());
-            while !profconv_plugin::host::interrupted() {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
+            interrupt_that_no_thread_acts_on();
             println!("committed: {:?}", sink.commit());
             std::process::exit(0);
         }
         let d = tempfile::tempdir().unwrap();
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
-            .env(CHILD, d.path())
-            .output()
-            .unwrap();
+        let out = run_test_as_child(NAME, CHILD, d.path().as_os_str());
         let said = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.signal(), Some(2), "{:?}: {said}", out.status);
         let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();

@@ -1772,30 +1772,14 @@ mod tests {
         const CHILD: &str = "PROFCONV_TEST_FAILED_AFTER_INTERRUPT_CHILD";
         const NAME: &str = "tests::a_run_that_fails_after_an_interrupt_ends_by_the_signal_whatever_thread_acts_on_it";
         if std::env::var_os(CHILD).is_some() {
-            // The host's handler, whose thread does nothing: one that has not run yet.
-            profconv_plugin::host::handle_interrupts_unless_ignored(|| {
-                let _ = ctrlc::set_handler(|| {});
-            });
-            let me = std::process::id().to_string();
-            let sent = std::process::Command::new("kill")
-                .args(["-s", "INT", &me])
-                .status()
-                .unwrap();
-            assert!(sent.success());
-            while !profconv_plugin::host::interrupted() {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
+            io::tests::interrupt_that_no_thread_acts_on();
             let _ = finish(Err(Failure::Input(
                 "<stdin>:1:1: the input is empty".into(),
             )));
             println!("went on");
             std::process::exit(0);
         }
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
-            .env(CHILD, "1")
-            .output()
-            .unwrap();
+        let out = io::tests::run_test_as_child(NAME, CHILD, "1".as_ref());
         let (said, err) = (
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr),
