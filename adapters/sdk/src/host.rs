@@ -1126,11 +1126,8 @@ static INTERRUPTED_BY: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI
 
 /// The handlers [`note_interrupt`] hands each of the [`INTERRUPT_SIGNALS`] on to.
 #[cfg(unix)]
-static INTERRUPT_NEXT: [std::sync::OnceLock<libc::sigaction>; 3] = [
-    std::sync::OnceLock::new(),
-    std::sync::OnceLock::new(),
-    std::sync::OnceLock::new(),
-];
+static INTERRUPT_NEXT: [std::sync::OnceLock<libc::sigaction>; INTERRUPT_SIGNALS.len()] =
+    [const { std::sync::OnceLock::new() }; INTERRUPT_SIGNALS.len()];
 
 /// Notes the interrupt signal (the first one wins), then calls the handler
 /// [`handle_interrupts_unless_ignored`] found in place for it.
