@@ -2143,6 +2143,91 @@ mod tests {
         assert_eq!(e.line, Some(2003));
     }
 
+    /// Xdebug's time read as nanoseconds in its own column when another event comes first:
+    /// each row's time is checked, and the `summary:` multiplied with the costs.
+    #[test]
+    fn xdebug_time_in_a_later_column_is_checked_and_summed_in_that_column() {
+        let text = "version: 1\ncreator: xdebug 3.2.0 (PHP 8.2.0)\npositions: line\n\
+                    events: Memory_(bytes) Time_(10ns)\nfl=(1) /tmp/a.php\n\
+                    fn=(1) a\n1 200 100\nfn=(2) b\n1 7 5\nsummary: 207 105\n";
+        let g = graph(text).unwrap();
+        assert_eq!(g.events[1].name, "Time");
+        assert_eq!(g.summary, Some(vec![207, 1050]));
+        assert_eq!(g.self_total(), [207, 1050]);
+        // The second row's time cannot be multiplied: kept as written.
+        let g = graph(&text.replace("1 7 5", "1 7 1000000000000000000")).unwrap();
+        assert_eq!(g.events[1].name, "Time_(10ns)");
+        assert_eq!(g.self_costs.row(1), [7, 1_000_000_000_000_000_000]);
+        // So is a call's inclusive time that cannot (the second call's, self costs small).
+        let calls = "version: 1\ncreator: xdebug 3.2.0 (PHP 8.2.0)\npositions: line\n\
+                     events: Memory_(bytes) Time_(10ns)\nfl=(1) /tmp/a.php\n\
+                     fn=(1) a\n1 200 100\ncfn=(2) b\ncalls=1 0\n1 7 5\n\
+                     cfn=(3) c\ncalls=1 0\n1 0 1000000000000000000\n\
+                     fn=(2) b\n1 7 5\nfn=(3) c\n1 0 1\n";
+        let g = graph(calls).unwrap();
+        assert_eq!(g.events[1].name, "Time_(10ns)");
+        assert_eq!(g.edge_costs.row(1), [0, 1_000_000_000_000_000_000]);
+    }
+
+    /// Merging positions makes a caller's calls into one callee from positions that become
+    /// alike one edge: by line, the addresses go; by function, the lines too.
+    #[test]
+    fn merged_positions_join_calls_that_differ_only_in_what_is_dropped() {
+        let text = "positions: instr line\nevents: Ir\n\nfn=main\n0x10 3 5\n\
+                    cfn=f\ncalls=1 0x40 9\n0x10 3 10\ncfn=f\ncalls=2 0x40 9\n0x14 3 20\n\
+                    cfn=f\ncalls=4 0x40 9\n0x20 4 40\nfn=f\n0x40 9 70\n";
+        let edges = |p: crate::graph::Positions| {
+            let mut g = graph(text).unwrap();
+            g.merge_positions(p).unwrap();
+            let costs = (0..g.edges.len()).map(|i| g.edge_costs.row(i)[0]);
+            g.edges
+                .iter()
+                .zip(costs)
+                .map(|(e, c)| (e.addr, e.line, e.calls, c))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            edges(crate::graph::Positions::Line),
+            [(None, 3, 3, 30), (None, 4, 4, 40)]
+        );
+        assert_eq!(edges(crate::graph::Positions::Function), [(None, 0, 7, 70)]);
+    }
+
+    /// A cost table is empty until its first row, zeros as wide as its pitch.
+    #[test]
+    fn a_cost_table_is_empty_until_its_first_row() {
+        let mut c = Costs::default();
+        assert!(c.is_empty());
+        assert_eq!(c.len(), 0);
+        c.widen(3, 8);
+        assert!(c.is_empty());
+        assert_eq!(c.push_zero(), 0);
+        assert!(!c.is_empty());
+        assert_eq!((c.len(), c.row(0)), (1, &[0, 0, 0][..]));
+    }
+
+    /// The allowance counts the row a new position is about to add: the first cost line whose
+    /// row would take the tables past it is refused, not the one after.
+    #[test]
+    fn a_new_row_past_the_allowance_is_refused_at_its_own_line() {
+        let head = format!("{}fn=f\n", events_line(1000));
+        let mut text = head.clone();
+        for _ in 0..3000 {
+            text.push_str("+1 1\n");
+        }
+        // Cost line k (file line k + 2) makes row k of 1,000 values, after H + 5k bytes.
+        let h = head.len() as u64;
+        let first = (1..3000u64)
+            .find(|k| 1000 * k > FREE_CELLS + CELLS_PER_BYTE * (h + 5 * k))
+            .unwrap();
+        let e = both(&text);
+        assert!(
+            e.message.contains("too many costs for the input's size"),
+            "{e}"
+        );
+        assert_eq!(e.line, Some(first + 2), "{e}");
+    }
+
     #[test]
     fn widening_keeps_costs() {
         // Many parts, each adding an event: rows keep their values, new columns are 0.

@@ -1888,6 +1888,31 @@ mod tests {
         }
     }
 
+    /// Xdebug's time read as nanoseconds when it is not the first event column: its own column
+    /// is multiplied (by 10), the memory before it kept as written.
+    #[test]
+    fn xdebug_time_after_another_event_is_scaled_in_its_own_column() {
+        let text = "version: 1\ncreator: xdebug 3.2.0 (PHP 8.2.0)\npositions: line\n\
+                    events: Memory_(bytes) Time_(10ns)\nfl=(1) /tmp/a.php\n\
+                    fn=(1) a\n1 200 100\ncfl=(1)\ncfn=(2) b\ncalls=1 0\n1 7 5\n\
+                    fn=(2) b\n1 7 5\n";
+        let p = read_with_messages(text).0;
+        let v = p.view();
+        assert_eq!(
+            value_columns(&v),
+            [
+                ("Memory_(bytes)", "bytes", 0),
+                ("Time", "nanoseconds", 0),
+                ("calls", "count", 0)
+            ]
+        );
+        assert_eq!(
+            first_seen_tree(&v, true),
+            "a self=200 total=207 calls=0 self_Time=1000 total_Time=1050\n  \
+             b self=7 total=7 calls=1 self_Time=50 total_Time=50\n"
+        );
+    }
+
     /// Xdebug's time is kept as written when its costs each fit times 10 but their total does
     /// not (two functions of 5e17 × 10 ns, no `summary:`): the profile was refused, "the values
     /// of 'Time' add up to more than a 64-bit integer holds".

@@ -465,6 +465,95 @@ mod tests {
         assert!(stack_rank(&ProfileBuilder::new().finish().view()).is_empty());
     }
 
+    /// Times up to 2^53 are exact in a double, so they are written as they are; one past it
+    /// moves the origin to the earliest.
+    #[test]
+    fn times_up_to_2_53_keep_the_origin_at_0() {
+        let edge = 1i64 << 53;
+        assert_eq!(time_origin(&[5, edge]), 0);
+        assert_eq!(time_origin(&[5, -edge]), 0);
+        assert_eq!(time_origin(&[5, edge + 1]), 5);
+        assert_eq!(time_origin(&[5, -edge - 1]), i128::from(-edge - 1));
+    }
+
+    /// A quotient that rounds to a whole number (10^23 + 1 over 10^23 is 1 in a double) is
+    /// written as an integer, as an exact one is.
+    #[test]
+    fn a_fraction_that_rounds_to_a_whole_number_is_an_integer() {
+        assert_eq!(scaled(10i128.pow(23) + 1, -23), Num::I(1));
+        assert_eq!(scaled(-(10i128.pow(23) + 1), -23), Num::I(-1));
+    }
+
+    /// The `time_unit` metadata picks the clock column by name, by unit, or by a unit of the
+    /// same time kind (`ns` for `nanoseconds`); a non-time unit matches only itself.
+    #[test]
+    fn the_time_unit_picks_its_column_by_name_unit_or_kind() {
+        use profconv_plugin::ir::ProfileBuilder;
+        let column = |meta: &str, unit: &str| {
+            let mut b = ProfileBuilder::new();
+            b.add_value_type("samples", "count", ValueKind::Weight);
+            b.add_value_type("clock", unit, ValueKind::Weight);
+            b.add_meta("time_unit", meta);
+            time_column(&b.finish().view())
+        };
+        assert_eq!(column("ticks", "ticks"), Some(1));
+        assert_eq!(column("clock", "ticks"), Some(1));
+        assert_eq!(column("ns", "nanoseconds"), Some(1));
+        assert_eq!(column("ms", "milliseconds"), Some(1));
+        // Another unit: the first weight column.
+        assert_eq!(column("cycles", "ticks"), Some(0));
+        assert_eq!(column("ns", "ticks"), Some(0));
+    }
+
+    /// Each family of time units converts to milliseconds by its power of ten.
+    #[test]
+    fn every_time_unit_converts_to_milliseconds() {
+        let t = |exp10_to_ms, speedscope| UnitKind::Time {
+            exp10_to_ms,
+            speedscope,
+        };
+        for (units, want) in [
+            (
+                ["ns", "nanosecond", "nanoseconds", "nsec"],
+                t(-6, "nanoseconds"),
+            ),
+            (
+                ["us", "microsecond", "microseconds", "usec"],
+                t(-3, "microseconds"),
+            ),
+            (
+                ["ms", "millisecond", "milliseconds", "msec"],
+                t(0, "milliseconds"),
+            ),
+            (["s", "sec", "second", "seconds"], t(3, "seconds")),
+        ] {
+            for u in units {
+                assert_eq!(unit_kind(u), want, "{u}");
+                assert_eq!(unit_kind(&u.to_uppercase()), want, "{u}");
+            }
+        }
+        for u in ["b", "byte", "Bytes"] {
+            assert_eq!(unit_kind(u), UnitKind::Bytes, "{u}");
+        }
+    }
+
+    /// The `calls` column is the one of that name, if it is a count; none otherwise.
+    #[test]
+    fn the_calls_column_is_the_count_named_calls() {
+        use profconv_plugin::ir::ProfileBuilder;
+        let calls = |kinds: &[(&str, ValueKind)]| {
+            let mut b = ProfileBuilder::new();
+            for &(name, kind) in kinds {
+                b.add_value_type(name, "count", kind);
+            }
+            calls_column(&b.finish().view())
+        };
+        let (w, c) = (ValueKind::Weight, ValueKind::Count);
+        assert_eq!(calls(&[("samples", w), ("a", w), ("calls", c)]), Some(2));
+        assert_eq!(calls(&[("samples", w), ("calls", w)]), None);
+        assert_eq!(calls(&[("samples", w), ("hits", c)]), None);
+    }
+
     /// A unit written with the Greek letter mu (U+03BC) is microseconds, as with the micro sign
     /// (U+00B5): a callgrind event `Time (μs)` was written as unitless samples.
     #[test]

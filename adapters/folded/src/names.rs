@@ -251,6 +251,20 @@ mod tests {
         assert_eq!(made as usize, all.len(), "each name made once");
     }
 
+    /// The slots double only when a name takes them past half full: 512 names keep the first
+    /// 1,024 slots, the 513th doubles them.
+    #[test]
+    fn the_table_grows_only_past_half_full() {
+        let mut table = FrameNames::new();
+        for i in 0..513u32 {
+            let name = format!("f{i}").into_bytes();
+            let hash = scan(&name, 0, table.seed).1;
+            assert_eq!(table.frame(&name, hash, || i), i);
+            let want = if i < 512 { 1024 } else { 2048 };
+            assert_eq!(table.slots.len(), want, "after {} names", i + 1);
+        }
+    }
+
     #[test]
     fn words_compare_at_every_length() {
         for n in 0..24 {
