@@ -325,13 +325,7 @@ pub fn emit_callgrind_validated(
                 (None, None) => break,
             };
             if piece != NONE {
-                w.buf.extend_from_slice(b"fi=");
-                let c = piece as usize;
-                w.compressed(
-                    Kind::File,
-                    cg.file_group[c],
-                    or_unknown(cg.files[c].unwrap_or("")),
-                );
+                w.file_of(b"fi=", &cg, piece as usize);
                 w.flush_line()?;
                 in_piece = true;
             }
@@ -357,13 +351,7 @@ pub fn emit_callgrind_validated(
             }
         }
         if in_piece {
-            w.buf.extend_from_slice(b"fe=");
-            let c = f as usize;
-            w.compressed(
-                Kind::File,
-                cg.file_group[c],
-                or_unknown(cg.files[c].unwrap_or("")),
-            );
+            w.file_of(b"fe=", &cg, f as usize);
             w.flush_line()?;
         }
     }
@@ -1525,8 +1513,7 @@ impl<W: Write> Writer<'_, W> {
         }
         let file = cg.file_group[f];
         if *cur_file != file {
-            self.buf.extend_from_slice(b"fl=");
-            self.compressed(Kind::File, file, or_unknown(cg.files[f].unwrap_or("")));
+            self.file_of(b"fl=", cg, f);
             *cur_file = file;
         }
         self.buf.extend_from_slice(b"fn=");
@@ -1588,6 +1575,17 @@ impl<W: Write> Writer<'_, W> {
         }
         self.buf.push(b'\n');
         self.flush_line()
+    }
+
+    /// `KEY(id) file` for the file of function `f` (`fl=`, `fi=`, `fe=`), without its line
+    /// break.
+    fn file_of(&mut self, key: &[u8], cg: &CgFuncs<'_>, f: usize) {
+        self.buf.extend_from_slice(key);
+        self.compressed(
+            Kind::File,
+            cg.file_group[f],
+            or_unknown(cg.files[f].unwrap_or("")),
+        );
     }
 
     /// `(id) name` the first time, `(id)` after.
