@@ -307,9 +307,8 @@ impl Graph {
         format!("{file}:{}", self.str(func.name))
     }
 
-    /// Leaves out the call edges `caller` makes (and their costs), keeping the others in order;
-    /// returns how many went.
-    pub(crate) fn drop_calls_of(&mut self, caller: u32) -> usize {
+    /// Leaves out the call edges `caller` makes (and their costs), keeping the others in order.
+    pub(crate) fn drop_calls_of(&mut self, caller: u32) {
         let mut costs = Costs {
             pitch: self.edge_costs.pitch,
             stride: self.edge_costs.stride,
@@ -325,10 +324,8 @@ impl Graph {
                 kept.push(*e);
             }
         }
-        let dropped = self.edges.len() - kept.len();
         self.edges = kept;
         self.edge_costs = costs;
-        dropped
     }
 
     /// Whether some self cost or call edge has a position that `p` drops.
